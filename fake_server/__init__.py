@@ -1,0 +1,32 @@
+"""A settable fake OpenAI-compatible server that behaves like vLLM, with a ground-truth ledger.
+
+The public surface (everything else is internal and may change):
+
+    serve(...)             run a server in a background thread (context manager)
+    serve_subprocess(...)  run `fake-server serve` as a child process (context manager)
+    RunningServer          what both yield: base_url, ledger(), configure(), set_faults(), ...
+    build_settings(...)    settings from a scenario name/file and keyword overrides
+    ServerSettings, ModelSettings, SettingsError
+    tokenizer              the documented tokenizer (`tokenizer.count(text)`)
+    list_scenarios()       the built-in scenarios
+
+The pytest plugin (`fake_server.pytest_plugin`, registered automatically) gives tests the
+`fake_server` fixture.
+"""
+
+from . import tokenizer
+from .runner import RunningServer, build_settings, serve, serve_subprocess
+from .scenarios import list_scenarios
+from .settings import ModelSettings, ServerSettings, SettingsError
+
+__all__ = [
+    "serve",
+    "serve_subprocess",
+    "RunningServer",
+    "build_settings",
+    "ServerSettings",
+    "ModelSettings",
+    "SettingsError",
+    "tokenizer",
+    "list_scenarios",
+]

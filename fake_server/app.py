@@ -1,0 +1,118 @@
+"""The Starlette application of one fake server: vLLM's endpoints plus `/admin/*` when enabled."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from . import tokenizer
+from .admin import admin_routes
+from .generation import Persona, chat_completions, completions, error_response
+from .metrics import make_registry, render
+from .protocol import BadRequest, parse_chat, parse_json
+from .state import ServerState
+
+__all__ = ["create_app"]
+
+VERSION = "0.11.0-fake"
+
+
+async def health(request: Request) -> Response:
+    state: ServerState = request.app.state.server
+    if state.health_ok():
+        return Response(status_code=200)
+    return Response(status_code=503)
+
+
+async def models(request: Request) -> Response:
+    state: ServerState = request.app.state.server
+    data = [{"id": name, "object": "model", "created": int(state.started), "owned_by": "vllm", "root": name,
+             "parent": None, "max_model_len": engine.settings.max_model_len, "permission": []}
+            for name, engine in state.engines.items()]
+    return JSONResponse({"object": "list", "data": data})
+
+
+async def tokenize(request: Request) -> Response:
+    state: ServerState = request.app.state.server
+    try:
+        data = parse_json(await request.body())
+        model = data.get("model") or state.default_model
+        if not isinstance(model, str):
+            raise BadRequest("`model` must be a string.", "model")
+        engine = state.engines.get(model)
+        if engine is None:
+            return error_response(404, f"The model `{model}` does not exist.", "model")
+        if "messages" in data:
+            text = tokenizer.render_chat(parse_chat({"messages": data["messages"]}).messages or [])
+        elif isinstance(data.get("prompt"), str):
+            text = data["prompt"]
+        else:
+            raise BadRequest("`prompt` (a string) or `messages` is required.", "prompt")
+    except BadRequest as exc:
+        return error_response(exc.status, exc.message, exc.param)
+    pieces = tokenizer.tokenize(text)
+    body: dict[str, Any] = {"count": len(pieces), "max_model_len": engine.settings.max_model_len,
+                            "tokens": tokenizer.token_ids(pieces), "token_strs": None}
+    if data.get("return_token_strs") is True:
+        body["token_strs"] = pieces
+    return JSONResponse(body)
+
+
+async def version(request: Request) -> Response:
+    return JSONResponse({"version": VERSION})
+
+
+async def metrics(request: Request) -> Response:
+    return Response(render(request.app.state.registry), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return error_response(404, f"Not found: {request.method} {request.url.path}")
+    if exc.status_code == 405:
+        return error_response(405, f"Method {request.method} is not allowed on {request.url.path}")
+    return error_response(exc.status_code, str(exc.detail))
+
+
+class _DropIntentionalCut(logging.Filter):
+    """A `cut` fault ends a response early on purpose; uvicorn would log that as an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "returned without completing response" not in record.getMessage()
+
+
+def create_app(state: ServerState, persona: Persona | None = None) -> Starlette:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        state.start()
+        try:
+            yield
+        finally:
+            await state.stop()
+
+    routes = [
+        Route("/health", health, methods=["GET"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/tokenize", tokenize, methods=["POST"]),
+        Route("/version", version, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        Route("/v1/completions", completions, methods=["POST"]),
+    ]
+    if state.settings.admin:
+        routes += admin_routes()
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
+    app.state.server = state
+    app.state.persona = persona
+    app.state.registry = make_registry(state.named_engines)
+    logging.getLogger("uvicorn.error").addFilter(_DropIntentionalCut())
+    return app

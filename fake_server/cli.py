@@ -1,0 +1,95 @@
+"""`fake-server`: the command line. It parses, builds settings and calls the runner; nothing else.
+
+Every engine and server setting is an option named after its field (`max_num_seqs` is
+`--max-num-seqs`), generated from `fake_server.settings`, so a new setting is a new flag for free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from .scenarios import list_scenarios, scenario_path
+from .settings import ServerSettings, SettingsError, apply_overrides, load_scenario_file, model_fields, server_fields
+
+__all__ = ["main"]
+
+
+def _option_for(f: dataclasses.Field[Any]) -> Callable[[Any], Any]:
+    kind = str(f.type).replace(" ", "")
+    flag = "--" + f.name.replace("_", "-")
+    help_text = f.metadata.get("help", "")
+    default = f.default if f.default is not dataclasses.MISSING else None
+    if default is not None and kind != "bool":
+        help_text += f"  [default: {default}]"
+    if kind == "bool":
+        return click.option(f"{flag}/--no-{flag[2:]}", f.name, default=None, help=f"{help_text}  [default: {'on' if default else 'off'}]")
+    if kind == "list[str]":
+        return click.option(flag, f.name, multiple=True, help=help_text + "  (repeat for several)")
+    choices = f.metadata.get("choices")
+    py_type: Any = click.Choice(choices) if choices else {"int": int, "float": float}.get(kind, str)
+    return click.option(flag, f.name, type=py_type, default=None, help=help_text)
+
+
+def _settings_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    for f in reversed(server_fields() + model_fields()):
+        command = _option_for(f)(command)
+    return command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+def main() -> None:
+    """A settable fake OpenAI-compatible server that behaves like vLLM."""
+
+
+@main.command()
+@click.argument("model", required=False)
+@click.option("--scenario", help="Built-in scenario name (see `fake-server scenarios`) or a YAML file.")
+@_settings_options
+def serve(model: str | None, scenario: str | None, **values: Any) -> None:
+    """Serve MODEL (like `vllm serve MODEL`); flags override the scenario, which overrides defaults."""
+    try:
+        settings = ServerSettings()
+        if scenario:
+            load_scenario_file(scenario_path(scenario), settings)
+        given = {k: v for k, v in values.items() if v is not None and v != ()}
+        if model and "served_model_name" not in given:
+            given["served_model_name"] = [model]
+        server_keys = {f.name for f in server_fields()}
+        apply_overrides(settings, {k: v for k, v in given.items() if k in server_keys}, "command line")
+        apply_overrides(settings.model, {k: v for k, v in given.items() if k not in server_keys}, "command line")
+        settings.validate()
+        _run(settings)
+    except SettingsError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _run(settings: ServerSettings) -> None:
+    from .runner import bind, make_server, new_loop
+
+    sock = bind(settings.host, settings.port)
+    server, state = make_server(settings)
+    host, port = sock.getsockname()[:2]
+    names = ", ".join(state.engines)
+    click.echo(f"fake-server ({settings.persona}) serving {names} on http://{host}:{port}", nl=True)
+    sys.stdout.flush()
+    loop = new_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_until_complete(server.serve(sockets=[sock]))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        loop.close()
+
+
+@main.command()
+def scenarios() -> None:
+    """List the built-in scenarios."""
+    for name, description in list_scenarios():
+        click.echo(f"{name:22} {description}")

@@ -1,0 +1,464 @@
+"""One model's engine: a step loop over a fixed number of slots, as vLLM's scheduler works.
+
+Each step the scheduler (1) gives every decoding sequence room for its next tokens in the KV
+cache, preempting the newest running sequence when the cache is full (recompute: it goes back to
+the front of the queue and pays prefill again), (2) continues chunked prefills, and (3) admits
+waiting requests in FIFO order while slots, KV blocks and the step's token budget allow. The step
+then lasts
+
+    decode:  (1 / token_rate) * (1 + batch_slowdown * (decoding sequences - 1))   if any decode
+  + prefill: prefill_overhead per sequence starting prefill + prefill tokens / prefill_rate
+
+scaled by seeded jitter. At its end every sequence that finished prefill emits its first token and
+every decoding sequence emits `tokens_per_chunk` tokens. Steps are laid end to end on a fixed
+timeline; when the process cannot keep up, the lateness is recorded (`step_lag`) and the timeline
+restarts from now rather than silently compressing later steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from .kv_cache import BLOCK_SIZE, KVCache, block_hashes
+from .ledger import LedgerRecord
+from .metrics import EngineMetrics
+from .settings import ModelSettings, SettingsError
+from .textgen import TextStream
+
+__all__ = ["Engine", "Sequence", "QueueFull", "Event"]
+
+WAITING, PREFILL, DECODE, DONE = range(4)
+_REANCHOR = 0.002  # a step ending later than this restarts the timeline from now
+
+
+class QueueFull(Exception):
+    """The waiting queue is at its configured cap (only when `max_waiting` > 0)."""
+
+
+# An event for the response writer: (kind, text, tokens, finish_reason, stop_reason).
+# kind is "role", "reasoning" or "content"; a finish_reason marks the sequence's last event.
+Event = tuple[str, str, int, str | None, str | None]
+
+
+def _blocks_for(tokens: int) -> int:
+    return -(-tokens // BLOCK_SIZE)
+
+
+class Sequence:
+    """One request inside the engine, and the hand-off point to its response writer."""
+
+    __slots__ = (
+        "record", "prompt_ids", "hashes", "num_prompt", "max_tokens", "natural_len",
+        "reasoning_len", "text", "stop", "eligible_at", "role_on_schedule", "computed",
+        "output", "reasoning_out", "blocks", "state", "events", "finish_reason", "stop_reason",
+        "cached_tokens", "_waiter", "arrival_mono", "scheduled_mono", "first_token_mono",
+        "last_token_mono", "content_tail", "admitted_once",
+    )
+
+    def __init__(self, record: LedgerRecord, prompt_ids: list[int], max_tokens: int,
+                 natural_len: int | None, reasoning_len: int, text: TextStream,
+                 stop: tuple[str, ...], eligible_at: float, role_on_schedule: bool) -> None:
+        self.record = record
+        self.prompt_ids = prompt_ids
+        self.hashes: list[int] = []
+        self.num_prompt = len(prompt_ids)
+        self.max_tokens = max_tokens
+        self.natural_len = natural_len
+        self.reasoning_len = reasoning_len
+        self.text = text
+        self.stop = stop
+        self.eligible_at = eligible_at
+        self.role_on_schedule = role_on_schedule
+        self.computed = 0
+        self.output = 0
+        self.reasoning_out = 0
+        self.blocks: list[int] = []
+        self.state = WAITING
+        self.events: list[Event] = []
+        self.finish_reason: str | None = None
+        self.stop_reason: str | None = None
+        self.cached_tokens = 0
+        self._waiter: asyncio.Future[None] | None = None
+        self.arrival_mono = time.perf_counter()
+        self.scheduled_mono: float | None = None
+        self.first_token_mono: float | None = None
+        self.last_token_mono: float | None = None
+        self.content_tail = ""
+        self.admitted_once = False
+
+    @property
+    def done(self) -> bool:
+        return self.state == DONE
+
+    @property
+    def content_tokens(self) -> int:
+        return self.output - self.reasoning_out
+
+    def _push(self, event: Event) -> None:
+        self.events.append(event)
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def next_events(self) -> list[Event]:
+        """Wait for and take the events produced since the last call; [] once the sequence is done."""
+        while not self.events and self.state != DONE:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        events, self.events = self.events, []
+        return events
+
+
+@dataclass
+class _Plan:
+    decode: list[Sequence] = field(default_factory=list)
+    prefill: list[tuple[Sequence, int]] = field(default_factory=list)
+    duration: float = 0.0
+    wake_at: float | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.decode and not self.prefill
+
+
+class Engine:
+    """Runs the step loop of one model; everything it touches lives on one event loop."""
+
+    def __init__(self, name: str, settings: ModelSettings, seed: int) -> None:
+        self.name = name
+        self.settings = settings
+        self.seed = seed
+        self.metrics = EngineMetrics()
+        self.kv = KVCache(settings.kv_cache_tokens, settings.enable_prefix_caching)
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []
+        self._rng = random.Random(seed)
+        self._wakeup: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        check_capacity(settings)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        self._wakeup = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"engine:{self.name}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+        for seq in list(self.waiting) + list(self.running):
+            self._finish(seq, "abort")
+
+    def reconfigure(self, settings: ModelSettings) -> None:
+        """Apply new settings; the KV cache can only be rebuilt while nothing is in flight."""
+        check_capacity(settings)
+        kv_changed = (settings.kv_cache_tokens != self.settings.kv_cache_tokens
+                      or settings.enable_prefix_caching != self.settings.enable_prefix_caching)
+        if kv_changed:
+            if self.waiting or self.running:
+                raise SettingsError(f"cannot resize the KV cache of `{self.name}` while {self.num_running + self.num_waiting} requests are in flight")
+            self.kv = KVCache(settings.kv_cache_tokens, settings.enable_prefix_caching)
+        self.settings = settings
+        self._poke()
+
+    def reset(self) -> None:
+        self.metrics = EngineMetrics()
+        self.kv.reset_prefix_cache()
+        self._rng = random.Random(self.seed)
+
+    @property
+    def num_running(self) -> int:
+        return len(self.running)
+
+    @property
+    def num_waiting(self) -> int:
+        return len(self.waiting)
+
+    # -- requests -------------------------------------------------------------------------
+    def submit(self, record: LedgerRecord, prompt_ids: list[int], max_tokens: int,
+               ignore_eos: bool, reasoning: bool, stop: tuple[str, ...], text: TextStream,
+               role_on_schedule: bool = False, min_tokens: int = 0) -> Sequence:
+        s = self.settings
+        if s.max_waiting and len(self.waiting) >= s.max_waiting:
+            raise QueueFull(f"the waiting queue of `{self.name}` is full ({s.max_waiting} requests)")
+        natural = None if ignore_eos else max(min_tokens, text.natural_length(s.output_len_min, s.output_len_max))
+        seq = Sequence(record, prompt_ids, max_tokens, natural,
+                       s.reasoning_tokens if reasoning else 0, text, stop,
+                       time.perf_counter() + s.queue_delay, role_on_schedule)
+        if self.kv.prefix_caching:
+            seq.hashes = block_hashes(prompt_ids)
+        record.queued = time.time()
+        self.waiting.append(seq)
+        self._poke()
+        return seq
+
+    def abort(self, seq: Sequence) -> None:
+        """The client went away: free the slot and the KV blocks now."""
+        if seq.state == DONE:
+            return
+        if seq.state == WAITING:
+            try:
+                self.waiting.remove(seq)
+            except ValueError:
+                pass
+        self._finish(seq, "abort")
+
+    def _poke(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    # -- the step loop --------------------------------------------------------------------
+    async def _run(self) -> None:
+        assert self._wakeup is not None
+        timeline: float | None = None  # planned end of the previous step
+        while True:
+            now = time.perf_counter()
+            plan = self._plan(now)
+            if plan.empty:
+                timeline = None
+                self._wakeup.clear()
+                timeout = None if plan.wake_at is None else max(0.0, plan.wake_at - now)
+                try:
+                    await asyncio.wait_for(self._wakeup.wait(), timeout)
+                except TimeoutError:
+                    pass
+                continue
+            start = now if timeline is None else timeline
+            end = start + plan.duration
+            await _sleep_until(end)
+            lag = max(0.0, time.perf_counter() - end)
+            self.metrics.step_lag.observe(lag)
+            timeline = end if lag <= _REANCHOR else None
+            self._complete(plan, lag)
+
+    def _plan(self, now: float) -> _Plan:
+        s = self.settings
+        plan = _Plan()
+        k = s.tokens_per_chunk
+        budget = s.max_num_batched_tokens
+        for seq in list(self.running):
+            if seq.state == DECODE and self._grow(seq, k):
+                plan.decode.append(seq)
+        plan.decode = [q for q in plan.decode if q.state == DECODE]
+        budget -= len(plan.decode) * k
+        starting = 0
+        for seq in self.running:
+            if seq.state == PREFILL and budget > 0:
+                chunk = min(budget, self._prefill_target(seq) - seq.computed)
+                plan.prefill.append((seq, chunk))
+                budget -= chunk
+        wall = None
+        while self.waiting and len(self.running) < s.max_num_seqs and budget > 0:
+            seq = self.waiting[0]
+            if seq.eligible_at > now:
+                plan.wake_at = seq.eligible_at
+                break
+            target = self._prefill_target(seq)
+            cached = self.kv.cached_prefix(seq.hashes, target)
+            blocks = self.kv.allocate(cached, _blocks_for(target + 1))
+            if blocks is None:
+                break
+            self.waiting.popleft()
+            wall = wall or time.time()
+            seq.blocks = blocks
+            seq.computed = len(cached) * BLOCK_SIZE
+            seq.state = PREFILL
+            self.running.append(seq)
+            if not seq.admitted_once:
+                seq.admitted_once = True
+                seq.cached_tokens = seq.computed
+                seq.scheduled_mono = now
+                seq.record.scheduled = wall
+                seq.record.prefill_start = wall
+                seq.record.cached_tokens = seq.computed
+                self.metrics.prefix_queries += seq.num_prompt
+                self.metrics.prefix_hits += seq.computed
+                self.metrics.queue_time.observe(now - seq.arrival_mono)
+                if seq.role_on_schedule:
+                    seq._push(("role", "", 0, None, None))
+            chunk = min(budget, target - seq.computed)
+            plan.prefill.append((seq, chunk))
+            budget -= chunk
+            starting += 1
+        if plan.empty:
+            return plan
+        duration = 0.0
+        if plan.decode:
+            duration += (1.0 / s.token_rate) * (1.0 + s.batch_slowdown * (len(plan.decode) - 1))
+        prefill_tokens = sum(chunk for _, chunk in plan.prefill)
+        duration += prefill_tokens / s.prefill_rate + s.prefill_overhead * starting
+        if s.jitter:
+            duration *= 1.0 + self._rng.uniform(-s.jitter, s.jitter)
+        plan.duration = duration
+        return plan
+
+    def _prefill_target(self, seq: Sequence) -> int:
+        """Tokens whose KV must exist before decoding: the prompt, plus output after a preemption."""
+        return seq.num_prompt + seq.output
+
+    def _grow(self, seq: Sequence, k: int) -> bool:
+        """Give `seq` room for k more tokens, preempting the newest sequences if the cache is full."""
+        need = _blocks_for(seq.computed + k) - len(seq.blocks)
+        while need > 0:
+            block = self.kv.append()
+            if block is None:
+                victim = self.running[-1]
+                self._preempt(victim)
+                if victim is seq:
+                    return False
+                continue
+            seq.blocks.append(block)
+            need -= 1
+        return True
+
+    def _preempt(self, seq: Sequence) -> None:
+        self.running.remove(seq)
+        self.kv.release(seq.blocks)
+        seq.blocks = []
+        seq.computed = 0
+        seq.state = WAITING
+        seq.eligible_at = 0.0
+        seq.record.preemptions += 1
+        self.metrics.preemptions += 1
+        self.waiting.appendleft(seq)
+
+    def _complete(self, plan: _Plan, lag: float) -> None:
+        now = time.perf_counter()
+        k = self.settings.tokens_per_chunk
+        for seq, chunk in plan.prefill:
+            if seq.state != PREFILL:
+                continue
+            seq.computed += chunk
+            if seq.computed >= self._prefill_target(seq):
+                seq.state = DECODE
+                self.kv.register(seq.blocks, seq.hashes)
+                if seq.record.prefill_end is None:
+                    seq.record.prefill_end = time.time()
+                    if seq.scheduled_mono is not None:
+                        self.metrics.prefill_time.observe(now - seq.scheduled_mono)
+                self._emit(seq, 1, now, lag)
+        for seq in plan.decode:
+            if seq.state == DECODE:
+                self._emit(seq, k, now, lag)
+
+    def _emit(self, seq: Sequence, n: int, now: float, lag: float) -> None:
+        """Generate up to n tokens for `seq` and hand them to its writer as one or two events."""
+        if seq.record.step_lag_max < lag:
+            seq.record.step_lag_max = lag
+        if seq.first_token_mono is None:
+            seq.first_token_mono = now
+            self.metrics.ttft.observe(now - seq.arrival_mono)
+        elif seq.last_token_mono is not None:
+            self.metrics.itl.observe(now - seq.last_token_mono)
+        seq.last_token_mono = now
+        kind, text, count = "", "", 0
+        finish: str | None = None
+        emitted = 0
+        for _ in range(n):
+            emitted += 1
+            seq.output += 1
+            seq.computed += 1
+            if seq.output <= seq.reasoning_len:
+                piece_kind, piece = "reasoning", seq.text.reasoning()
+                seq.reasoning_out += 1
+            elif seq.natural_len is not None and seq.content_tokens > seq.natural_len:
+                piece_kind, piece, finish = "content", "", "stop"  # the end-of-sequence token
+            else:
+                piece_kind, piece = "content", seq.text.content()
+                if seq.stop:
+                    finish = self._match_stop(seq, piece)
+                    if finish:
+                        piece = ""
+            if count and piece_kind != kind:
+                seq._push((kind, text, count, None, None))
+                text, count = "", 0
+            kind = piece_kind
+            text += piece
+            count += 1
+            if finish is None and seq.output >= seq.max_tokens:
+                finish = "length"
+            if finish:
+                break
+        self.metrics.generation_tokens += emitted
+        seq._push((kind, text, count, finish, seq.stop_reason if finish else None))
+        if finish:
+            self._finish(seq, finish)
+
+    def _match_stop(self, seq: Sequence, piece: str) -> str | None:
+        seq.content_tail = (seq.content_tail + piece)[-64:]
+        for stop in seq.stop:
+            if stop in seq.content_tail:
+                seq.stop_reason = stop
+                return "stop"
+        return None
+
+    def _finish(self, seq: Sequence, reason: str) -> None:
+        if seq.state == DONE:
+            return
+        if seq in self.running:
+            self.running.remove(seq)
+        if seq.blocks:
+            self.kv.release(seq.blocks)
+            seq.blocks = []
+        seq.state = DONE
+        seq.finish_reason = reason
+        now = time.perf_counter()
+        m = self.metrics
+        m.success[reason] += 1
+        m.prompt_tokens += seq.num_prompt
+        m.e2e.observe(now - seq.arrival_mono)
+        m.request_prompt_tokens.observe(seq.num_prompt)
+        m.request_generation_tokens.observe(seq.output)
+        if seq.first_token_mono is not None:
+            m.decode_time.observe(now - seq.first_token_mono)
+        rec = seq.record
+        rec.prompt_tokens = seq.num_prompt
+        rec.completion_tokens = seq.output
+        rec.reasoning_tokens = seq.reasoning_out
+        rec.content_tokens = seq.content_tokens
+        rec.finish_reason = reason
+        seq._wake()
+        self._poke()
+
+
+def check_capacity(settings: ModelSettings) -> None:
+    if settings.kv_cache_tokens < settings.max_model_len + BLOCK_SIZE:
+        raise SettingsError(
+            f"kv_cache_tokens ({settings.kv_cache_tokens}) must hold one sequence of max_model_len "
+            f"({settings.max_model_len}) plus a block of {BLOCK_SIZE}; raise kv_cache_tokens or lower max_model_len")
+
+
+async def _sleep_until(deadline: float) -> None:
+    """Sleep to a perf_counter deadline; the last millisecond is spent yielding to other tasks."""
+    while True:
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            return
+        await asyncio.sleep(remaining - 0.001 if remaining > 0.0015 else 0)
+
+
+def usage_of(seq: Sequence) -> dict[str, Any]:
+    """OpenAI usage for a sequence, with vLLM's details fields."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": seq.num_prompt,
+        "total_tokens": seq.num_prompt + seq.output,
+        "completion_tokens": seq.output,
+        "prompt_tokens_details": {"cached_tokens": seq.cached_tokens},
+    }
+    if seq.reasoning_len:
+        usage["completion_tokens_details"] = {"reasoning_tokens": seq.reasoning_out}
+    return usage

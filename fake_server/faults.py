@@ -1,0 +1,156 @@
+"""The fault plane: rules that make chosen requests fail in a chosen way.
+
+A rule names a `kind` and selects requests by one of
+  `every: true` (the default), `requests: [k, ...]` (1-based arrival numbers on this server),
+  or `rate: p` (each request independently, seeded, so a run is repeatable),
+optionally only for one `model`. Rules are tried in order and the first that selects a request
+applies to it; the ledger records which.
+
+Kinds, and what a plain client sees:
+  http_error           status (4xx/5xx) with an OpenAI-style body before any stream; 429 and 503
+                       carry `Retry-After` (`retry_after`, seconds)
+  stall_before_headers nothing at all for `seconds`, then the normal response
+  stall_after_headers  200 and headers at once, then nothing for `seconds`, then the stream
+  stall                after `after_tokens` tokens the stream stops for `seconds`, then resumes
+  cut                  after `after_tokens` tokens the connection is closed mid-body (no [DONE])
+  no_done              after `after_tokens` tokens the body ends cleanly but without [DONE]
+  stream_error         after `after_tokens` tokens, `data: {"error": ...}` then `data: [DONE]`
+  malformed_chunk      after `after_tokens` tokens, one `data:` line that is not JSON, then the rest
+  unhealthy            `/health` answers 503 (selects no request)
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .settings import SettingsError
+
+__all__ = ["FAULT_KINDS", "FaultRule", "FaultPlan", "parse_rules"]
+
+FAULT_KINDS = (
+    "http_error",
+    "stall_before_headers",
+    "stall_after_headers",
+    "stall",
+    "cut",
+    "no_done",
+    "stream_error",
+    "malformed_chunk",
+    "unhealthy",
+)
+_STREAM_KINDS = {"stall", "cut", "no_done", "stream_error", "malformed_chunk"}
+
+
+@dataclass(frozen=True)
+class FaultRule:
+    kind: str
+    status: int = 500
+    message: str | None = None
+    retry_after: float | None = None
+    seconds: float = 0.0
+    after_tokens: int = 0
+    every: bool = False
+    requests: tuple[int, ...] = ()
+    rate: float | None = None
+    model: str | None = None
+
+    def selects(self, number: int, model: str, seed: int, index: int) -> bool:
+        if self.kind == "unhealthy" or (self.model is not None and self.model != model):
+            return False
+        if self.requests:
+            return number in self.requests
+        if self.rate is not None:
+            draw = zlib.crc32(f"{seed}:{index}:{number}".encode()) / 2**32
+            return draw < self.rate
+        return True
+
+    @property
+    def in_stream(self) -> bool:
+        return self.kind in _STREAM_KINDS
+
+    def describe(self) -> dict[str, Any]:
+        """The rule as the ledger and /admin/faults show it: only what differs from defaults."""
+        base = FaultRule(kind=self.kind)
+        out = {k: v for k, v in asdict(self).items() if v != getattr(base, k) or k == "kind"}
+        if "requests" in out:
+            out["requests"] = list(out["requests"])
+        return out
+
+
+_NUMERIC = {"status": int, "retry_after": float, "seconds": float, "after_tokens": int, "rate": float}
+
+
+def _parse_rule(raw: Any, where: str) -> FaultRule:
+    if not isinstance(raw, dict):
+        raise SettingsError(f"{where}: a fault rule must be a mapping (got {raw!r})")
+    known = set(FaultRule.__dataclass_fields__)
+    unknown = sorted(set(map(str, raw)) - known)
+    if unknown:
+        raise SettingsError(f"{where}: unknown fault field(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    kind = raw.get("kind")
+    if kind not in FAULT_KINDS:
+        raise SettingsError(f"{where}.kind: must be one of {', '.join(FAULT_KINDS)} (got {kind!r})")
+    values: dict[str, Any] = {"kind": kind}
+    for key, cast in _NUMERIC.items():
+        if key in raw and raw[key] is not None:
+            value = raw[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise SettingsError(f"{where}.{key}: must be a non-negative number (got {value!r})")
+            if cast is int and not float(value).is_integer():
+                raise SettingsError(f"{where}.{key}: must be a whole number (got {value!r})")
+            values[key] = cast(value)
+    if kind == "http_error" and not 400 <= values.get("status", 500) <= 599:
+        raise SettingsError(f"{where}.status: must be a 4xx or 5xx status (got {values.get('status')})")
+    if "rate" in values and values["rate"] > 1:
+        raise SettingsError(f"{where}.rate: must be between 0 and 1 (got {values['rate']})")
+    if "message" in raw:
+        if not isinstance(raw["message"], str):
+            raise SettingsError(f"{where}.message: must be a string")
+        values["message"] = raw["message"]
+    if "model" in raw:
+        if not isinstance(raw["model"], str):
+            raise SettingsError(f"{where}.model: must be a model name")
+        values["model"] = raw["model"]
+    if "every" in raw:
+        if not isinstance(raw["every"], bool):
+            raise SettingsError(f"{where}.every: must be true or false")
+        values["every"] = raw["every"]
+    if "requests" in raw:
+        reqs = raw["requests"]
+        if isinstance(reqs, int) and not isinstance(reqs, bool):
+            reqs = [reqs]
+        if not isinstance(reqs, list) or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 1 for r in reqs):
+            raise SettingsError(f"{where}.requests: must be a list of request numbers >= 1 (got {raw['requests']!r})")
+        values["requests"] = tuple(reqs)
+    chosen = sum(bool(x) for x in (values.get("every"), values.get("requests"), "rate" in values))
+    if chosen > 1:
+        raise SettingsError(f"{where}: choose one of every, requests, rate")
+    return FaultRule(**values)
+
+
+def parse_rules(raw: Any, where: str = "faults") -> list[FaultRule]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise SettingsError(f"{where}: must be a list of fault rules")
+    return [_parse_rule(item, f"{where}[{i}]") for i, item in enumerate(raw)]
+
+
+@dataclass
+class FaultPlan:
+    """The live list of rules of one server, consulted once per request."""
+
+    rules: list[FaultRule] = field(default_factory=list)
+    seed: int = 0
+
+    def pick(self, number: int, model: str) -> FaultRule | None:
+        for index, rule in enumerate(self.rules):
+            if rule.selects(number, model, self.seed, index):
+                return rule
+        return None
+
+    @property
+    def unhealthy(self) -> bool:
+        return any(rule.kind == "unhealthy" for rule in self.rules)

@@ -1,0 +1,209 @@
+"""`POST /v1/chat/completions` and `POST /v1/completions`: from request body to engine to response.
+
+Order of checks, as vLLM does them: body, fields, model (404), start-up (503), context length (400);
+then the fault plan, the persona's own admission (the API persona's auth and rate limits), and
+the engine. Every request, including rejected ones, gets a ledger record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+import zlib
+from typing import Any, Protocol
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from . import tokenizer
+from .engine import Engine, QueueFull, Sequence, usage_of
+from .faults import FaultRule
+from .ledger import LedgerRecord
+from .protocol import MAX_BODY_BYTES, BadRequest, parse_chat, parse_completion, parse_json
+from .state import ServerState
+from .streaming import StreamWriter, collect
+from .textgen import TextStream
+from .wire import ChatEncoder, CompletionEncoder, chat_response, completion_response, context_length_message, error_body
+
+__all__ = ["chat_completions", "completions", "error_response", "Persona"]
+
+
+class Persona(Protocol):
+    """What a persona adds around the engine (the local persona adds nothing)."""
+
+    def admit(self, request: Request, record: LedgerRecord, max_tokens: int) -> Response | None: ...
+
+    def headers(self, record: LedgerRecord) -> list[tuple[bytes, bytes]]: ...
+
+    def on_finish(self, record: LedgerRecord) -> None: ...
+
+
+def error_response(status: int, message: str, param: str | None = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error_body(status, message, param), status_code=status, headers=headers)
+
+
+async def _read_body(request: Request) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise BadRequest(f"The request body is {declared} bytes; the limit is {MAX_BODY_BYTES}.", status=413)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise BadRequest(f"The request body is over the limit of {MAX_BODY_BYTES} bytes.", status=413)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _request_id(prefix: str, seed: int, number: int) -> str:
+    return prefix + hashlib.blake2b(f"{seed}:{number}".encode(), digest_size=16).hexdigest()
+
+
+async def chat_completions(request: Request) -> Response:
+    return await _generate(request, chat=True)
+
+
+async def completions(request: Request) -> Response:
+    return await _generate(request, chat=False)
+
+
+async def _generate(request: Request, chat: bool) -> Response:
+    state: ServerState = request.app.state.server
+    persona: Persona | None = request.app.state.persona
+    number = state.next_number()
+    record = LedgerRecord(id=_request_id("chatcmpl-" if chat else "cmpl-", state.settings.seed, number),
+                          number=number, model="", endpoint="chat" if chat else "completions",
+                          stream=False, arrival=time.time())
+    try:
+        raw = await _read_body(request)
+        req = (parse_chat if chat else parse_completion)(parse_json(raw))
+    except BadRequest as exc:
+        return _reject(state, record, exc.status, exc.message, exc.param)
+    record.stream = req.stream
+    model = req.model or state.default_model
+    record.model = model
+    engine = state.engines.get(model)
+    if engine is None:
+        return _reject(state, record, 404, f"The model `{model}` does not exist.", "model")
+    if state.starting_up():
+        return _reject(state, record, 503, "The server is starting up; the model is not loaded yet.")
+    settings = engine.settings
+    if chat:
+        assert req.messages is not None
+        pieces = tokenizer.tokenize(tokenizer.render_chat(req.messages))
+        prompt_ids = tokenizer.token_ids(pieces)
+    elif isinstance(req.prompt, str):
+        prompt_ids = tokenizer.token_ids(tokenizer.tokenize(req.prompt))
+    else:
+        prompt_ids = list(req.prompt or [])
+    prompt_len = len(prompt_ids)
+    record.prompt_tokens = prompt_len
+    record.max_tokens = req.max_tokens
+    limit = settings.max_model_len
+    if (req.max_tokens is None and prompt_len >= limit) or (req.max_tokens is not None and prompt_len + req.max_tokens > limit):
+        message = context_length_message(settings.vllm_profile, limit, prompt_len, req.max_tokens)
+        return _reject(state, record, 400, message)
+    max_tokens = req.max_tokens if req.max_tokens is not None else limit - prompt_len
+    if persona is not None:
+        denied = persona.admit(request, record, max_tokens)
+        if denied is not None:
+            record.status = denied.status_code
+            record.finished = time.time()
+            state.ledger.add(record)
+            return denied
+    fault = state.faults.pick(number, model)
+    if fault is not None and fault.kind == "http_error":
+        return _fault_error(state, record, fault)
+    if fault is not None and fault.kind == "stall_before_headers":
+        record.fault = {**fault.describe(), "applied": True}
+        await asyncio.sleep(fault.seconds)
+    text = TextStream(state.settings.seed, req.seed, zlib.crc32(repr(prompt_ids).encode()))
+    try:
+        seq = engine.submit(record, prompt_ids, max_tokens, req.ignore_eos, chat and settings.reasoning,
+                            req.stop, text, role_on_schedule=chat and settings.role_chunk == "on_schedule",
+                            min_tokens=req.min_tokens)
+    except QueueFull as exc:
+        return _reject(state, record, 429, str(exc), headers={"Retry-After": "1"})
+    created = int(record.arrival)
+    extra_headers = persona.headers(record) if persona is not None else []
+    on_finish = persona.on_finish if persona is not None else None
+    if req.stream:
+        encoder: ChatEncoder | CompletionEncoder = (
+            ChatEncoder(record.id, created, model, settings.vllm_profile) if chat else CompletionEncoder(record.id, created, model))
+        include_usage = req.include_usage or persona is not None
+        return StreamWriter(engine, seq, encoder, state.ledger, fault, include_usage, req.continuous_usage,  # type: ignore[return-value]
+                            role_on_arrival=chat and settings.role_chunk == "on_arrival",
+                            headers=extra_headers, on_finish=on_finish)
+    return await _whole(request, state, engine, seq, record, fault, chat, created, model, extra_headers, on_finish)
+
+
+async def _whole(request: Request, state: ServerState, engine: Engine, seq: Sequence, record: LedgerRecord,
+                 fault: FaultRule | None, chat: bool, created: int, model: str,
+                 headers: list[tuple[bytes, bytes]], on_finish: Any) -> Response:
+    """A non-streamed answer; in-stream faults map to what a whole response can show."""
+    if fault is not None and fault.kind in ("stall_after_headers", "stall"):
+        record.fault = {**fault.describe(), "applied": True}
+        await asyncio.sleep(fault.seconds)
+    still_there, content, reasoning = await collect(engine, seq, request.receive)
+    record.finished = time.time()
+    if fault is not None and fault.kind in ("cut", "no_done", "stream_error", "malformed_chunk"):
+        record.fault = {**fault.describe(), "applied": True}
+    hdrs = {k.decode(): v.decode() for k, v in headers}
+    response: Response
+    if fault is not None and fault.kind in ("cut", "no_done"):
+        record.error = "connection cut before the response body (fault)"
+        response = _CutResponse()
+    elif fault is not None and fault.kind == "stream_error":
+        record.status, record.finish_reason = fault.status, "error"
+        record.error = "engine error (fault)"
+        response = error_response(fault.status, fault.message or "The engine failed while generating this response.")
+    elif fault is not None and fault.kind == "malformed_chunk":
+        response = Response(b'{"id": "broken", "choices": [', media_type="application/json", headers=hdrs)
+    else:
+        usage = usage_of(seq)
+        if chat:
+            body = chat_response(record.id, created, model, content, reasoning if seq.reasoning_len else None,
+                                 engine.settings.vllm_profile, seq.finish_reason, seq.stop_reason, usage)
+        else:
+            body = completion_response(record.id, created, model, content, seq.finish_reason, seq.stop_reason, usage)
+        response = JSONResponse(body, headers=hdrs)
+    if not still_there and record.error is None:
+        record.error = "client disconnected"
+    if on_finish is not None:
+        on_finish(record)
+    state.ledger.add(record)
+    return response
+
+
+class _CutResponse(Response):
+    """Headers promising a body that never comes; the connection is then closed."""
+
+    def __init__(self) -> None:
+        super().__init__(b"", status_code=200, media_type="application/json")
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", b"1000")]})
+        await send({"type": "http.response.body", "body": b'{"id": "', "more_body": True})
+
+
+def _reject(state: ServerState, record: LedgerRecord, status: int, message: str, param: str | None = None,
+            headers: dict[str, str] | None = None) -> Response:
+    record.status = status
+    record.error = message
+    record.finished = time.time()
+    state.ledger.add(record)
+    return error_response(status, message, param, headers)
+
+
+def _fault_error(state: ServerState, record: LedgerRecord, fault: FaultRule) -> Response:
+    record.fault = {**fault.describe(), "applied": True}
+    headers = None
+    if fault.status in (429, 503) or fault.retry_after is not None:
+        retry = fault.retry_after if fault.retry_after is not None else 1
+        headers = {"Retry-After": f"{retry:g}"}
+    default = "The model `%s` does not exist." % record.model if fault.status == 404 else f"Injected fault: HTTP {fault.status}."
+    return _reject(state, record, fault.status, fault.message or default, "model" if fault.status == 404 else None, headers)
+

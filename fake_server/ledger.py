@@ -1,0 +1,94 @@
+"""The ground-truth ledger: what the server really did with each request, and when.
+
+Times are Unix epoch seconds (`time.time()`), so a client on the same machine can compare its own
+clock with them. Chunk times are taken right after the chunk was handed to the socket, not when the
+engine produced it, so they are what a client could at best observe. A record is written when its
+request ends, whatever the ending (finished, aborted by the client, cut by a fault).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LedgerRecord", "Ledger"]
+
+
+@dataclass(slots=True)
+class LedgerRecord:
+    id: str
+    number: int
+    model: str
+    endpoint: str
+    stream: bool
+    arrival: float
+    max_tokens: int | None = None
+    status: int = 200
+    fault: dict[str, Any] | None = None
+    headers_sent: float | None = None
+    queued: float | None = None
+    scheduled: float | None = None
+    prefill_start: float | None = None
+    prefill_end: float | None = None
+    finished: float | None = None
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    content_tokens: int = 0
+    preemptions: int = 0
+    finish_reason: str | None = None
+    error: str | None = None
+    step_lag_max: float = 0.0
+    cost_usd: float | None = None
+    # One [send_time, kind, tokens] per chunk; kind is role|reasoning|content|finish|usage|error|malformed|done.
+    chunks: list[list[Any]] = field(default_factory=list)
+
+    @property
+    def queue_wait(self) -> float | None:
+        return None if self.scheduled is None else self.scheduled - self.arrival
+
+    def first_content_time(self) -> float | None:
+        for t, kind, _ in self.chunks:
+            if kind == "content":
+                return t
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["queue_wait"] = self.queue_wait
+        out["first_content"] = self.first_content_time()
+        return out
+
+
+class Ledger:
+    """Finished records in memory (the newest `keep`) and, optionally, in a JSONL file."""
+
+    def __init__(self, path: str | Path | None = None, keep: int = 200_000) -> None:
+        self._records: deque[LedgerRecord] = deque(maxlen=keep)
+        self._lock = threading.Lock()
+        self._file = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115
+
+    def add(self, record: LedgerRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+            if self._file is not None:
+                self._file.write(json.dumps(record.to_dict()) + "\n")
+                self._file.flush()
+
+    def records(self) -> list[LedgerRecord]:
+        with self._lock:
+            return list(self._records)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._records.clear()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None

@@ -1,0 +1,27 @@
+"""pytest plugin: the `fake_server` fixture, for the kit's tests and candidates' own.
+
+    def test_queueing(fake_server):
+        server = fake_server(max_num_seqs=2, token_rate=100)     # or fake_server(scenario="slot-saturation")
+        client = openai.OpenAI(base_url=server.openai_base_url, api_key="x")
+
+Each call starts a server in a background thread on a free loopback port; all of them stop
+when the test ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from .runner import RunningServer, serve
+
+
+@pytest.fixture
+def fake_server() -> Iterator[Callable[..., RunningServer]]:
+    with contextlib.ExitStack() as stack:
+        def start(**kwargs: Any) -> RunningServer:
+            return stack.enter_context(serve(**kwargs))
+        yield start

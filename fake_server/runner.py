@@ -1,0 +1,268 @@
+"""Running fake servers: in a background thread of this process, or as a subprocess.
+
+Both hand back a `RunningServer` with the base URL, the ledger and the run-time controls, so a
+test (the kit's, the grader's or a candidate's) does not care which it got. In-process is cheaper
+to start; a subprocess keeps the server's CPU work off the test's interpreter, which matters when
+the test itself measures time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from .app import create_app
+from .generation import Persona
+from .settings import ServerSettings, SettingsError, apply_overrides, load_scenario_file
+from .state import ServerState
+
+__all__ = ["RunningServer", "serve", "serve_subprocess", "build_settings", "bind", "make_server", "new_loop"]
+
+_READY_TIMEOUT = 20.0
+
+
+class _NoDelayHttp(HttpToolsProtocol):
+    """uvicorn's HTTP protocol with Nagle's algorithm off on every accepted socket.
+
+    Without it, on a kept-alive connection a small SSE frame can sit in the kernel for up to
+    ~40 ms waiting for the peer's delayed ACK, which would make every timing figure a lie.
+    """
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().connection_made(transport)
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency except on Windows
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """Bind and listen now, so the port is known (and connectable) before the server runs."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise SettingsError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(4096)
+    sock.setblocking(False)
+    return sock
+
+
+def make_server(settings: ServerSettings, persona: Persona | None = None) -> tuple[uvicorn.Server, ServerState]:
+    state = ServerState(settings)
+    app = create_app(state, persona if persona is not None else _persona_for(settings))
+    config = uvicorn.Config(app, http=_NoDelayHttp, lifespan="on", log_level="warning", access_log=False,
+                            timeout_keep_alive=60, backlog=4096)
+    return uvicorn.Server(config), state
+
+
+def _persona_for(settings: ServerSettings) -> Persona | None:
+    if settings.persona == "api":
+        from .api_persona import ApiPersona
+        return ApiPersona(settings)
+    return None
+
+
+def build_settings(scenario: str | Path | None = None, **overrides: Any) -> ServerSettings:
+    """Settings from an optional scenario (built-in name or file) and keyword overrides.
+
+    Keyword names are settings names; default-model settings and server settings may be mixed.
+    """
+    from .scenarios import scenario_path
+
+    settings = ServerSettings()
+    if scenario is not None:
+        load_scenario_file(scenario_path(str(scenario)), settings)
+    server_keys = {k for k in overrides if k in ServerSettings.__dataclass_fields__}
+    apply_overrides(settings, {k: overrides[k] for k in server_keys}, "overrides")
+    apply_overrides(settings.model, {k: v for k, v in overrides.items() if k not in server_keys}, "overrides")
+    settings.validate()
+    return settings
+
+
+class RunningServer:
+    """A started fake server: where it is, what it recorded, and how to change it while it runs."""
+
+    def __init__(self, base_url: str, state: ServerState | None = None, process: subprocess.Popen[str] | None = None,
+                 admin_token: str | None = None) -> None:
+        self.base_url = base_url  # e.g. http://127.0.0.1:41234 (the OpenAI base URL is base_url + "/v1")
+        self.state = state
+        self.process = process
+        self._admin_token = admin_token
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.base_url + "/v1"
+
+    @property
+    def port(self) -> int:
+        return int(self.base_url.rsplit(":", 1)[1])
+
+    def ledger(self) -> list[dict[str, Any]]:
+        """Every finished request's record, oldest first (see fake_server.ledger)."""
+        if self.state is not None:
+            return [r.to_dict() for r in self.state.ledger.records()]
+        return self._admin("GET", "/admin/ledger")["records"]
+
+    def configure(self, model: str | None = None, **values: Any) -> None:
+        """Change engine settings at run time, e.g. `configure(max_num_seqs=2)`."""
+        if self.state is not None:
+            self._call(self.state.update_model, values, model)
+        else:
+            self._admin("PATCH", "/admin/config" + (f"?model={model}" if model else ""), values)
+
+    def set_faults(self, rules: list[dict[str, Any]]) -> None:
+        if self.state is not None:
+            self._call(self.state.set_faults, rules)
+        else:
+            self._admin("PUT", "/admin/faults", {"faults": rules})
+
+    def set_healthy(self, healthy: bool) -> None:
+        if self.state is not None:
+            self._call(setattr, self.state, "healthy", healthy)
+        else:
+            self._admin("POST", "/admin/health", {"healthy": healthy})
+
+    def reset(self) -> None:
+        if self.state is not None:
+            self._call(self.state.reset)
+        else:
+            self._admin("POST", "/admin/reset")
+
+    def metrics(self) -> str:
+        return httpx.get(self.base_url + "/metrics", timeout=10).text
+
+    def _call(self, fn: Any, *args: Any) -> Any:
+        """Run `fn` on the server's loop (its state is not thread-safe) and return its result."""
+        assert self._loop is not None
+
+        async def run() -> Any:
+            return fn(*args)
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=10)
+
+    def _admin(self, method: str, path: str, body: Any = None) -> Any:
+        headers = {"Authorization": f"Bearer {self._admin_token}"} if self._admin_token else {}
+        response = httpx.request(method, self.base_url + path, json=body, headers=headers, timeout=30)
+        if response.status_code >= 400:
+            raise SettingsError(f"{method} {path}: {response.status_code} {response.text}")
+        return response.json()
+
+
+@contextlib.contextmanager
+def serve(settings: ServerSettings | None = None, *, scenario: str | Path | None = None,
+          persona: Persona | None = None, **overrides: Any) -> Iterator[RunningServer]:
+    """Run a fake server in a background thread for the duration of the `with` block.
+
+    >>> with serve(max_num_seqs=2, token_rate=200) as server:
+    ...     client = openai.OpenAI(base_url=server.openai_base_url, api_key="unused")
+    """
+    if settings is None:
+        settings = build_settings(scenario, **{"port": 0, **overrides})
+    sock = bind(settings.host, settings.port)
+    server, state = make_server(settings, persona)
+    loop = new_loop()
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(server.serve(sockets=[sock]))
+        except BaseException as exc:  # noqa: BLE001 - reported to the caller below
+            failure.append(exc)
+        finally:
+            loop.close()
+
+    thread = threading.Thread(target=run, name=f"fake-server:{sock.getsockname()[1]}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + _READY_TIMEOUT
+    while not server.started:
+        if failure or not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            thread.join(5)
+            sock.close()
+            raise RuntimeError(f"fake server did not start: {failure[0] if failure else 'timed out'}")
+        time.sleep(0.005)
+    host, port = sock.getsockname()[:2]
+    running = RunningServer(f"http://{_url_host(host)}:{port}", state=state)
+    running._loop = loop
+    try:
+        yield running
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        sock.close()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+@contextlib.contextmanager
+def serve_subprocess(*args: str, admin_token: str | None = None, env: dict[str, str] | None = None) -> Iterator[RunningServer]:
+    """Run `fake-server serve ARGS --port 0 --admin` as a child process; yields once it answers.
+
+    >>> with serve_subprocess("--scenario", "slot-saturation") as server: ...
+    """
+    cmd = [sys.executable, "-m", "fake_server", "serve", *args, "--port", "0", "--admin"]
+    if admin_token:
+        cmd += ["--admin-token", admin_token]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"(http://\S+)", line)
+        if match is None:
+            proc.wait(10)
+            err = proc.stderr.read() if proc.stderr else ""
+            raise RuntimeError(f"fake server did not start: {line.strip()} {err.strip()}")
+        base = match.group(1)
+        deadline = time.monotonic() + _READY_TIMEOUT
+        while True:
+            try:
+                httpx.get(base + "/version", timeout=1)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("fake server subprocess never answered") from None
+                time.sleep(0.02)
+        yield RunningServer(base, process=proc, admin_token=admin_token)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def ledger_lines(path: str | Path) -> list[dict[str, Any]]:
+    """Read a JSONL ledger file written with `--ledger`."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]

@@ -1,0 +1,121 @@
+"""What one running fake server knows: its settings, engines, fault plan, ledger and health.
+
+The Starlette app reads it; the admin endpoints and the Python API change it. It lives on the
+server's event loop, and every method is called from that loop.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+from typing import Any
+
+from .engine import Engine
+from .faults import FaultPlan, parse_rules
+from .ledger import Ledger
+from .settings import ModelSettings, ServerSettings, SettingsError, apply_overrides
+
+__all__ = ["ServerState"]
+
+
+class ServerState:
+    def __init__(self, settings: ServerSettings) -> None:
+        settings.validate()
+        self.settings = settings
+        self.started = time.perf_counter()
+        self.healthy = True
+        self.ledger = Ledger(settings.ledger)
+        self.faults = FaultPlan(parse_rules(settings.faults), settings.seed)
+        self._initial_faults = list(self.faults.rules)
+        self._initial_models = {name: copy.deepcopy(m) for name, m in settings.models().items()}
+        self.engines: dict[str, Engine] = {}
+        primary: dict[int, Engine] = {}
+        for name, model in settings.models().items():
+            engine = primary.get(id(model))
+            if engine is None:
+                engine = primary[id(model)] = Engine(name, model, settings.seed)
+            self.engines[name] = engine
+        self.count = 0
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self) -> None:
+        self.started = time.perf_counter()
+        for engine in self.distinct_engines():
+            engine.start()
+
+    async def stop(self) -> None:
+        for engine in self.distinct_engines():
+            await engine.stop()
+        self.ledger.close()
+
+    def distinct_engines(self) -> list[Engine]:
+        seen: dict[int, Engine] = {}
+        for engine in self.engines.values():
+            seen.setdefault(id(engine), engine)
+        return list(seen.values())
+
+    def named_engines(self) -> list[tuple[str, Engine]]:
+        return [(e.name, e) for e in self.distinct_engines()]
+
+    # -- per request ----------------------------------------------------------------------
+    def next_number(self) -> int:
+        self.count += 1
+        return self.count
+
+    @property
+    def default_model(self) -> str:
+        return self.settings.served_model_name[0]
+
+    def starting_up(self) -> bool:
+        return time.perf_counter() - self.started < self.settings.model.startup_delay
+
+    def health_ok(self) -> bool:
+        return self.healthy and not self.faults.unhealthy and not self.starting_up()
+
+    # -- run-time changes ---------------------------------------------------------------
+    def config(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self.settings)
+        out.pop("model")
+        out.pop("extra_models")
+        out["faults"] = [rule.describe() for rule in self.faults.rules]
+        out["models"] = {name: dataclasses.asdict(engine.settings) for name, engine in self.named_engines()}
+        return out
+
+    def update_model(self, values: dict[str, Any], model: str | None = None) -> None:
+        """Change engine settings of one model (default: all) atomically; nothing changes on error."""
+        targets = self.distinct_engines() if model is None else [self._engine(model)]
+        staged = []
+        for engine in targets:
+            new = dataclasses.replace(engine.settings)
+            apply_overrides(new, values, f"config of `{engine.name}`")
+            new.validate(f"config of `{engine.name}`")
+            staged.append((engine, new))
+        for engine, new in staged:
+            engine.reconfigure(new)
+        if model is None or model in self.settings.served_model_name:
+            self.settings.model = self.engines[self.default_model].settings
+
+    def set_faults(self, raw: Any) -> None:
+        self.faults.rules = parse_rules(raw, "faults")
+
+    def add_fault(self, raw: Any) -> None:
+        self.faults.rules = self.faults.rules + parse_rules([raw], "fault")
+
+    def reset(self) -> None:
+        """Back to the state at start: ledger empty, counters zero, scenario faults and settings."""
+        self.ledger.clear()
+        self.count = 0
+        self.healthy = True
+        self.faults.rules = list(self._initial_faults)
+        for name, engine in self.named_engines():
+            original = self._initial_models.get(name)
+            if original is not None and not (engine.waiting or engine.running):
+                engine.reconfigure(copy.deepcopy(original))
+            engine.reset()
+
+    def _engine(self, model: str) -> Engine:
+        engine = self.engines.get(model)
+        if engine is None:
+            raise SettingsError(f"no model named `{model}` (served: {', '.join(self.engines)})")
+        return engine

@@ -1,0 +1,178 @@
+"""Writing one generation back to the client, chunk by chunk, with faults and ledger times.
+
+This is a plain ASGI response rather than sse-starlette's `EventSourceResponse`: the ledger needs
+the moment each chunk was handed to the socket, and faults must land between two frames (a cut
+mid-body, a malformed frame, an in-stream error), which is easiest to get exactly right one
+`send` at a time. A background task watches for the client going away and aborts the sequence at
+once, so its slot and KV blocks are free before the next engine step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .engine import Engine, Sequence, usage_of
+from .faults import FaultRule
+from .ledger import Ledger, LedgerRecord
+from .wire import DONE, ChatEncoder, CompletionEncoder, continuous_usage
+
+__all__ = ["StreamWriter", "collect", "watch_disconnect", "SSE_HEADERS"]
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+
+SSE_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
+_MALFORMED = b'data: {"id": "chatcmpl-broken", "choices": [{"delta": {"content": \n\n'
+
+
+async def watch_disconnect(receive: Receive, on_disconnect: Callable[[], None]) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            on_disconnect()
+            return
+
+
+class StreamWriter:
+    """The ASGI response of one streamed generation."""
+
+    def __init__(self, engine: Engine, seq: Sequence, encoder: ChatEncoder | CompletionEncoder,
+                 ledger: Ledger, fault: FaultRule | None, include_usage: bool, continuous: bool,
+                 role_on_arrival: bool, headers: list[tuple[bytes, bytes]] | None = None,
+                 on_finish: Callable[[LedgerRecord], None] | None = None) -> None:
+        self.engine = engine
+        self.seq = seq
+        self.encoder = encoder
+        self.ledger = ledger
+        self.fault = fault if fault is not None and fault.kind in ("stall_after_headers", "stall", "cut", "no_done", "stream_error", "malformed_chunk") else None
+        self.include_usage = include_usage
+        self.continuous = continuous
+        self.chat = isinstance(encoder, ChatEncoder)
+        self.role_sent = not self.chat
+        self.role_on_arrival = role_on_arrival
+        self.headers = SSE_HEADERS + (headers or [])
+        self.on_finish = on_finish
+        self.tokens_sent = 0
+        self.fault_applied = False
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        record = self.seq.record
+        await send({"type": "http.response.start", "status": 200, "headers": self.headers})
+        record.headers_sent = time.time()
+        watcher = asyncio.create_task(watch_disconnect(receive, lambda: self.engine.abort(self.seq)))
+        try:
+            complete = await self._pump(send)
+            if complete:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            watcher.cancel()
+            self.engine.abort(self.seq)  # no-op unless the stream ended early
+            if self.fault is not None:
+                record.fault = {**self.fault.describe(), "applied": self.fault_applied}
+            if record.error is None and self.seq.finish_reason == "abort" and not self.fault_applied:
+                record.error = "client disconnected"
+            record.finished = time.time()
+            if self.on_finish is not None:
+                self.on_finish(record)
+            self.ledger.add(record)
+
+    async def _write(self, send: Send, body: bytes, kind: str, tokens: int) -> None:
+        await send({"type": "http.response.body", "body": body, "more_body": True})
+        self.seq.record.chunks.append([time.time(), kind, tokens])
+
+    def _usage_suffix(self) -> str:
+        if not self.continuous:
+            return ""
+        seq = self.seq
+        return continuous_usage(seq.num_prompt, seq.output, seq.cached_tokens, seq.reasoning_out if seq.reasoning_len else None)
+
+    async def _pump(self, send: Send) -> bool:
+        """Send the stream; False when a fault ended it so the body must not be completed."""
+        seq, enc = self.seq, self.encoder
+        fault = self.fault
+        if fault is not None and fault.kind == "stall_after_headers":
+            self.fault_applied = True
+            await asyncio.sleep(fault.seconds)
+        if self.chat and self.role_on_arrival:
+            await self._send_role(send)
+        while True:
+            events = await seq.next_events()
+            if not events:
+                break
+            for kind, text, count, finish, stop_reason in events:
+                if kind == "role":
+                    await self._send_role(send)
+                    continue
+                if not self.role_sent:
+                    await self._send_role(send)
+                if fault is not None and not self.fault_applied and self.tokens_sent >= fault.after_tokens:
+                    outcome = await self._apply_fault(send, fault)
+                    if outcome is not None:
+                        return outcome
+                body = enc.delta(kind, text, finish, stop_reason, self._usage_suffix())
+                await self._write(send, body, kind, count)
+                self.tokens_sent += count
+        if seq.finish_reason not in ("stop", "length"):
+            return False  # aborted: the client is gone
+        if self.include_usage:
+            u = usage_of(seq)
+            await self._write(send, enc.usage(u["prompt_tokens"], u["completion_tokens"], seq.cached_tokens,
+                                              u.get("completion_tokens_details", {}).get("reasoning_tokens")), "usage", 0)
+        await self._write(send, DONE, "done", 0)
+        return True
+
+    async def _send_role(self, send: Send) -> None:
+        if not self.role_sent and isinstance(self.encoder, ChatEncoder):
+            self.role_sent = True
+            await self._write(send, self.encoder.role(self._usage_suffix()), "role", 0)
+
+    async def _apply_fault(self, send: Send, fault: FaultRule) -> bool | None:
+        """Apply an in-stream fault; a bool ends the stream (True: complete the body cleanly)."""
+        self.fault_applied = True
+        record = self.seq.record
+        if fault.kind == "stall":
+            await asyncio.sleep(fault.seconds)
+            return None
+        if fault.kind == "malformed_chunk":
+            await self._write(send, _MALFORMED, "malformed", 0)
+            return None
+        self.engine.abort(self.seq)
+        if fault.kind == "cut":
+            record.error = f"connection cut after {self.tokens_sent} tokens (fault)"
+            return False
+        if fault.kind == "no_done":
+            record.error = f"stream ended without [DONE] after {self.tokens_sent} tokens (fault)"
+            return True
+        message = fault.message or "The engine failed while generating this response."
+        record.error = f"in-stream error after {self.tokens_sent} tokens (fault)"
+        record.finish_reason = "error"
+        await self._write(send, self.encoder.error(fault.status, message), "error", 0)
+        await self._write(send, DONE, "done", 0)
+        return True
+
+
+async def collect(engine: Engine, seq: Sequence, receive: Receive) -> tuple[bool, str, str]:
+    """Wait for a non-streamed generation to end: (client still there, content, reasoning)."""
+    gone = False
+    content: list[str] = []
+    reasoning: list[str] = []
+
+    def disconnected() -> None:
+        nonlocal gone
+        gone = True
+        engine.abort(seq)
+
+    watcher = asyncio.create_task(watch_disconnect(receive, disconnected))
+    try:
+        while True:
+            events = await seq.next_events()
+            if not events:
+                break
+            for kind, text, _, _, _ in events:
+                (content if kind == "content" else reasoning).append(text)
+    finally:
+        watcher.cancel()
+    return not gone, "".join(content), "".join(reasoning)

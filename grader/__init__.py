@@ -1,0 +1,1 @@
+"""The kit's automated rubric. Today: the offline manifest checker (`grader.manifests`)."""
