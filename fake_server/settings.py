@@ -92,6 +92,9 @@ class ServerSettings:
         if not self.served_model_name or not all(isinstance(n, str) and n for n in self.served_model_name):
             raise SettingsError("settings: `served_model_name` needs at least one non-empty name")
         self.model.validate("settings")
+        from .faults import parse_rules  # faults.py imports SettingsError from here
+
+        parse_rules(self.faults, "faults")
         for name, settings in self.extra_models.items():
             if name in self.served_model_name:
                 raise SettingsError(f"models.{name}: name already served by the default model")

@@ -1,0 +1,46 @@
+"""Shared helpers for the kit's tests. Servers come from the `fake_server` fixture (the plugin)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+
+def sse_events(raw: bytes) -> list[str]:
+    """The `data:` payloads of an SSE body, in order."""
+    out = []
+    for block in raw.decode().split("\n\n"):
+        for line in block.splitlines():
+            if line.startswith("data: "):
+                out.append(line[len("data: "):])
+    return out
+
+
+def chat_body(content: str = "Hello", max_tokens: int | None = 8, stream: bool = True, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": "fake-model", "messages": [{"role": "user", "content": content}], "stream": stream}
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    body.update(extra)
+    return body
+
+
+def stream_chat(base_url: str, **kwargs: Any) -> tuple[int, list[str]]:
+    with httpx.stream("POST", base_url + "/v1/chat/completions", json=chat_body(**kwargs), timeout=30) as r:
+        return r.status_code, sse_events(r.read())
+
+
+def json_events(events: list[str]) -> list[dict[str, Any]]:
+    return [json.loads(e) for e in events if e != "[DONE]"]
+
+
+def metric_values(text: str) -> dict[str, float]:
+    """name{label=value,...} -> value for every sample, parsed by prometheus-client's own parser."""
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            out[f"{sample.name}{{{labels}}}"] = sample.value
+    return out

@@ -1,0 +1,135 @@
+"""Each fault as a plain client sees it, and the ledger's send times against the client's clock."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import httpx
+import pytest
+
+from conftest import chat_body, json_events, sse_events, stream_chat
+
+
+def _content_tokens(events: list[str]) -> int:
+    return sum(1 for c in json_events(events) if c.get("choices") and c["choices"][0]["delta"].get("content"))
+
+
+def test_cut_closes_the_connection_mid_body_without_done(fake_server):
+    server = fake_server(scenario="cut-mid-stream")
+    received = b""
+    with pytest.raises(httpx.RemoteProtocolError):
+        with httpx.stream("POST", server.base_url + "/v1/chat/completions", json=chat_body(max_tokens=20)) as r:
+            assert r.status_code == 200
+            for part in r.iter_raw():
+                received += part
+    events = sse_events(received)
+    assert "[DONE]" not in events and _content_tokens(events) == 5
+    record = server.ledger()[0]
+    assert record["fault"]["kind"] == "cut" and record["fault"]["applied"] and record["finish_reason"] == "abort"
+
+
+def test_no_done_ends_the_body_cleanly_without_done(fake_server):
+    server = fake_server(scenario="missing-done")
+    status, events = stream_chat(server.base_url, max_tokens=20)
+    assert status == 200 and "[DONE]" not in events and _content_tokens(events) == 5
+
+
+def test_stream_error_sends_an_error_event_then_done(fake_server):
+    server = fake_server(scenario="stream-error")
+    status, events = stream_chat(server.base_url, max_tokens=20)
+    assert status == 200 and events[-1] == "[DONE]"
+    error = json.loads(events[-2])
+    assert set(error["error"]) == {"message", "type", "param", "code"} and error["error"]["code"] == 500
+    assert _content_tokens(events) == 3
+
+
+def test_malformed_chunk_is_one_bad_frame_in_an_otherwise_normal_stream(fake_server):
+    server = fake_server(scenario="malformed-chunk")
+    status, events = stream_chat(server.base_url, max_tokens=8)
+    bad = []
+    for e in events:
+        try:
+            json.loads(e) if e != "[DONE]" else None
+        except json.JSONDecodeError:
+            bad.append(e)
+    assert len(bad) == 1 and events[-1] == "[DONE]"
+    assert _content_tokens([e for e in events if e not in bad]) == 8
+
+
+def test_stalls_before_and_after_headers(fake_server):
+    before = fake_server(faults=[{"kind": "stall_before_headers", "seconds": 0.5}], token_rate=500)
+    after = fake_server(faults=[{"kind": "stall_after_headers", "seconds": 0.5}], token_rate=500)
+    for server, headers_late in ((before, True), (after, False)):
+        start = time.perf_counter()
+        with httpx.stream("POST", server.base_url + "/v1/chat/completions", json=chat_body(max_tokens=2)) as r:
+            headers_at = time.perf_counter() - start
+            events = sse_events(r.read())
+        total = time.perf_counter() - start
+        assert (headers_at >= 0.45) is headers_late
+        assert total >= 0.45 and events[-1] == "[DONE]"
+
+
+def test_rules_select_by_request_number_and_by_seeded_rate(fake_server):
+    server = fake_server(faults=[{"kind": "http_error", "status": 503, "requests": [2, 4]}], token_rate=500)
+    codes = [httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=1)).status_code
+             for _ in range(5)]
+    assert codes == [200, 503, 200, 503, 200]
+
+    def rate_run() -> list[int]:
+        s = fake_server(faults=[{"kind": "http_error", "status": 500, "rate": 0.3}], token_rate=500, seed=11)
+        return [httpx.post(s.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=1)).status_code
+                for _ in range(40)]
+    first, second = rate_run(), rate_run()
+    assert first == second and 3 <= first.count(500) <= 25
+
+
+def test_unhealthy_health_and_admin_toggle(fake_server):
+    server = fake_server(scenario="unhealthy", admin=True)
+    assert httpx.get(server.base_url + "/health").status_code == 503
+    assert httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=1)).status_code == 200
+    assert httpx.put(server.base_url + "/admin/faults", json={"faults": []}).status_code == 200
+    assert httpx.get(server.base_url + "/health").status_code == 200
+    assert httpx.post(server.base_url + "/admin/health", json={"healthy": False}).json() == {"healthy": False}
+    assert httpx.get(server.base_url + "/health").status_code == 503
+
+
+def test_startup_delay_answers_503_then_ready(fake_server):
+    server = fake_server(startup_delay=0.4)
+    assert httpx.get(server.base_url + "/health").status_code == 503
+    assert httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False)).status_code == 503
+    time.sleep(0.5)
+    assert httpx.get(server.base_url + "/health").status_code == 200
+
+
+def test_stopped_server_refuses_connections():
+    from fake_server import serve
+    with serve(port=0) as server:
+        base = server.base_url
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(base + "/health")
+
+
+def test_ledger_send_times_agree_with_client_receive_times(fake_server):
+    """A raw socket client (no parser in the way) stamps each frame as it arrives."""
+    server = fake_server(token_rate=50)
+    body = json.dumps(chat_body(max_tokens=10)).encode()
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    arrivals, buffer = [], b""
+    while b"[DONE]" not in buffer:
+        data = sock.recv(65536)
+        now = time.time()
+        frames = data.count(b"data: ")
+        arrivals += [now] * frames
+        buffer += data
+    sock.close()
+    chunks = server.ledger()[0]["chunks"]
+    assert len(chunks) == len(arrivals) == 12  # role, 10 tokens, [DONE]
+    gaps = [a - c[0] for a, c in zip(arrivals, chunks)]
+    assert all(-0.001 < g < 0.02 for g in gaps), gaps
+    token_gaps = [b[0] - a[0] for a, b in zip(chunks[1:], chunks[2:11])]
+    assert all(0.015 < g < 0.03 for g in token_gaps), token_gaps  # one step is 20 ms at 50 steps/s
