@@ -115,6 +115,10 @@ class StreamWriter:
                 body = enc.delta(kind, text, finish, stop_reason, self._usage_suffix())
                 await self._write(send, body, kind, count)
                 self.tokens_sent += count
+                if finish is not None:
+                    # Let the other streams of this step send their tokens before this one's
+                    # closing work ([DONE], ledger), so finishing never delays someone else's token.
+                    await asyncio.sleep(0)
         if seq.finish_reason not in ("stop", "length"):
             return False  # aborted: the client is gone
         if self.include_usage:
