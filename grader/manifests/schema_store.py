@@ -83,6 +83,16 @@ class SchemaStore:
             self._cache[key] = self._load(api_version, kind)
         return self._cache[key]
 
+    def known_api_versions(self, kind: str) -> list[str]:
+        """Every apiVersion this store has a schema for, for `kind` (to suggest a replacement)."""
+        found: set[str] = set()
+        for path in (self.root / builtin_dir_name(self.version)).glob(f"{kind.lower()}-*.json"):
+            schema = json.loads(path.read_text(encoding="utf-8"))
+            found.update(str(v) for v in schema.get("properties", {}).get("apiVersion", {}).get("enum", []))
+        for path in (self.root / "crds").glob(f"*/{kind.lower()}_*.json"):
+            found.add(f"{path.parent.name}/{path.stem.split('_', 1)[1]}")
+        return sorted(found)
+
     def _load(self, api_version: str, kind: str) -> jsonschema.protocols.Validator | None:
         for path in self.candidates(api_version, kind):
             if path.is_file():
