@@ -41,11 +41,19 @@ def test_default_values_render_the_documented_resources() -> None:
     assert "--served-model-name" in args
 
 
-@pytest.mark.parametrize("values_file", [None, FAKE_VALUES], ids=["default", "fake-server"])
-def test_helm_lint_strict_is_clean(values_file: Path | None) -> None:
-    values = yaml.safe_load(values_file.read_text()) if values_file else None
+@pytest.mark.parametrize(
+    "values",
+    [None, yaml.safe_load(FAKE_VALUES.read_text()), {"autoscaling": {"enabled": True}}],
+    ids=["default", "fake-server", "autoscaling"],
+)
+def test_helm_lint_strict_is_clean(values: dict[str, Any] | None) -> None:
     report = helm_python.lint(CHART, values, strict=True)
     assert report["errors"] == [] and report["messages"] == []
+
+
+def test_helm_lint_reports_what_the_values_schema_rejects() -> None:
+    report = helm_python.lint(CHART, {"replica": 2}, strict=True)
+    assert any("additional properties 'replica' not allowed" in e for e in report["errors"])
 
 
 def test_default_values_pass_validation_and_every_check() -> None:
