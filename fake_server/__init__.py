@@ -4,6 +4,7 @@ The public surface (everything else is internal and may change):
 
     serve(...)             run a server in a background thread (context manager)
     serve_subprocess(...)  run `fake-server serve` as a child process (context manager)
+    serve_fleet(...)       run every server of a fleet file on one background loop
     RunningServer          what both yield: base_url, ledger(), configure(), set_faults(), ...
     build_settings(...)    settings from a scenario name/file and keyword overrides
     ServerSettings, ModelSettings, SettingsError
@@ -15,13 +16,14 @@ The pytest plugin (`fake_server.pytest_plugin`, registered automatically) gives 
 """
 
 from . import tokenizer
-from .runner import RunningServer, build_settings, serve, serve_subprocess
+from .runner import RunningServer, build_settings, serve, serve_fleet, serve_subprocess
 from .scenarios import list_scenarios
 from .settings import ModelSettings, ServerSettings, SettingsError
 
 __all__ = [
     "serve",
     "serve_subprocess",
+    "serve_fleet",
     "RunningServer",
     "build_settings",
     "ServerSettings",

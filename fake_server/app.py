@@ -37,6 +37,10 @@ async def models(request: Request) -> Response:
     data = [{"id": name, "object": "model", "created": int(state.started), "owned_by": "vllm", "root": name,
              "parent": None, "max_model_len": engine.settings.max_model_len, "permission": []}
             for name, engine in state.engines.items()]
+    pricing = getattr(request.app.state.persona, "pricing", None)
+    if pricing is not None:
+        for entry in data:
+            entry["pricing"] = pricing()
     return JSONResponse({"object": "list", "data": data})
 
 

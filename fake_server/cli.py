@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import click
 
-from .scenarios import list_scenarios, scenario_path
-from .settings import ServerSettings, SettingsError, apply_overrides, load_scenario_file, model_fields, server_fields
+from .scenarios import list_scenarios
+from .settings import ServerSettings, SettingsError, model_fields, server_fields
 
 __all__ = ["main"]
 
@@ -53,17 +54,13 @@ def main() -> None:
 @_settings_options
 def serve(model: str | None, scenario: str | None, **values: Any) -> None:
     """Serve MODEL (like `vllm serve MODEL`); flags override the scenario, which overrides defaults."""
+    from .runner import build_settings
+
+    given = {k: v for k, v in values.items() if v is not None and v != ()}
+    if model and "served_model_name" not in given:
+        given["served_model_name"] = [model]
     try:
-        settings = ServerSettings()
-        if scenario:
-            load_scenario_file(scenario_path(scenario), settings)
-        given = {k: v for k, v in values.items() if v is not None and v != ()}
-        if model and "served_model_name" not in given:
-            given["served_model_name"] = [model]
-        server_keys = {f.name for f in server_fields()}
-        apply_overrides(settings, {k: v for k, v in given.items() if k in server_keys}, "command line")
-        apply_overrides(settings.model, {k: v for k, v in given.items() if k not in server_keys}, "command line")
-        settings.validate()
+        settings = build_settings(scenario, **given)
         _run(settings)
     except SettingsError as exc:
         raise click.UsageError(str(exc)) from None
@@ -86,6 +83,26 @@ def _run(settings: ServerSettings) -> None:
         pass
     finally:
         loop.close()
+
+
+@main.command()
+@click.argument("fleet_file", type=click.Path(dir_okay=False))
+def fleet(fleet_file: str) -> None:
+    """Serve every server of FLEET_FILE (local replicas and APIs) until Ctrl-C."""
+    from .runner import serve_fleet
+
+    try:
+        with serve_fleet(fleet_file) as servers:
+            for name, server in servers.items():
+                state = server.state
+                assert state is not None
+                click.echo(f"{name:12} {state.settings.persona:5} {', '.join(state.engines):24} {server.openai_base_url}")
+            sys.stdout.flush()
+            threading.Event().wait()
+    except SettingsError as exc:
+        raise click.UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        click.echo("stopped", err=True)
 
 
 @main.command()

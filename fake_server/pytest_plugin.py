@@ -5,7 +5,8 @@
         client = openai.OpenAI(base_url=server.openai_base_url, api_key="x")
 
 Each call starts a server in a background thread on a free loopback port; all of them stop
-when the test ends.
+when the test ends. `fake_fleet("fleet.yaml")` starts a whole fleet the same way (on free ports)
+and returns its servers by name.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from .runner import RunningServer, serve
+from .runner import RunningServer, serve, serve_fleet
 
 
 @pytest.fixture
@@ -24,4 +25,12 @@ def fake_server() -> Iterator[Callable[..., RunningServer]]:
     with contextlib.ExitStack() as stack:
         def start(**kwargs: Any) -> RunningServer:
             return stack.enter_context(serve(**kwargs))
+        yield start
+
+
+@pytest.fixture
+def fake_fleet() -> Iterator[Callable[..., dict[str, RunningServer]]]:
+    with contextlib.ExitStack() as stack:
+        def start(fleet: Any) -> dict[str, RunningServer]:
+            return stack.enter_context(serve_fleet(fleet, any_port=True))
         yield start

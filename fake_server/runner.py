@@ -28,10 +28,10 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .app import create_app
 from .generation import Persona
-from .settings import ServerSettings, SettingsError, apply_overrides, load_scenario_file
+from .settings import ServerSettings, SettingsError, apply_scenario, read_scenario_file
 from .state import ServerState
 
-__all__ = ["RunningServer", "serve", "serve_subprocess", "build_settings", "bind", "make_server", "new_loop"]
+__all__ = ["RunningServer", "serve", "serve_fleet", "serve_subprocess", "build_settings", "bind", "make_server", "new_loop"]
 
 _READY_TIMEOUT = 20.0
 
@@ -72,9 +72,9 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def make_server(settings: ServerSettings, persona: Persona | None = None) -> tuple[uvicorn.Server, ServerState]:
+def make_server(settings: ServerSettings) -> tuple[uvicorn.Server, ServerState]:
     state = ServerState(settings)
-    app = create_app(state, persona if persona is not None else _persona_for(settings))
+    app = create_app(state, _persona_for(settings))
     config = uvicorn.Config(app, http=_NoDelayHttp, lifespan="on", log_level="warning", access_log=False,
                             timeout_keep_alive=60, backlog=4096)
     return uvicorn.Server(config), state
@@ -88,18 +88,23 @@ def _persona_for(settings: ServerSettings) -> Persona | None:
 
 
 def build_settings(scenario: str | Path | None = None, **overrides: Any) -> ServerSettings:
-    """Settings from an optional scenario (built-in name or file) and keyword overrides.
-
-    Keyword names are settings names; default-model settings and server settings may be mixed.
+    """Settings from defaults, the persona's defaults, a scenario (built-in name or file), then
+    keyword overrides, in that order. Keyword names are settings names; default-model settings
+    and server settings may be mixed.
     """
+    from .api_persona import API_DEFAULTS
     from .scenarios import scenario_path
 
-    settings = ServerSettings()
+    data: dict[str, Any] = {}
+    where = "scenario"
     if scenario is not None:
-        load_scenario_file(scenario_path(str(scenario)), settings)
-    server_keys = {k for k in overrides if k in ServerSettings.__dataclass_fields__}
-    apply_overrides(settings, {k: overrides[k] for k in server_keys}, "overrides")
-    apply_overrides(settings.model, {k: v for k, v in overrides.items() if k not in server_keys}, "overrides")
+        path = scenario_path(str(scenario))
+        data, where = read_scenario_file(path), str(path)
+    settings = ServerSettings()
+    if overrides.get("persona", data.get("persona")) == "api":
+        apply_scenario(API_DEFAULTS, settings, "API persona defaults")
+    apply_scenario(data, settings, where)
+    apply_scenario(overrides, settings, "overrides")
     settings.validate()
     return settings
 
@@ -173,9 +178,64 @@ class RunningServer:
         return response.json()
 
 
+class _Host:
+    """A background thread running one event loop that serves one or more fake servers."""
+
+    def __init__(self, entries: list[ServerSettings]) -> None:
+        self.socks: list[socket.socket] = []
+        self.servers: list[tuple[uvicorn.Server, ServerState]] = []
+        try:
+            for settings in entries:
+                self.socks.append(bind(settings.host, settings.port))
+                self.servers.append(make_server(settings))
+        except BaseException:
+            for sock in self.socks:
+                sock.close()
+            raise
+        self.loop = new_loop()
+        self.failure: list[BaseException] = []
+        self.thread = threading.Thread(target=self._run, name="fake-server", daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+
+        async def all_servers() -> None:
+            await asyncio.gather(*(server.serve(sockets=[sock]) for (server, _), sock in zip(self.servers, self.socks)))
+        try:
+            self.loop.run_until_complete(all_servers())
+        except BaseException as exc:  # noqa: BLE001 - reported to the caller by start()
+            self.failure.append(exc)
+        finally:
+            self.loop.close()
+
+    def start(self) -> list[RunningServer]:
+        self.thread.start()
+        deadline = time.monotonic() + _READY_TIMEOUT
+        while not all(server.started for server, _ in self.servers):
+            if self.failure or not self.thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"fake server did not start: {self.failure[0] if self.failure else 'timed out'}")
+            time.sleep(0.005)
+        out = []
+        for (_, state), sock in zip(self.servers, self.socks):
+            host, port = sock.getsockname()[:2]
+            running = RunningServer(f"http://{_url_host(host)}:{port}", state=state)
+            running._loop = self.loop
+            out.append(running)
+        return out
+
+    def stop(self) -> None:
+        for server, _ in self.servers:
+            server.should_exit = True
+        if self.thread.is_alive():
+            self.thread.join(15)
+        for sock in self.socks:
+            sock.close()
+
+
 @contextlib.contextmanager
 def serve(settings: ServerSettings | None = None, *, scenario: str | Path | None = None,
-          persona: Persona | None = None, **overrides: Any) -> Iterator[RunningServer]:
+          **overrides: Any) -> Iterator[RunningServer]:
     """Run a fake server in a background thread for the duration of the `with` block.
 
     >>> with serve(max_num_seqs=2, token_rate=200) as server:
@@ -183,39 +243,32 @@ def serve(settings: ServerSettings | None = None, *, scenario: str | Path | None
     """
     if settings is None:
         settings = build_settings(scenario, **{"port": 0, **overrides})
-    sock = bind(settings.host, settings.port)
-    server, state = make_server(settings, persona)
-    loop = new_loop()
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        try:
-            loop.run_until_complete(server.serve(sockets=[sock]))
-        except BaseException as exc:  # noqa: BLE001 - reported to the caller below
-            failure.append(exc)
-        finally:
-            loop.close()
-
-    thread = threading.Thread(target=run, name=f"fake-server:{sock.getsockname()[1]}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + _READY_TIMEOUT
-    while not server.started:
-        if failure or not thread.is_alive() or time.monotonic() > deadline:
-            server.should_exit = True
-            thread.join(5)
-            sock.close()
-            raise RuntimeError(f"fake server did not start: {failure[0] if failure else 'timed out'}")
-        time.sleep(0.005)
-    host, port = sock.getsockname()[:2]
-    running = RunningServer(f"http://{_url_host(host)}:{port}", state=state)
-    running._loop = loop
+    host = _Host([settings])
+    (running,) = host.start()
     try:
         yield running
     finally:
-        server.should_exit = True
-        thread.join(15)
-        sock.close()
+        host.stop()
+
+
+@contextlib.contextmanager
+def serve_fleet(fleet: str | Path | dict[str, Any], *, any_port: bool = False) -> Iterator[dict[str, RunningServer]]:
+    """Run every server of a fleet (a fleet file or its mapping) on one background loop.
+
+    `any_port=True` ignores the file's ports and takes free ones (for tests).
+    """
+    from .fleet import fleet_settings
+
+    named = fleet_settings(fleet)
+    if any_port:
+        for settings in named.values():
+            settings.port = 0
+    host = _Host(list(named.values()))
+    servers = host.start()
+    try:
+        yield dict(zip(named, servers))
+    finally:
+        host.stop()
 
 
 def _url_host(host: str) -> str:

@@ -83,6 +83,11 @@ class ServerSettings:
     ledger: str | None = _opt(None, "Append one JSON line per finished request to this file.")
     admin: bool = _opt(False, "Enable the /admin/* endpoints.")
     admin_token: str | None = _opt(None, "Require 'Authorization: Bearer TOKEN' on /admin/*.")
+    api_key: str | None = _opt(None, "API persona: the bearer key clients must send (unset: any non-empty key).")
+    price_input: float = _opt(4.0, "API persona: USD per million input (prompt) tokens.", min=0, max=1e6)
+    price_output: float = _opt(20.0, "API persona: USD per million output (completion) tokens.", min=0, max=1e6)
+    rpm: int = _opt(0, "API persona: requests per minute per key before 429 (0 = no limit).", min=0, max=10_000_000)
+    tpm: int = _opt(0, "API persona: tokens per minute per key, counted as prompt + max_tokens (0 = no limit).", min=0, max=10_000_000_000)
     faults: list[dict[str, Any]] = _opt([], "Fault rules (scenario file or /admin/faults).", cli=False)
     model: ModelSettings = field(default_factory=ModelSettings, metadata={"cli": False, "help": ""})
     extra_models: dict[str, ModelSettings] = field(default_factory=dict, metadata={"cli": False, "help": ""})
@@ -183,13 +188,8 @@ def apply_overrides(obj: Any, values: dict[str, Any], where: str) -> None:
 _SERVER_KEYS = {f.name for f in dataclasses.fields(ServerSettings)} - {"model", "extra_models"}
 
 
-def load_scenario_file(path: Path, settings: ServerSettings) -> str:
-    """Apply a YAML scenario file to `settings`; return its description.
-
-    The file is a mapping of settings (server-level and default-model keys side by side), plus
-    optional `description`, `faults` (a list of fault rules) and `models` (name -> settings of an
-    extra model with its own engine).
-    """
+def read_scenario_file(path: Path) -> dict[str, Any]:
+    """The mapping in a YAML scenario file, or a SettingsError naming the file and line."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -199,19 +199,34 @@ def load_scenario_file(path: Path, settings: ServerSettings) -> str:
         line = f" line {mark.line + 1}" if mark is not None else ""
         raise SettingsError(f"{path}:{line} is not valid YAML ({getattr(exc, 'problem', exc)})") from None
     if data is None:
-        data = {}
+        return {}
     if not isinstance(data, dict):
         raise SettingsError(f"{path}: a scenario file must be a mapping of settings")
+    return data
+
+
+def apply_scenario(data: dict[str, Any], settings: ServerSettings, where: str) -> str:
+    """Apply a scenario mapping to `settings`; return its description.
+
+    The mapping holds settings (server-level and default-model keys side by side), plus optional
+    `description`, `faults` (a list of fault rules) and `models` (name -> settings of an extra
+    model with its own engine).
+    """
+    data = dict(data)
     description = data.pop("description", "")
     extra = data.pop("models", {}) or {}
     server_part = {k: v for k, v in data.items() if str(k).replace("-", "_") in _SERVER_KEYS}
     model_part = {k: v for k, v in data.items() if k not in server_part}
-    apply_overrides(settings, server_part, str(path))
-    apply_overrides(settings.model, model_part, str(path))
+    apply_overrides(settings, server_part, where)
+    apply_overrides(settings.model, model_part, where)
     if not isinstance(extra, dict):
-        raise SettingsError(f"{path}: `models` must map model names to their settings")
+        raise SettingsError(f"{where}: `models` must map model names to their settings")
     for name, values in extra.items():
         m = dataclasses.replace(settings.model)
-        apply_overrides(m, values or {}, f"{path}: models.{name}")
+        apply_overrides(m, values or {}, f"{where}: models.{name}")
         settings.extra_models[str(name)] = m
     return str(description)
+
+
+def load_scenario_file(path: Path, settings: ServerSettings) -> str:
+    return apply_scenario(read_scenario_file(path), settings, str(path))

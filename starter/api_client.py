@@ -1,0 +1,363 @@
+"""A small client for the hosted API route of your gateway. You may use it as it is.
+
+It talks to any OpenAI-compatible `/v1/chat/completions` endpoint (in this kit: `fake-server
+serve --persona api`), streaming or not, synchronously or with asyncio, and reports for each call
+the usage, the cost in USD from the API's price table, and the latency.
+
+    from api_client import ApiClient, ApiClientError, ApiServerError, ApiTimeout, ApiConnectionError
+
+    client = ApiClient("http://127.0.0.1:8100/v1", api_key="sk-test")
+    reply = client.chat([{"role": "user", "content": "Hello"}], model="opus-5.5", max_tokens=64)
+    reply.text, reply.usage.output_tokens, reply.cost_usd, reply.latency_s
+
+    for piece in client.stream_chat(messages, model="opus-5.5", max_tokens=64):
+        if piece.text: ...                  # content deltas, as they arrive
+        if piece.result: piece.result.cost_usd  # the last item carries the whole result
+
+    async with AsyncApiClient(base_url, api_key=...) as client:
+        reply = await client.chat(...)
+        async for piece in client.stream_chat(...): ...
+
+Errors, by kind (every one is an `ApiError`):
+
+    ApiError
+    ├── ApiStatusError        the API answered with an HTTP error; `.status`, `.body`, `.retry_after`
+    │   ├── ApiClientError    4xx: the request is wrong, unauthorised or rate-limited (429)
+    │   └── ApiServerError    5xx: the API failed
+    ├── ApiStreamError        a 200 stream that failed: an in-stream error, a cut, or no [DONE]
+    ├── ApiTimeout            no answer within the timeout (`connect`, `first_byte` or `total`)
+    └── ApiConnectionError    the API could not be reached (refused, reset, DNS)
+
+Prices: pass `prices=Prices(input_per_million=4, output_per_million=20)`, or leave it out and the
+client reads them once from the API's `/v1/models` (`pricing`). Output tokens are the usage's
+`completion_tokens`, which include reasoning tokens; the API bills them all.
+Only dependency: httpx.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+__all__ = [
+    "ApiClient", "AsyncApiClient", "Prices", "Usage", "ChatResult", "StreamPiece", "Timeouts",
+    "ApiError", "ApiStatusError", "ApiClientError", "ApiServerError", "ApiStreamError", "ApiTimeout",
+    "ApiConnectionError",
+]
+
+
+class ApiError(Exception):
+    """Anything that went wrong calling the API."""
+
+
+class ApiStatusError(ApiError):
+    def __init__(self, status: int, body: Any, retry_after: float | None = None) -> None:
+        message = body.get("error", {}).get("message") if isinstance(body, dict) and isinstance(body.get("error"), dict) else body
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.body = body
+        self.retry_after = retry_after
+
+
+class ApiClientError(ApiStatusError):
+    """4xx. Do not retry it elsewhere unchanged: the request itself is the problem (or the key, or the rate)."""
+
+
+class ApiServerError(ApiStatusError):
+    """5xx."""
+
+
+class ApiStreamError(ApiError):
+    """The stream started (HTTP 200) but did not complete."""
+
+
+class ApiTimeout(ApiError):
+    """No answer in time; `.phase` is "connect", "first_byte" or "total"."""
+
+    def __init__(self, phase: str, seconds: float) -> None:
+        super().__init__(f"{phase} timeout after {seconds:g} s")
+        self.phase = phase
+
+
+class ApiConnectionError(ApiError):
+    """The API could not be reached, or the connection broke before an answer."""
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    connect: float = 5.0
+    first_byte: float = 30.0
+    total: float = 120.0
+
+
+@dataclass(frozen=True)
+class Prices:
+    input_per_million: float
+    output_per_million: float
+
+    def cost(self, usage: Usage) -> float:
+        return (usage.input_tokens * self.input_per_million + usage.output_tokens * self.output_per_million) / 1e6
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int
+    output_tokens: int
+    reasoning_tokens: int = 0
+    cached_tokens: int = 0
+
+    @classmethod
+    def from_openai(cls, usage: dict[str, Any]) -> Usage:
+        details = usage.get("completion_tokens_details") or {}
+        prompt_details = usage.get("prompt_tokens_details") or {}
+        return cls(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
+                   int(details.get("reasoning_tokens") or 0), int(prompt_details.get("cached_tokens") or 0))
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    text: str
+    model: str
+    finish_reason: str | None
+    usage: Usage
+    cost_usd: float
+    latency_s: float
+    ttft_s: float | None = None
+
+
+@dataclass(frozen=True)
+class StreamPiece:
+    """One content delta (`text`), or, last, the whole result (`result`)."""
+
+    text: str = ""
+    result: ChatResult | None = None
+
+
+def _body(messages: list[dict[str, Any]], model: str, max_tokens: int | None, stream: bool, extra: dict[str, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model, "messages": messages, "stream": stream, **extra}
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def _status_error(response: httpx.Response) -> ApiStatusError:
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = response.text
+    retry = response.headers.get("retry-after")
+    retry_after = float(retry) if retry and retry.replace(".", "", 1).isdigit() else None
+    cls = ApiClientError if response.status_code < 500 else ApiServerError
+    return cls(response.status_code, body, retry_after)
+
+
+def _timeout(timeouts: Timeouts) -> httpx.Timeout:
+    return httpx.Timeout(connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.connect, pool=timeouts.connect)
+
+
+def _translate(exc: Exception, timeouts: Timeouts, got_first_byte: bool) -> ApiError:
+    if isinstance(exc, httpx.ConnectTimeout):
+        return ApiTimeout("connect", timeouts.connect)
+    if isinstance(exc, httpx.TimeoutException):
+        return ApiTimeout("first_byte", timeouts.first_byte) if not got_first_byte else ApiTimeout("total", timeouts.total)
+    if isinstance(exc, httpx.RemoteProtocolError) and got_first_byte:
+        return ApiStreamError(f"the stream was cut: {exc}")
+    return ApiConnectionError(f"{type(exc).__name__}: {exc}")
+
+
+class _StreamParser:
+    """Reads SSE lines of a chat stream into text deltas and the final usage."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.usage: dict[str, Any] | None = None
+        self.finish_reason: str | None = None
+        self.model = ""
+        self.done = False
+
+    def feed(self, line: str) -> str:
+        """One line in; the content it carries (maybe "") out."""
+        if not line.startswith("data:"):
+            return ""
+        data = line[5:].strip()
+        if data == "[DONE]":
+            self.done = True
+            return ""
+        try:
+            chunk = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise ApiStreamError(f"malformed chunk: {data[:80]!r}") from exc
+        if "error" in chunk:
+            raise ApiStreamError(f"in-stream error: {chunk['error']}")
+        self.model = chunk.get("model", self.model)
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        piece = ""
+        for choice in chunk.get("choices") or []:
+            piece += (choice.get("delta") or {}).get("content") or ""
+            self.finish_reason = choice.get("finish_reason") or self.finish_reason
+        if piece:
+            self.text.append(piece)
+        return piece
+
+
+class _Base:
+    def __init__(self, base_url: str, api_key: str, prices: Prices | None, timeouts: Timeouts | None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.prices = prices
+        self.timeouts = timeouts or Timeouts()
+        self.headers = {"Authorization": f"Bearer {api_key}"}
+
+    def _prices_from(self, models: dict[str, Any]) -> Prices:
+        for entry in models.get("data", []):
+            pricing = entry.get("pricing")
+            if pricing:
+                return Prices(float(pricing["input_per_million_usd"]), float(pricing["output_per_million_usd"]))
+        raise ApiError("the API publishes no prices in /v1/models; pass prices=Prices(...)")
+
+    def _result(self, text: str, model: str, finish: str | None, usage: dict[str, Any] | None, start: float,
+                ttft: float | None) -> ChatResult:
+        if usage is None:
+            raise ApiStreamError("the API returned no usage, so the call cannot be costed")
+        assert self.prices is not None
+        u = Usage.from_openai(usage)
+        return ChatResult(text, model, finish, u, self.prices.cost(u), time.perf_counter() - start, ttft)
+
+
+class ApiClient(_Base):
+    """Synchronous client. One instance can be shared by threads (httpx.Client is thread-safe)."""
+
+    def __init__(self, base_url: str, api_key: str, prices: Prices | None = None, timeouts: Timeouts | None = None) -> None:
+        super().__init__(base_url, api_key, prices, timeouts)
+        self._http = httpx.Client(timeout=_timeout(self.timeouts), headers=self.headers)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> ApiClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _ensure_prices(self) -> None:
+        if self.prices is None:
+            try:
+                response = self._http.get(self.base_url + "/models")
+            except httpx.HTTPError as exc:
+                raise _translate(exc, self.timeouts, False) from exc
+            if response.status_code >= 400:
+                raise _status_error(response)
+            self.prices = self._prices_from(response.json())
+
+    def chat(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None = None, **extra: Any) -> ChatResult:
+        self._ensure_prices()
+        start = time.perf_counter()
+        try:
+            response = self._http.post(self.base_url + "/chat/completions", json=_body(messages, model, max_tokens, False, extra),
+                                       timeout=httpx.Timeout(self.timeouts.total, connect=self.timeouts.connect))
+        except httpx.HTTPError as exc:
+            raise _translate(exc, self.timeouts, False) from exc
+        if response.status_code >= 400:
+            raise _status_error(response)
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise ApiStreamError(f"the response is not JSON: {response.text[:80]!r}") from exc
+        choice = (data.get("choices") or [{}])[0]
+        text = (choice.get("message") or {}).get("content") or ""
+        return self._result(text, data.get("model", model), choice.get("finish_reason"), data.get("usage"), start, None)
+
+    def stream_chat(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None = None,
+                    **extra: Any) -> Iterator[StreamPiece]:
+        self._ensure_prices()
+        start = time.perf_counter()
+        parser, ttft, got_bytes = _StreamParser(), None, False
+        try:
+            with self._http.stream("POST", self.base_url + "/chat/completions",
+                                   json=_body(messages, model, max_tokens, True, extra)) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise _status_error(response)
+                got_bytes = True
+                for line in response.iter_lines():
+                    if time.perf_counter() - start > self.timeouts.total:
+                        raise ApiTimeout("total", self.timeouts.total)
+                    piece = parser.feed(line)
+                    if piece:
+                        ttft = ttft if ttft is not None else time.perf_counter() - start
+                        yield StreamPiece(text=piece)
+        except httpx.HTTPError as exc:
+            raise _translate(exc, self.timeouts, got_bytes) from exc
+        if not parser.done:
+            raise ApiStreamError("the stream ended without [DONE]")
+        yield StreamPiece(result=self._result("".join(parser.text), parser.model or model, parser.finish_reason,
+                                              parser.usage, start, ttft))
+
+
+class AsyncApiClient(_Base):
+    """The same client for asyncio."""
+
+    def __init__(self, base_url: str, api_key: str, prices: Prices | None = None, timeouts: Timeouts | None = None) -> None:
+        super().__init__(base_url, api_key, prices, timeouts)
+        self._http = httpx.AsyncClient(timeout=_timeout(self.timeouts), headers=self.headers)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncApiClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _ensure_prices(self) -> None:
+        if self.prices is None:
+            try:
+                response = await self._http.get(self.base_url + "/models")
+            except httpx.HTTPError as exc:
+                raise _translate(exc, self.timeouts, False) from exc
+            if response.status_code >= 400:
+                raise _status_error(response)
+            self.prices = self._prices_from(response.json())
+
+    async def chat(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None = None, **extra: Any) -> ChatResult:
+        result = None
+        async for piece in self.stream_chat(messages, model, max_tokens, **extra):
+            result = piece.result or result
+        assert result is not None
+        return result
+
+    async def stream_chat(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None = None,
+                          **extra: Any) -> AsyncIterator[StreamPiece]:
+        await self._ensure_prices()
+        start = time.perf_counter()
+        parser, ttft, got_bytes = _StreamParser(), None, False
+        try:
+            async with self._http.stream("POST", self.base_url + "/chat/completions",
+                                         json=_body(messages, model, max_tokens, True, extra)) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise _status_error(response)
+                got_bytes = True
+                async for line in response.aiter_lines():
+                    if time.perf_counter() - start > self.timeouts.total:
+                        raise ApiTimeout("total", self.timeouts.total)
+                    piece = parser.feed(line)
+                    if piece:
+                        ttft = ttft if ttft is not None else time.perf_counter() - start
+                        yield StreamPiece(text=piece)
+        except httpx.HTTPError as exc:
+            raise _translate(exc, self.timeouts, got_bytes) from exc
+        if not parser.done:
+            raise ApiStreamError("the stream ended without [DONE]")
+        yield StreamPiece(result=self._result("".join(parser.text), parser.model or model, parser.finish_reason,
+                                              parser.usage, start, ttft))

@@ -1,0 +1,134 @@
+"""The hosted-API persona through the real openai client and through starter/api_client.py."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import openai
+import pytest
+
+from api_client import (ApiClient, ApiClientError, ApiConnectionError, ApiServerError, ApiStreamError, ApiTimeout,
+                        AsyncApiClient, Prices, Timeouts)
+from fake_server import serve, tokenizer
+
+KEY = "sk-test-0123456789"
+PROMPTS = ["What is a KV cache?", "Summarise continuous batching in one line.", "Name three GPU metrics.",
+           "Why does prefill cost time?", "What is TTFT?", "Define throughput."]
+
+
+@pytest.fixture
+def api(fake_server):
+    return fake_server(persona="api", api_key=KEY, token_rate=1000)
+
+
+def _prompt_tokens(text: str) -> int:
+    return tokenizer.count(tokenizer.render_chat([{"role": "user", "content": text}]))
+
+
+def test_auth_required_and_checked(api):
+    bare = httpx.post(api.openai_base_url + "/chat/completions",
+                      json={"model": "opus-5.5", "messages": [{"role": "user", "content": "x"}]})
+    assert bare.status_code == 401 and bare.json()["error"]["code"] == "missing_api_key"
+    client = openai.OpenAI(base_url=api.openai_base_url, api_key="sk-wrong-key-000000", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as info:
+        client.chat.completions.create(model="opus-5.5", messages=[{"role": "user", "content": "x"}])
+    assert info.value.status_code == 401 and KEY not in info.value.message
+    good = openai.OpenAI(base_url=api.openai_base_url, api_key=KEY)
+    good.chat.completions.create(model="opus-5.5", messages=[{"role": "user", "content": "x"}], max_tokens=1)
+    assert [r["status"] for r in api.ledger()] == [401, 401, 200]
+
+
+def test_costs_match_the_price_table_and_the_ledger(api):
+    """Six prompts with known token counts, costed at $4 / $20 per million, three ways."""
+    client = openai.OpenAI(base_url=api.openai_base_url, api_key=KEY)
+    stub = ApiClient(api.openai_base_url, KEY)
+    expected, reported = 0.0, 0.0
+    for i, prompt in enumerate(PROMPTS):
+        out = 10 + i
+        expected += (_prompt_tokens(prompt) * 4 + out * 20) / 1e6
+        if i % 2:
+            reply = stub.chat([{"role": "user", "content": prompt}], model="opus-5.5", max_tokens=out, ignore_eos=True)
+            assert reply.usage.output_tokens == out
+            reported += reply.cost_usd
+        else:
+            stream = client.chat.completions.create(model="opus-5.5", messages=[{"role": "user", "content": prompt}],
+                                                    max_tokens=out, stream=True, extra_body={"ignore_eos": True})
+            usage = [c.usage for c in stream if c.usage][0]  # usage comes on every API stream, unasked
+            reported += (usage.prompt_tokens * 4 + usage.completion_tokens * 20) / 1e6
+    ledger_total = sum(r["cost_usd"] for r in api.ledger())
+    assert reported == pytest.approx(expected, abs=1e-12)
+    assert ledger_total == pytest.approx(expected, abs=1e-12)
+    stub.close()
+
+
+def test_prices_are_published_and_settable(fake_server):
+    server = fake_server(persona="api", price_input=3.0, price_output=15.0)
+    pricing = httpx.get(server.openai_base_url + "/models").json()["data"][0]["pricing"]
+    assert pricing == {"input_per_million_usd": 3.0, "output_per_million_usd": 15.0}
+    with ApiClient(server.openai_base_url, "any-key") as stub:
+        reply = stub.chat([{"role": "user", "content": "hi"}], model="opus-5.5", max_tokens=5, ignore_eos=True)
+    assert reply.cost_usd == pytest.approx((reply.usage.input_tokens * 3 + 5 * 15) / 1e6)
+
+
+def test_request_and_token_rate_limits_answer_429_with_retry_after(fake_server):
+    server = fake_server(persona="api", rpm=3, token_rate=1000)
+    client = openai.OpenAI(base_url=server.openai_base_url, api_key="k", max_retries=0)
+    for _ in range(3):
+        client.chat.completions.create(model="opus-5.5", messages=[{"role": "user", "content": "x"}], max_tokens=1)
+    with pytest.raises(openai.RateLimitError) as info:
+        client.chat.completions.create(model="opus-5.5", messages=[{"role": "user", "content": "x"}], max_tokens=1)
+    assert 1 <= int(info.value.response.headers["retry-after"]) <= 60
+    assert info.value.body["code"] == "rate_limit_exceeded" and info.value.body["type"] == "requests"
+    # another key has its own budget
+    other = openai.OpenAI(base_url=server.openai_base_url, api_key="other", max_retries=0)
+    other.chat.completions.create(model="opus-5.5", messages=[{"role": "user", "content": "x"}], max_tokens=1)
+
+    tokens = fake_server(persona="api", tpm=100, token_rate=1000)
+    with ApiClient(tokens.openai_base_url, "k") as stub:
+        stub.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=60)  # 8 + 60 tokens
+        with pytest.raises(ApiClientError) as limited:
+            stub.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=60)
+    assert limited.value.status == 429 and limited.value.retry_after and limited.value.body["error"]["type"] == "tokens"
+
+
+@pytest.mark.parametrize(("fault", "error", "status"), [
+    ({"kind": "http_error", "status": 404}, ApiClientError, 404),
+    ({"kind": "http_error", "status": 400, "message": "bad"}, ApiClientError, 400),
+    ({"kind": "http_error", "status": 500}, ApiServerError, 500),
+    ({"kind": "http_error", "status": 503}, ApiServerError, 503),
+    ({"kind": "stream_error", "after_tokens": 2}, ApiStreamError, None),
+    ({"kind": "cut", "after_tokens": 2}, ApiStreamError, None),
+    ({"kind": "no_done", "after_tokens": 2}, ApiStreamError, None),
+    ({"kind": "stall_before_headers", "seconds": 2}, ApiTimeout, None),
+])
+def test_each_stub_exception_kind_is_raised_by_the_matching_fault(fake_server, fault, error, status):
+    server = fake_server(persona="api", faults=[fault], token_rate=1000)
+    stub = ApiClient(server.openai_base_url, "k", prices=Prices(4, 20), timeouts=Timeouts(connect=1, first_byte=0.3, total=5))
+    with pytest.raises(error) as info:
+        list(stub.stream_chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=8))
+    if status is not None:
+        assert info.value.status == status
+    if error is ApiTimeout:
+        assert info.value.phase == "first_byte"
+    stub.close()
+
+
+def test_connection_error_when_nothing_listens():
+    with serve(port=0, persona="api") as server:
+        url = server.openai_base_url
+    with ApiClient(url, "k", prices=Prices(4, 20)) as stub, pytest.raises(ApiConnectionError):
+        stub.chat([{"role": "user", "content": "x"}], model="opus-5.5")
+
+
+def test_async_client_streams_and_costs(api):
+    async def run():
+        async with AsyncApiClient(api.openai_base_url, KEY) as client:
+            pieces = [p async for p in client.stream_chat([{"role": "user", "content": "hi"}], model="opus-5.5",
+                                                           max_tokens=6, ignore_eos=True)]
+            return pieces
+    pieces = asyncio.run(run())
+    result = pieces[-1].result
+    assert "".join(p.text for p in pieces[:-1]) == result.text and tokenizer.count(result.text) == 6
+    assert result.ttft_s is not None and result.ttft_s <= result.latency_s
+    assert result.cost_usd == pytest.approx((result.usage.input_tokens * 4 + 6 * 20) / 1e6)
