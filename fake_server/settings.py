@@ -155,8 +155,8 @@ def _coerce(f: dataclasses.Field[Any], value: Any, where: str) -> Any:
             raise SettingsError(f"{name} must be one of {', '.join(choices)} (got {value!r})")
         return value
     if kind == "list[str]":
-        if isinstance(value, str):
-            value = [value]
+        if isinstance(value, (str, tuple)):
+            value = [value] if isinstance(value, str) else list(value)
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise SettingsError(f"{name} must be a list of strings (got {value!r})")
         return list(value)
