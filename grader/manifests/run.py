@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .checks import CHECKLIST, Context
+from .checks import CHECKLIST, Check, Context
 from .fieldpath import fmt_path
 from .loader import Document, LoadProblem, display_name, load_paths, yaml_files
 from .render import RenderOutcome, render_chart
@@ -90,7 +90,16 @@ def _checklist(docs: list[Document], earlier: list[CheckResult]) -> list[CheckRe
         return [CheckResult(c.id, c.title, [Finding(False, f"not checked: there are no documents ({failed} failed)",
                                                     fix=f"fix {failed} first")]) for c in CHECKLIST]
     context = Context(docs, find_servers(docs))
-    return [CheckResult(c.id, c.title, c.run(context)) for c in CHECKLIST]
+    return [CheckResult(c.id, c.title, _run(c, context)) for c in CHECKLIST]
+
+
+def _run(check: Check, context: Context) -> list[Finding]:
+    """One check's findings; a bug in the check becomes a visible failure, never a lost report."""
+    try:
+        return check.run(context)
+    except Exception as exc:  # noqa: BLE001 - reported below, with the exception, as a failure
+        return [Finding(False, f"checker error in {check.id}: {type(exc).__name__}: {exc}",
+                        fix="report this to the kit's maintainers with the manifests; it is not your error")]
 
 
 def check_manifests(paths: Sequence[Path], *, values: Path | None = None, schemas: Path | None = None,

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from ..results import Finding
+from ..shape import as_dict
 from ..workload import ServingContainer
 from .base import Check, Context, no_server, server_finding
 
@@ -39,9 +40,8 @@ def _parallelism(server: ServingContainer) -> tuple[int, list[str]]:
 
 
 def _one(server: ServingContainer) -> Finding:
-    resources = server.container.get("resources") or {}
-    limits = resources.get("limits") or {}
-    requests = resources.get("requests") or {}
+    resources = as_dict(server.container.get("resources"))
+    limits, requests = as_dict(resources.get("limits")), as_dict(resources.get("requests"))
     names = sorted(k for k in {*limits, *requests} if _GPU.match(str(k)))
     if not names:
         return server_finding(server, False, "no GPU in resources: the pod can land on a node without one, "

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..loader import Document, PathKey
 from ..results import Finding
+from ..shape import as_dict, as_list
 from ..workload import ServingContainer
 from .base import Check, Context, doc_finding, no_server, server_finding
 
@@ -73,7 +74,7 @@ def _one(server: ServingContainer) -> Finding:
         if "value" in item:
             return server_finding(server, False, f"{name} is a literal value in the manifest, readable by anyone who "
                                   "can read the Deployment or the repository", ("env", i, "value"), _FIX)
-        source = item.get("valueFrom") or {}
+        source = as_dict(item.get("valueFrom"))
         if "configMapKeyRef" in source:
             return server_finding(server, False, f"{name} comes from a ConfigMap, which is not for secrets",
                                   ("env", i, "valueFrom"), _FIX)
@@ -87,8 +88,9 @@ def _one(server: ServingContainer) -> Finding:
                                   "remove optional: true")
         return server_finding(server, True, f"{name} from Secret '{ref['name']}' key '{ref['key']}' (secretKeyRef)",
                               ("env", i, "valueFrom", "secretKeyRef"))
-    env_from = [(i, e) for i, e in enumerate(server.container.get("envFrom") or []) if isinstance(e, dict)]
-    secret_refs = [(i, e["secretRef"].get("name")) for i, e in env_from if isinstance(e.get("secretRef"), dict)]
+    env_from = enumerate(as_list(server.container.get("envFrom")))
+    secret_refs = [(i, as_dict(e)["secretRef"].get("name")) for i, e in env_from
+                   if isinstance(as_dict(e).get("secretRef"), dict)]
     if secret_refs:
         i, secret = secret_refs[0]
         return server_finding(server, False, f"no HF_TOKEN by name, only envFrom Secret '{secret}': whether it sets "

@@ -57,34 +57,35 @@ def _as_length(value: Any) -> int | None:
 
 
 def length_statements(doc: Document, skip: set[PathKey]) -> Iterator[tuple[PathKey, int]]:
-    """Every (path, length) a document states outside the server flags in `skip`.
+    """Every (path, length) a document states outside the server containers in `skip`.
 
-    ConfigMap values holding YAML or JSON (a gateway's config file) are parsed and searched too.
+    Looked for: keys named like a context length, env entries named like one, `--...-len`
+    style flags in other containers, and the same keys inside ConfigMap values holding YAML or
+    JSON (a gateway's config file).
     """
     for path, value in _walk(doc.data, ()):
         key = path[-1]
-        if isinstance(key, str) and _is_length_name(key) and _as_length(value) is not None:
-            yield path, _as_length(value)  # type: ignore[misc]
-        if path[-1] == "name" and isinstance(value, str) and _is_length_name(value):
+        if isinstance(key, str) and _is_length_name(key) and (n := _as_length(value)) is not None:
+            yield path, n
+        if key == "name" and isinstance(value, str) and _is_length_name(value):
             parent = _get(doc.data, path[:-1])
-            if isinstance(parent, dict) and _as_length(parent.get("value")) is not None:
-                yield path[:-1] + ("value",), _as_length(parent["value"])  # type: ignore[misc]
-        if isinstance(value, list) and path[-1] in ("args", "command") and path[:-1] not in skip:
+            if isinstance(parent, dict) and (n := _as_length(parent.get("value"))) is not None:
+                yield path[:-1] + ("value",), n
+        if isinstance(value, list) and key in ("args", "command") and path[:-1] not in skip:
             for i, token in enumerate(value):
                 flag, eq, rest = str(token).partition("=")
-                if flag.startswith("--") and _is_length_name(flag[2:]):
-                    given = rest if eq else (str(value[i + 1]) if i + 1 < len(value) else "")
-                    if parse_length(given) is not None:
-                        yield path + (i,), parse_length(given)  # type: ignore[misc]
+                given = rest if eq else (str(value[i + 1]) if i + 1 < len(value) else "")
+                if flag.startswith("--") and _is_length_name(flag[2:]) and (n := parse_length(given)) is not None:
+                    yield path + (i,), n
     if doc.kind == "ConfigMap" and isinstance(doc.data.get("data"), dict):
-        for key, text in doc.data["data"].items():
+        for name, text in doc.data["data"].items():
             try:
                 parsed = yaml.safe_load(text) if isinstance(text, str) and "\n" in text else None
             except yaml.YAMLError:
                 continue
-            for path, value in _walk(parsed, ("data", str(key))):
-                if isinstance(path[-1], str) and _is_length_name(path[-1]) and _as_length(value) is not None:
-                    yield path, _as_length(value)  # type: ignore[misc]
+            for path, value in _walk(parsed, ("data", str(name))):
+                if isinstance(path[-1], str) and _is_length_name(path[-1]) and (n := _as_length(value)) is not None:
+                    yield path, n
 
 
 def _get(node: Any, path: PathKey) -> Any:

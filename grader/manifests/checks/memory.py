@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..quantity import parse_quantity
 from ..results import Finding
+from ..shape import as_dict
 from ..workload import ServingContainer
 from .base import Check, Context, no_server, server_finding
 
@@ -15,8 +16,8 @@ __all__ = ["CHECK"]
 
 
 def _one(server: ServingContainer) -> Finding:
-    resources = server.container.get("resources") or {}
-    limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+    resources = as_dict(server.container.get("resources"))
+    limits, requests = as_dict(resources.get("limits")), as_dict(resources.get("requests"))
     if "memory" not in limits:
         return server_finding(server, False, "no memory limit: host memory use is unbounded and the node's OOM "
                               "killer, not this pod's limit, decides what dies", ("resources", "limits"),

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..loader import PathKey
 from ..results import Finding
+from ..shape import as_dict, dicts
 from ..workload import ServingContainer
 from .base import Check, Context, no_server, server_finding
 
@@ -51,18 +52,18 @@ def _claim_templates(server: ServingContainer) -> set[str]:
     """Names of a StatefulSet's volumeClaimTemplates: each pod gets its own PVC under that name."""
     if server.doc.kind != "StatefulSet":
         return set()
-    templates = (server.doc.data.get("spec") or {}).get("volumeClaimTemplates") or []
-    return {str((t.get("metadata") or {}).get("name")) for t in templates if isinstance(t, dict)}
+    templates = dicts(as_dict(server.doc.data.get("spec")).get("volumeClaimTemplates"))
+    return {str(as_dict(t.get("metadata")).get("name")) for t in templates}
 
 
 def _one(server: ServingContainer, claims: set[str]) -> Finding:
     path, how, where = weights_path(server)
-    volumes = {v.get("name"): v for v in server.pod_spec.get("volumes") or [] if isinstance(v, dict)}
+    volumes = {str(v.get("name")): v for v in dicts(server.pod_spec.get("volumes"))}
     templates = _claim_templates(server)
-    mounts = [m for m in server.container.get("volumeMounts") or [] if isinstance(m, dict) and m.get("mountPath")]
-    pvc_mounts = [m["mountPath"] for m in mounts if m.get("name") in templates
-                  or "persistentVolumeClaim" in volumes.get(m.get("name"), {})]
-    covering = sorted((m for m in mounts if _under(path, str(m["mountPath"]))), key=lambda m: len(m["mountPath"]))
+    mounts = [m for m in dicts(server.container.get("volumeMounts")) if isinstance(m.get("mountPath"), str)]
+    pvc_mounts = [m["mountPath"] for m in mounts if str(m.get("name")) in templates
+                  or "persistentVolumeClaim" in volumes.get(str(m.get("name")), {})]
+    covering = sorted((m for m in mounts if _under(path, m["mountPath"])), key=lambda m: len(m["mountPath"]))
     if not covering:
         others = f"; PVC mounts: {', '.join(pvc_mounts)}" if pvc_mounts else "; no PVC is mounted"
         return server_finding(server, False, f"weights at {path} ({how}) are on no volume: they are downloaded "
@@ -70,18 +71,18 @@ def _one(server: ServingContainer, claims: set[str]) -> Finding:
                               f"mount a PersistentVolumeClaim at {path}, or point "
                               f"{how if how.startswith('--') else '--download-dir'} at a PVC mount")
     mount = covering[-1]
-    name = mount.get("name")
+    name = str(mount.get("name"))
     if name in templates:
         claim = f"volumeClaimTemplate '{name}'"
     elif "persistentVolumeClaim" in volumes.get(name, {}):
-        claim_name = volumes[name]["persistentVolumeClaim"].get("claimName")
+        claim_name = str(as_dict(volumes[name]["persistentVolumeClaim"]).get("claimName"))
         claim = f"PVC '{claim_name}'" + ("" if claim_name in claims else " (not in these manifests: it must exist)")
     else:
-        kind = _volume_kind(volumes.get(name, {})) if name in volumes else "an undeclared volume"
+        kind = _volume_kind(volumes[name]) if name in volumes else "an undeclared volume"
         return server_finding(server, False, f"weights at {path} ({how}) are on volume '{name}' ({kind}), which "
                               "does not outlive the pod", where or ("volumeMounts",),
                               f"back volume '{name}' with a persistentVolumeClaim")
-    if mount.get("readOnly") and how != "the model path":
+    if mount.get("readOnly") is True and how != "the model path":
         return server_finding(server, False, f"{claim} is mounted readOnly at {mount['mountPath']}, but the server "
                               f"downloads into {path}", ("volumeMounts",),
                               "drop readOnly, or serve a model path already on the volume")

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..loader import Document
 from ..results import Finding
+from ..shape import as_dict, as_list, dicts
 from .base import Check, Context, doc_finding, no_server
 
 __all__ = ["CHECK", "selector_matches"]
@@ -19,12 +20,12 @@ __all__ = ["CHECK", "selector_matches"]
 
 def selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
     """Kubernetes label-selector semantics: every matchLabels pair and every expression holds."""
-    for key, value in (selector.get("matchLabels") or {}).items():
+    for key, value in as_dict(selector.get("matchLabels")).items():
         if labels.get(str(key)) != str(value):
             return False
-    for expr in selector.get("matchExpressions") or []:
+    for expr in dicts(selector.get("matchExpressions")):
         key, op = str(expr.get("key")), expr.get("operator")
-        values = [str(v) for v in expr.get("values") or []]
+        values = [str(v) for v in as_list(expr.get("values"))]
         if op == "In" and labels.get(key) not in values:
             return False
         if op == "NotIn" and key in labels and labels[key] in values:
@@ -37,8 +38,7 @@ def selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
 
 
 def _selector(pdb: Document) -> dict[str, Any] | None:
-    spec = pdb.data.get("spec") or {}
-    selector = spec.get("selector") if isinstance(spec, dict) else None
+    selector = as_dict(pdb.data.get("spec")).get("selector")
     return selector if isinstance(selector, dict) else None
 
 
@@ -76,7 +76,8 @@ def run(ctx: Context) -> list[Finding]:
         if matching:
             continue
         for pdb in same_ns:
-            findings.append(doc_finding(pdb, False, f"selector {_fmt((_selector(pdb) or {}).get('matchLabels') or {})} "
+            selected = _fmt(as_dict(as_dict(_selector(pdb)).get("matchLabels")))
+            findings.append(doc_finding(pdb, False, f"selector {selected} "
                                         f"does not match the pods of {server.doc.ref}, labelled {_fmt(labels)}",
                                         ("spec", "selector"), f"set spec.selector.matchLabels to {_fmt(labels)}"))
         if not same_ns and len(usable) == len(pdbs):  # broken PDBs have already said why

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..results import Finding
+from ..shape import as_dict, dicts
 from ..workload import ServingContainer
 from .base import Check, Context, no_server, server_finding
 
@@ -40,17 +41,17 @@ def _target_problem(server: ServingContainer, key: str, probe: dict[str, Any]) -
     if handler is None:
         return server_finding(server, False, f"{key} has no handler (httpGet, tcpSocket or exec)", (key,),
                               f"give {key} an httpGet on /health")
-    action = probe[handler] if isinstance(probe[handler], dict) else {}
+    action = as_dict(probe[handler])
     port, listening = action.get("port"), _server_port(server)
-    declared = {str(p.get("name")): p.get("containerPort") for p in server.container.get("ports") or []
-                if isinstance(p, dict) and p.get("name")}
+    declared = {str(p.get("name")): p.get("containerPort") for p in dicts(server.container.get("ports"))
+                if p.get("name")}
     if isinstance(port, str) and not port.isdigit():
         if port not in declared:
             return server_finding(server, False, f"{key} targets port '{port}', which no container port is named",
                                   (key, handler, "port"), f"name the container port '{port}' or probe {listening}")
         number = declared[port]
     else:
-        number = int(port) if port is not None else None
+        number = int(port) if isinstance(port, int) or (isinstance(port, str) and port.isdigit()) else None
     if number != listening:
         return server_finding(server, False, f"{key} targets port {number} but the server listens on {listening}",
                               (key, handler, "port"), f"probe port {listening}")
@@ -63,7 +64,7 @@ def _target_problem(server: ServingContainer, key: str, probe: dict[str, Any]) -
 
 def _describe(server: ServingContainer, probe: dict[str, Any]) -> str:
     if "httpGet" in probe:
-        action = probe["httpGet"]
+        action = as_dict(probe["httpGet"])
         port = action.get("port")
         shown = f"{port} ({_server_port(server)})" if isinstance(port, str) and not port.isdigit() else str(port)
         return f"GET {action.get('path', '/')} on port {shown}"
