@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import helm_python
+import httpx
 import jsonschema
 import pytest
 import yaml
@@ -163,3 +168,31 @@ def test_every_value_is_commented() -> None:
         leaf = not re.match(r"^\s*[A-Za-z][\w.]*:\s*$", line)
         if leaf:
             assert lines[i - 1].strip().startswith("# --"), f"values.yaml:{i + 1} {line.strip()!r} has no comment"
+
+
+def test_fake_server_values_start_the_real_fake_server() -> None:
+    """The command line the chart renders for engine fake-server is accepted and serves the model."""
+    container = server(render(yaml.safe_load(FAKE_VALUES.read_text())))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = list(container["args"])
+    args[args.index("--port") + 1] = str(port)
+    process = subprocess.Popen([sys.executable, "-m", "fake_server", *container["command"][1:], *args],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+            assert time.monotonic() < deadline, "the fake server did not become healthy"
+            time.sleep(0.05)
+        models = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5).json()["data"]
+        assert [(m["id"], m["max_model_len"]) for m in models] == [("fake-model", 8192)]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
