@@ -6,8 +6,8 @@
 
 Modules, each with one job: `loader` (YAML with lines), `render` (Helm SDK), `schema_store`
 (kubeconform's layout), `validate` (strict schemas), `workload` (finding the server),
-`checks/` (one module per checklist item), `results` (dataclasses and exporters),
-`report` (text), `run` (the pipeline).
+`checks/` (one module per checklist item), `shape` (tolerant field access), `results`
+(dataclasses and exporters), `report` (text), `run` (the pipeline).
 """
 
 from __future__ import annotations
