@@ -120,6 +120,16 @@ def test_a_check_with_nothing_found_fails() -> None:
     assert CheckResult("x", "X", [Finding(True, "ok")]).passed
 
 
+def test_gradescope_export_has_one_test_per_check() -> None:
+    report = ManifestReport("src", "1.37.0", checks=[
+        CheckResult("a", "A", [Finding(False, "bad", resource="Pod/p", path="spec", fix="do", file="f.yaml", line=3)]),
+        CheckResult("b", "B", [Finding(True, "fine")])])
+    tests = report.to_gradescope_tests()
+    assert [(t["name"], t["status"], t["tags"]) for t in tests] == [
+        ("a: A", "failed", ["manifests", "a"]), ("b: B", "passed", ["manifests", "b"])]
+    assert tests[0]["output"] == "FAIL Pod/p spec: bad (f.yaml:3). Fix: do"
+
+
 def test_report_exports_round_trip_through_json() -> None:
     report = ManifestReport("src", "1.37.0", checks=[CheckResult("a", "A", [Finding(False, "bad", fix="do")])])
     data = json.loads(report.to_json())

@@ -69,6 +69,17 @@ class CheckResult:
             "findings": [f.to_dict() for f in self.findings],
         }
 
+    def to_gradescope(self) -> dict[str, Any]:
+        """A Gradescope `tests[]` entry without score or visibility: the rubric sets those."""
+        lines = []
+        for f in self.findings:
+            subject = " ".join(p for p in (f.resource, f.path) if p)
+            where = f" ({f.where})" if f.where else ""
+            fix = f" Fix: {f.fix}" if f.fix else ""
+            lines.append(f"{'ok' if f.passed else 'FAIL'} {subject + ': ' if subject else ''}{f.message}{where}.{fix}")
+        return {"name": f"{self.id}: {self.title}", "status": "passed" if self.passed else "failed",
+                "output": "\n".join(lines), "tags": ["manifests", self.id]}
+
 
 @dataclass(frozen=True)
 class DocumentSummary:
@@ -130,3 +141,7 @@ class ManifestReport:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
+
+    def to_gradescope_tests(self) -> list[dict[str, Any]]:
+        """One Gradescope test per check, in report order."""
+        return [c.to_gradescope() for c in self.checks]
