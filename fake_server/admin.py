@@ -6,7 +6,9 @@ Off unless the server was started with `--admin`; with `--admin-token`, every ca
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import time
 from typing import Any
 
 from starlette.requests import Request
@@ -95,11 +97,22 @@ async def reset(request: Request, state: ServerState) -> Response:
 
 
 async def ledger(request: Request, state: ServerState) -> Response:
-    """All finished records, oldest first; `?since=N` returns records with number > N."""
+    """All finished records, oldest first; `?since=N` returns records with number > N;
+    `?settle=S` first waits up to S seconds for the requests in flight to end."""
     since_raw = request.query_params.get("since", "0")
+    settle_raw = request.query_params.get("settle", "0")
     if not since_raw.isdigit():
         raise BadRequest("`since` must be a request number (a whole number >= 0).")
+    try:
+        settle = float(settle_raw)
+    except ValueError:
+        settle = -1.0
+    if not 0 <= settle <= 60:
+        raise BadRequest("`settle` must be a number of seconds between 0 and 60.")
     since = int(since_raw)
+    deadline = time.monotonic() + settle
+    while state.ledger.in_flight and time.monotonic() < deadline:
+        await asyncio.sleep(0.005)
     records = [r.to_dict() for r in state.ledger.records() if r.number > since]
     return JSONResponse({"records": records})
 

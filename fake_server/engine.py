@@ -22,17 +22,16 @@ import random
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
 
 from .kv_cache import BLOCK_SIZE, KVCache, block_hashes
 from .ledger import LedgerRecord
 from .metrics import EngineMetrics
+from .sequence import DECODE, DONE, PREFILL, WAITING, Sequence
 from .settings import ModelSettings, SettingsError
 from .textgen import TextStream
 
-__all__ = ["Engine", "Sequence", "QueueFull", "Event"]
+__all__ = ["Engine", "QueueFull", "check_capacity"]
 
-WAITING, PREFILL, DECODE, DONE = range(4)
 _REANCHOR = 0.002  # a step ending later than this restarts the timeline from now
 
 
@@ -40,83 +39,8 @@ class QueueFull(Exception):
     """The waiting queue is at its configured cap (only when `max_waiting` > 0)."""
 
 
-# An event for the response writer: (kind, text, tokens, finish_reason, stop_reason).
-# kind is "role", "reasoning" or "content"; a finish_reason marks the sequence's last event.
-Event = tuple[str, str, int, str | None, str | None]
-
-
 def _blocks_for(tokens: int) -> int:
     return -(-tokens // BLOCK_SIZE)
-
-
-class Sequence:
-    """One request inside the engine, and the hand-off point to its response writer."""
-
-    __slots__ = (
-        "record", "prompt_ids", "hashes", "num_prompt", "max_tokens", "natural_len",
-        "reasoning_len", "text", "stop", "eligible_at", "role_on_schedule", "computed",
-        "output", "reasoning_out", "blocks", "state", "events", "finish_reason", "stop_reason",
-        "cached_tokens", "_waiter", "arrival_mono", "scheduled_mono", "first_token_mono",
-        "last_token_mono", "content_tail", "admitted_once",
-    )
-
-    def __init__(self, record: LedgerRecord, prompt_ids: list[int], max_tokens: int,
-                 natural_len: int | None, reasoning_len: int, text: TextStream,
-                 stop: tuple[str, ...], eligible_at: float, role_on_schedule: bool) -> None:
-        self.record = record
-        self.prompt_ids = prompt_ids
-        self.hashes: list[int] = []
-        self.num_prompt = len(prompt_ids)
-        self.max_tokens = max_tokens
-        self.natural_len = natural_len
-        self.reasoning_len = reasoning_len
-        self.text = text
-        self.stop = stop
-        self.eligible_at = eligible_at
-        self.role_on_schedule = role_on_schedule
-        self.computed = 0
-        self.output = 0
-        self.reasoning_out = 0
-        self.blocks: list[int] = []
-        self.state = WAITING
-        self.events: list[Event] = []
-        self.finish_reason: str | None = None
-        self.stop_reason: str | None = None
-        self.cached_tokens = 0
-        self._waiter: asyncio.Future[None] | None = None
-        self.arrival_mono = time.perf_counter()
-        self.scheduled_mono: float | None = None
-        self.first_token_mono: float | None = None
-        self.last_token_mono: float | None = None
-        self.content_tail = ""
-        self.admitted_once = False
-
-    @property
-    def done(self) -> bool:
-        return self.state == DONE
-
-    @property
-    def content_tokens(self) -> int:
-        return self.output - self.reasoning_out
-
-    def _push(self, event: Event) -> None:
-        self.events.append(event)
-        self._wake()
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
-
-    async def next_events(self) -> list[Event]:
-        """Wait for and take the events produced since the last call; [] once the sequence is done."""
-        while not self.events and self.state != DONE:
-            self._waiter = asyncio.get_running_loop().create_future()
-            await self._waiter
-        events, self.events = self.events, []
-        return events
 
 
 @dataclass
@@ -449,16 +373,3 @@ async def _sleep_until(deadline: float) -> None:
         if remaining <= 0:
             return
         await asyncio.sleep(remaining - 0.001 if remaining > 0.0015 else 0)
-
-
-def usage_of(seq: Sequence) -> dict[str, Any]:
-    """OpenAI usage for a sequence, with vLLM's details fields."""
-    usage: dict[str, Any] = {
-        "prompt_tokens": seq.num_prompt,
-        "total_tokens": seq.num_prompt + seq.output,
-        "completion_tokens": seq.output,
-        "prompt_tokens_details": {"cached_tokens": seq.cached_tokens},
-    }
-    if seq.reasoning_len:
-        usage["completion_tokens_details"] = {"reasoning_tokens": seq.reasoning_out}
-    return usage

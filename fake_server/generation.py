@@ -13,11 +13,12 @@ import time
 import zlib
 from typing import Any, Protocol
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from . import tokenizer
-from .engine import Engine, QueueFull, Sequence, usage_of
+from .engine import Engine, QueueFull
+from .sequence import Sequence, usage_of
 from .faults import FaultRule
 from .ledger import LedgerRecord
 from .protocol import MAX_BODY_BYTES, BadRequest, parse_chat, parse_completion, parse_json
@@ -73,6 +74,7 @@ async def _generate(request: Request, chat: bool) -> Response:
     state: ServerState = request.app.state.server
     persona: Persona | None = request.app.state.persona
     number = state.next_number()
+    state.ledger.open()
     record = LedgerRecord(id=_request_id("chatcmpl-" if chat else "cmpl-", state.settings.seed, number),
                           number=number, model="", endpoint="chat" if chat else "completions",
                           stream=False, arrival=time.time())
@@ -81,6 +83,8 @@ async def _generate(request: Request, chat: bool) -> Response:
         req = (parse_chat if chat else parse_completion)(parse_json(raw))
     except BadRequest as exc:
         return _reject(state, record, exc.status, exc.message, exc.param)
+    except ClientDisconnect:
+        return _reject(state, record, 499, "The client disconnected before sending the whole body.")
     record.stream = req.stream
     model = req.model or state.default_model
     record.model = model

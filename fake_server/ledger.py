@@ -66,26 +66,44 @@ class LedgerRecord:
 
 
 class Ledger:
-    """Finished records in memory (the newest `keep`) and, optionally, in a JSONL file."""
+    """Finished records in memory (the newest `keep`) and, optionally, in a JSONL file.
+
+    It also counts requests that have arrived but not yet ended (`open` then `add`), so a reader
+    can wait until the server has settled: a client may see `[DONE]` a moment before the record
+    of its request is complete.
+    """
 
     def __init__(self, path: str | Path | None = None, keep: int = 200_000) -> None:
         self._records: deque[LedgerRecord] = deque(maxlen=keep)
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
+        self._in_flight = 0
         self._file = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115
 
+    def open(self) -> None:
+        with self._changed:
+            self._in_flight += 1
+
     def add(self, record: LedgerRecord) -> None:
-        with self._lock:
+        with self._changed:
             self._records.append(record)
+            self._in_flight = max(0, self._in_flight - 1)
             if self._file is not None:
                 self._file.write(json.dumps(record.to_dict()) + "\n")
                 self._file.flush()
+            self._changed.notify_all()
 
-    def records(self) -> list[LedgerRecord]:
-        with self._lock:
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    def records(self, settle: float = 0.0) -> list[LedgerRecord]:
+        """The records, after waiting up to `settle` seconds for requests in flight to end."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._in_flight == 0, timeout=settle)
             return list(self._records)
 
     def clear(self) -> None:
-        with self._lock:
+        with self._changed:
             self._records.clear()
 
     def close(self) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from .engine import Engine
 from .faults import FaultPlan, parse_rules
 from .ledger import Ledger
-from .settings import ModelSettings, ServerSettings, SettingsError, apply_overrides
+from .settings import ServerSettings, SettingsError, apply_overrides
 
 __all__ = ["ServerState"]
 

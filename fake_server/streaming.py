@@ -14,7 +14,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .engine import Engine, Sequence, usage_of
+from .engine import Engine
+from .sequence import Sequence, usage_of
 from .faults import FaultRule
 from .ledger import Ledger, LedgerRecord
 from .wire import DONE, ChatEncoder, CompletionEncoder, continuous_usage

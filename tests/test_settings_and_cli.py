@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 import sys
 
 import httpx
@@ -108,3 +109,15 @@ def test_ledger_file_is_written_as_jsonl(tmp_path, fake_server):
 def test_module_entry_point_lists_scenarios():
     out = subprocess.run([sys.executable, "-m", "fake_server", "scenarios"], capture_output=True, text=True, check=True)
     assert "slot-saturation" in out.stdout
+
+
+def test_ledger_waits_for_requests_in_flight(fake_server):
+    import threading
+    server = fake_server(token_rate=20)
+    thread = threading.Thread(target=httpx.post, args=(server.base_url + "/v1/chat/completions",),
+                              kwargs={"json": chat_body(stream=False, max_tokens=10), "timeout": 10})
+    thread.start()
+    time.sleep(0.1)
+    assert server.ledger(settle=0) == []
+    assert [r["completion_tokens"] for r in server.ledger()] == [10]
+    thread.join()

@@ -8,7 +8,7 @@ import httpx
 import openai
 import pytest
 
-from conftest import chat_body, json_events, sse_events, stream_chat
+from conftest import chat_body, json_events, stream_chat
 from fake_server import tokenizer
 
 

@@ -1,0 +1,105 @@
+"""One request inside an engine, and the hand-off point between the engine and its writer.
+
+The engine appends events; the response writer takes them with `next_events()`. A waiting writer
+is woken with a future, so handing over a token costs one callback, not a queue per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from .ledger import LedgerRecord
+from .textgen import TextStream
+
+__all__ = ["Sequence", "Event", "usage_of", "WAITING", "PREFILL", "DECODE", "DONE"]
+
+WAITING, PREFILL, DECODE, DONE = range(4)
+
+# An event for the response writer: (kind, text, tokens, finish_reason, stop_reason).
+# kind is "role", "reasoning" or "content"; a finish_reason marks the sequence's last event.
+Event = tuple[str, str, int, str | None, str | None]
+
+
+class Sequence:
+    """One request inside the engine, and the hand-off point to its response writer."""
+
+    __slots__ = (
+        "record", "prompt_ids", "hashes", "num_prompt", "max_tokens", "natural_len",
+        "reasoning_len", "text", "stop", "eligible_at", "role_on_schedule", "computed",
+        "output", "reasoning_out", "blocks", "state", "events", "finish_reason", "stop_reason",
+        "cached_tokens", "_waiter", "arrival_mono", "scheduled_mono", "first_token_mono",
+        "last_token_mono", "content_tail", "admitted_once",
+    )
+
+    def __init__(self, record: LedgerRecord, prompt_ids: list[int], max_tokens: int,
+                 natural_len: int | None, reasoning_len: int, text: TextStream,
+                 stop: tuple[str, ...], eligible_at: float, role_on_schedule: bool) -> None:
+        self.record = record
+        self.prompt_ids = prompt_ids
+        self.hashes: list[int] = []
+        self.num_prompt = len(prompt_ids)
+        self.max_tokens = max_tokens
+        self.natural_len = natural_len
+        self.reasoning_len = reasoning_len
+        self.text = text
+        self.stop = stop
+        self.eligible_at = eligible_at
+        self.role_on_schedule = role_on_schedule
+        self.computed = 0
+        self.output = 0
+        self.reasoning_out = 0
+        self.blocks: list[int] = []
+        self.state = WAITING
+        self.events: list[Event] = []
+        self.finish_reason: str | None = None
+        self.stop_reason: str | None = None
+        self.cached_tokens = 0
+        self._waiter: asyncio.Future[None] | None = None
+        self.arrival_mono = time.perf_counter()
+        self.scheduled_mono: float | None = None
+        self.first_token_mono: float | None = None
+        self.last_token_mono: float | None = None
+        self.content_tail = ""
+        self.admitted_once = False
+
+    @property
+    def done(self) -> bool:
+        return self.state == DONE
+
+    @property
+    def content_tokens(self) -> int:
+        return self.output - self.reasoning_out
+
+    def _push(self, event: Event) -> None:
+        self.events.append(event)
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def next_events(self) -> list[Event]:
+        """Wait for and take the events produced since the last call; [] once the sequence is done."""
+        while not self.events and self.state != DONE:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        events, self.events = self.events, []
+        return events
+
+
+def usage_of(seq: Sequence) -> dict[str, Any]:
+    """OpenAI usage for a sequence, with vLLM's details fields."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": seq.num_prompt,
+        "total_tokens": seq.num_prompt + seq.output,
+        "completion_tokens": seq.output,
+        "prompt_tokens_details": {"cached_tokens": seq.cached_tokens},
+    }
+    if seq.reasoning_len:
+        usage["completion_tokens_details"] = {"reasoning_tokens": seq.reasoning_out}
+    return usage
