@@ -58,10 +58,15 @@ def test_requests_beyond_the_slots_wait_and_raise_p90_ttft(fake_server):
     assert _p90([t for t, _ in busy]) > _p90([t for t, _ in idle]) + 0.25
     assert max(seen_waiting) > 0
     ledger = saturated.ledger()
-    waits = sorted(r["queue_wait"] for r in ledger)
     assert len(ledger) == 6
-    assert waits[1] < 0.05 and waits[2] > 0.15 and waits[4] > 0.3  # two start at once, the rest wait their turn
-    assert all(r["queue_wait"] < 0.05 for r in free.ledger())
+    # never more than two in the slots at once, and the four others waited for one (a slot is held ~0.2 s)
+    last_token = {r["id"]: max(t for t, kind, _ in r["chunks"] if kind == "content") for r in ledger}
+    for r in ledger:
+        # a slot is held from scheduling to the step that produces the last token (5 ms slack for the send)
+        holding = [o for o in ledger if o["scheduled"] <= r["scheduled"] < last_token[o["id"]] - 0.005]
+        assert len(holding) <= 2
+    assert sum(1 for r in ledger if r["queue_wait"] > 0.1) >= 4
+    assert max(r["queue_wait"] for r in free.ledger()) < min(sorted(r["queue_wait"] for r in ledger)[2:])
 
 
 def test_prefill_time_grows_with_prompt_length(fake_server):
