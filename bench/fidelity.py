@@ -175,6 +175,27 @@ def measure_naive(streams: int, rate: float, max_tokens: int) -> Row:
                None, None, round(wall, 2))
 
 
+def timer_lateness(steps: int = 100, period: float = 0.05) -> dict[str, float]:
+    """p99 lateness (ms) of plain `asyncio.sleep` and of the engine's `Waker`, on an idle loop:
+    the floor under every timing figure on this machine."""
+    import asyncio
+
+    from fake_server.engine import Waker
+
+    async def run(sleep_until: Any) -> float:
+        lags, t = [], time.perf_counter()
+        for _ in range(steps):
+            t += period
+            await sleep_until(t)
+            lags.append(time.perf_counter() - t)
+        return round(nearest_rank(lags, 99) * 1e3, 3)
+
+    async def plain(deadline: float) -> None:
+        await asyncio.sleep(deadline - time.perf_counter())
+
+    return {"asyncio_sleep_p99_ms": asyncio.run(run(plain)), "waker_p99_ms": asyncio.run(run(Waker().sleep_until))}
+
+
 def table(rows: list[Row]) -> str:
     head = ("| server | streams | tok/s per stream | events | server CPU s | events per CPU-s | gap err p50 ms "
             "| gap err p99 ms | gap err p99 ms, incl. arrivals | from | client-ledger p99 ms | step lag p99 ms | wall s |")
@@ -193,6 +214,8 @@ def table(rows: list[Row]) -> str:
 @click.option("--loads", default=None, help="Comma-separated stream counts (default 16,256,1024; --quick: 16,128).")
 def main(quick: bool, token_rate: float, max_tokens: int, loads: str | None) -> None:
     counts = tuple(int(x) for x in loads.split(",")) if loads else (16, 128) if quick else (16, 256, 1024)
+    timers = timer_lateness()
+    click.echo(f"timer lateness on an idle loop: {timers}", err=True)
     rows: list[Row] = []
     for streams in counts:
         rows.append(measure_fake(streams, token_rate, max_tokens))
@@ -207,11 +230,11 @@ def main(quick: bool, token_rate: float, max_tokens: int, loads: str | None) -> 
     command = ("python -m bench.fidelity" + (" --quick" if quick else "") + (f" --loads {loads}" if loads else "")
                + f" --token-rate {token_rate:g} --max-tokens {max_tokens}")
     result = {"command": command, "date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-              "rows": [asdict(r) for r in rows], "efficiency_ratio_fake_over_naive": ratios}
+              "timer_lateness": timers, "rows": [asdict(r) for r in rows], "efficiency_ratio_fake_over_naive": ratios}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / ("fidelity-quick.json" if quick else "fidelity.json")).write_text(json.dumps(result, indent=2) + "\n")
     click.echo(table(rows))
-    click.echo(f"\nevents per CPU-second, fake / naive: {ratios}\ncommand: {command}")
+    click.echo(f"\nevents per CPU-second, fake / naive: {ratios}\ntimer lateness: {timers}\ncommand: {command}")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import sys
 import threading
 from collections.abc import Callable
@@ -77,6 +78,9 @@ def _run(settings: ServerSettings) -> None:
     sys.stdout.flush()
     loop = new_loop()
     asyncio.set_event_loop(loop)
+    # Everything alive now (modules, settings) lives as long as the process: keep it out of the
+    # collector's full passes, which otherwise stall a busy server for tens of ms (bench/README.md).
+    gc.freeze()
     try:
         loop.run_until_complete(server.serve(sockets=[sock]))
     except KeyboardInterrupt:

@@ -69,6 +69,7 @@ class Engine:
         self._rng = random.Random(seed)
         self._wakeup: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
+        self._waker = Waker()
         check_capacity(settings)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -163,7 +164,7 @@ class Engine:
                 continue
             start = now if timeline is None else timeline
             end = start + plan.duration
-            await _sleep_until(end)
+            await self._waker.sleep_until(end)
             lag = max(0.0, time.perf_counter() - end)
             self.metrics.step_lag.observe(lag)
             timeline = end if lag <= _REANCHOR else None
@@ -366,10 +367,24 @@ def check_capacity(settings: ModelSettings) -> None:
             f"({settings.max_model_len}) plus a block of {BLOCK_SIZE}; raise kv_cache_tokens or lower max_model_len")
 
 
-async def _sleep_until(deadline: float) -> None:
-    """Sleep to a perf_counter deadline; the last millisecond is spent yielding to other tasks."""
-    while True:
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0:
-            return
-        await asyncio.sleep(remaining - 0.001 if remaining > 0.0015 else 0)
+class Waker:
+    """Sleeps to a deadline as precisely as the machine allows, at the least CPU.
+
+    The loop's timers wake late by up to a millisecond or two (epoll's millisecond timeout, and on
+    a virtual machine the time the host takes to resume an idle vCPU). So the waker sleeps until
+    `margin` before the deadline and yields to other tasks for the rest, and it sets `margin` from
+    the lateness it has seen lately: small where timers are good, larger where they are not.
+    """
+
+    def __init__(self) -> None:
+        self.margin = 0.001
+        self._recent: deque[float] = deque(maxlen=64)
+
+    async def sleep_until(self, deadline: float) -> None:
+        coarse = deadline - self.margin
+        if coarse - time.perf_counter() > 0:
+            await asyncio.sleep(coarse - time.perf_counter())
+            self._recent.append(max(0.0, time.perf_counter() - coarse))
+            self.margin = min(0.004, max(0.0003, max(self._recent) + 0.0002))
+        while time.perf_counter() < deadline:
+            await asyncio.sleep(0)

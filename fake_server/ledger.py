@@ -45,21 +45,34 @@ class LedgerRecord:
     error: str | None = None
     step_lag_max: float = 0.0
     cost_usd: float | None = None
-    # One [send_time, kind, tokens] per chunk; kind is role|reasoning|content|finish|usage|error|malformed|done.
-    chunks: list[list[Any]] = field(default_factory=list)
+    # Per chunk, in parallel lists (three containers per record rather than one per chunk, so a
+    # long run does not feed the garbage collector): send time, kind
+    # (role|reasoning|content|usage|error|malformed|done) and tokens carried.
+    chunk_times: list[float] = field(default_factory=list)
+    chunk_kinds: list[str] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+
+    def add_chunk(self, t: float, kind: str, tokens: int) -> None:
+        self.chunk_times.append(t)
+        self.chunk_kinds.append(kind)
+        self.chunk_tokens.append(tokens)
 
     @property
     def queue_wait(self) -> float | None:
         return None if self.scheduled is None else self.scheduled - self.arrival
 
     def first_content_time(self) -> float | None:
-        for t, kind, _ in self.chunks:
+        for t, kind in zip(self.chunk_times, self.chunk_kinds):
             if kind == "content":
                 return t
         return None
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready data; `chunks` is a list of [send_time, kind, tokens]."""
         out = asdict(self)
+        for key in ("chunk_times", "chunk_kinds", "chunk_tokens"):
+            del out[key]
+        out["chunks"] = [list(c) for c in zip(self.chunk_times, self.chunk_kinds, self.chunk_tokens)]
         out["queue_wait"] = self.queue_wait
         out["first_content"] = self.first_content_time()
         return out

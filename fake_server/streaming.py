@@ -82,7 +82,7 @@ class StreamWriter:
 
     async def _write(self, send: Send, body: bytes, kind: str, tokens: int) -> None:
         await send({"type": "http.response.body", "body": body, "more_body": True})
-        self.seq.record.chunks.append([time.time(), kind, tokens])
+        self.seq.record.add_chunk(time.time(), kind, tokens)
 
     def _usage_suffix(self) -> str:
         if not self.continuous:
