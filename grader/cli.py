@@ -39,3 +39,28 @@ def manifests(paths: tuple[Path, ...], values: Path | None, fmt: str, allow_kind
         raise click.UsageError(str(exc)) from None
     click.echo(report.to_json() if fmt == "json" else to_text(report, verbose=verbose), nl=fmt == "json")
     sys.exit(report.exit_code)
+
+
+@main.command()
+@click.argument("submission", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--output", "outputs", multiple=True, nargs=2, metavar="KIND FILE",
+              help="Also check an output file against its contract schema, e.g. --output loadgen-results out.json.")
+def contract(submission: Path, outputs: tuple[tuple[str, str], ...]) -> None:
+    """Check SUBMISSION's submission.yaml (and any outputs given) against the contract."""
+    from grader.contract import KINDS, ContractError, check_output, load_submission
+
+    try:
+        load_submission(submission)
+        problems = []
+        for kind, file in outputs:
+            if kind not in KINDS:
+                raise click.UsageError(f"unknown kind {kind!r} (known: {', '.join(KINDS)})")
+            problems += [f"{file}: {line}" for line in check_output(kind, Path(file))]
+    except ContractError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(1)
+    for line in problems:
+        click.echo(line, err=True)
+    if problems:
+        sys.exit(1)
+    click.echo(f"{submission}: follows contract 1")

@@ -1,0 +1,151 @@
+"""The submission contract (version 1): its JSON schemas, and reading `submission.yaml`.
+
+The schemas live in `schemas/contract/` (one per machine-readable file a submission produces or
+receives) and are the single source of truth; this module only loads them, resolves their
+cross-references offline, and turns validation errors into messages that name the file and the
+field. `load_submission` is what the grader calls first: everything after it can trust the shape.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+__all__ = ["CONTRACT_VERSION", "SCHEMA_DIR", "KINDS", "ContractError", "Submission", "schema_errors", "load_submission",
+           "read_yaml", "check_output"]
+
+CONTRACT_VERSION = 1
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas" / "contract"
+KINDS = ("submission", "loadgen-results", "gateway-config", "gateway-stats", "sizing-output", "memo-front-matter")
+
+
+class ContractError(ValueError):
+    """A submission or one of its outputs breaks the contract; the message says where and how."""
+
+
+def _registry() -> tuple[Registry, dict[str, dict[str, Any]]]:
+    schemas = {kind: json.loads((SCHEMA_DIR / f"{kind}.schema.json").read_text()) for kind in KINDS}
+    registry: Registry = Registry().with_resources(
+        (schema["$id"], Resource.from_contents(schema)) for schema in schemas.values())
+    return registry, schemas
+
+
+_REGISTRY, _SCHEMAS = _registry()
+
+
+def _where(path: Any) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def schema_errors(kind: str, data: Any) -> list[str]:
+    """Every way `data` breaks the schema of `kind`, as 'field.path: what is wrong' lines."""
+    if kind not in _SCHEMAS:
+        raise KeyError(f"no contract schema named {kind!r} (known: {', '.join(KINDS)})")
+    if isinstance(data, dict) and "contract" in data and data["contract"] != CONTRACT_VERSION:
+        return [f"contract: version {data['contract']!r} is not supported by this grader (it reads version {CONTRACT_VERSION})"]
+    validator = Draft202012Validator(_SCHEMAS[kind], registry=_REGISTRY)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (list(e.absolute_path), e.message))
+    return [f"{_where(e.absolute_path)}: {e.message}" for e in errors]
+
+
+def read_yaml(path: Path) -> Any:
+    """A YAML file's data, or a ContractError naming the file and line."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ContractError(f"{path}: cannot read ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        raise ContractError(f"{path}:{line}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+
+
+@dataclass(frozen=True)
+class Submission:
+    folder: Path
+    data: dict[str, Any]
+
+    def command(self, part: str, key: str = "command") -> list[str]:
+        return list(self.data[part][key])
+
+    def path(self, *keys: str) -> Path:
+        value: Any = self.data
+        for key in keys:
+            value = value[key]
+        return self.folder / value
+
+    @property
+    def manifests(self) -> tuple[str, Path]:
+        """("values" | "rendered", path)."""
+        (mode, rel), = self.data["manifests"].items()
+        return mode, self.folder / rel
+
+
+def load_submission(folder: Path) -> Submission:
+    """Read and check `folder/submission.yaml`: shape, version, and that named files exist."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ContractError(f"{folder}: not a folder (a submission is a folder with submission.yaml at its top)")
+    path = folder / "submission.yaml"
+    if not path.is_file():
+        raise ContractError(f"{folder}: no submission.yaml at its top (see starter/submission.yaml)")
+    data = read_yaml(path)
+    errors = schema_errors("submission", data)
+    if errors:
+        raise ContractError(f"{path}:\n  " + "\n  ".join(errors))
+    submission = Submission(folder, data)
+    missing = []
+    mode, manifests = submission.manifests
+    if not manifests.exists():
+        missing.append(f"manifests.{mode}: {manifests.relative_to(folder)} does not exist")
+    if not submission.path("memo").is_file():
+        missing.append(f"memo: {data['memo']} does not exist")
+    if missing:
+        raise ContractError(f"{path}:\n  " + "\n  ".join(missing))
+    return submission
+
+
+def check_output(kind: str, path: Path) -> list[str]:
+    """Problems with one output file (JSON, or YAML for configs and memo front matter)."""
+    if path.suffix in (".yaml", ".yml"):
+        data = read_yaml(path)
+    elif path.suffix == ".md":
+        data = memo_front_matter(path)
+    else:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ContractError(f"{path}: cannot read ({exc.strerror})") from None
+        except json.JSONDecodeError as exc:
+            raise ContractError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    return schema_errors(kind, data)
+
+
+def memo_front_matter(path: Path) -> Any:
+    """The YAML between the first two `---` lines of a Markdown memo."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ContractError(f"{path}: cannot read ({exc.strerror})") from None
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        raise ContractError(f"{path}: line 1: the memo must start with YAML front matter between `---` lines")
+    try:
+        end = next(i for i, line in enumerate(lines[1:], start=1) if line.strip() == "---")
+    except StopIteration:
+        raise ContractError(f"{path}: the front matter opened on line 1 is never closed with `---`") from None
+    try:
+        return yaml.safe_load("\n".join(lines[1:end]))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 2}" if mark is not None else ""
+        raise ContractError(f"{path}:{line}: front matter is not valid YAML ({getattr(exc, 'problem', exc)})") from None

@@ -1,0 +1,42 @@
+"""Load generator. YOURS TO WRITE: this skeleton parses the contract's flags and writes an empty result.
+
+Contract (TASK.md, schemas/contract/loadgen-results.schema.json):
+    python loadgen/loadgen.py --base-url URL --model NAME --requests N --concurrency C \
+        --prompt-tokens P --max-tokens M --output FILE [--api-key KEY]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--requests", type=int, required=True)
+    parser.add_argument("--concurrency", type=int, required=True)
+    parser.add_argument("--prompt-tokens", type=int, required=True)
+    parser.add_argument("--max-tokens", type=int, required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--api-key", default=None)
+    args = parser.parse_args()
+    # TODO: send args.requests streaming chat completions, at most args.concurrency at a time, and
+    # measure each one (TTFT, output tokens, TPS, outcome). Nothing is sent yet.
+    empty = {"n": 0, "p50": None, "p90": None, "p99": None, "max": None, "p99_is_max": True}
+    result = {
+        "contract": 1,
+        "config": {"base_url": args.base_url, "model": args.model, "requests": args.requests,
+                   "concurrency": args.concurrency, "prompt_tokens": args.prompt_tokens, "max_tokens": args.max_tokens},
+        "requests": [],
+        "summary": {"n": 0, "ok": 0, "empty": 0, "failed": 0, "ttft_s": empty, "tps": dict(empty),
+                    "output_tokens": 0, "wall_s": 0.0, "throughput_tokens_per_s": 0.0},
+    }
+    with open(args.output, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=2)
+    print("loadgen skeleton: no requests sent (TODO)")
+
+
+if __name__ == "__main__":
+    main()

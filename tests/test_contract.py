@@ -1,0 +1,154 @@
+"""The contract's schemas, their examples, the starter's skeletons, and the messages for bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from grader.cli import main as grader_cli
+from grader.contract import KINDS, SCHEMA_DIR, ContractError, check_output, load_submission, memo_front_matter, schema_errors
+
+ROOT = Path(__file__).resolve().parent.parent
+STARTER = ROOT / "starter"
+EXAMPLES = SCHEMA_DIR / "examples"
+
+
+def _example(kind: str):
+    for suffix in (".json", ".yaml"):
+        path = EXAMPLES / f"{kind}{suffix}"
+        if path.exists():
+            return json.loads(path.read_text()) if suffix == ".json" else yaml.safe_load(path.read_text())
+    raise AssertionError(f"no example for {kind}")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_example_follows_its_schema(kind):
+    assert schema_errors(kind, _example(kind)) == []
+
+
+def test_schemas_catch_what_the_definitions_forbid():
+    results = _example("loadgen-results")
+    failed_with_ttft = json.loads(json.dumps(results))
+    failed_with_ttft["requests"][2]["ttft_s"] = 0.5
+    assert any("requests[2].ttft_s" in e for e in schema_errors("loadgen-results", failed_with_ttft))
+    empty_with_tokens = json.loads(json.dumps(results))
+    empty_with_tokens["requests"][1]["output_tokens"] = 3
+    assert any("requests[1].output_tokens" in e for e in schema_errors("loadgen-results", empty_with_tokens))
+    no_samples = json.loads(json.dumps(results))
+    no_samples["summary"]["tps"] = {"n": 0, "p50": 1.0, "p90": None, "p99": None, "max": None, "p99_is_max": True}
+    assert any("summary.tps.p50" in e for e in schema_errors("loadgen-results", no_samples))
+    memo = _example("memo-front-matter")
+    memo["figures"][1].pop("sample_size")
+    assert any("sample_size" in e for e in schema_errors("memo-front-matter", memo))
+    memo["figures"][0]["provenance"] = "vibes"
+    assert any("figures[0].provenance" in e for e in schema_errors("memo-front-matter", memo))
+
+
+def test_unknown_version_is_rejected_by_name():
+    data = dict(_example("submission"), contract=2)
+    assert schema_errors("submission", data) == [
+        "contract: version 2 is not supported by this grader (it reads version 1)"]
+
+
+def test_starter_submission_follows_the_contract():
+    submission = load_submission(STARTER)
+    assert submission.manifests == ("values", STARTER / "manifests" / "values.yaml")
+    assert submission.command("gateway") == ["python", "gateway/gateway.py"]
+
+
+def _copy_starter(tmp_path: Path) -> Path:
+    folder = tmp_path / "sub"
+    shutil.copytree(STARTER, folder)
+    return folder
+
+
+def test_submission_errors_name_the_file_field_and_line(tmp_path):
+    with pytest.raises(ContractError, match="no submission.yaml"):
+        load_submission(tmp_path)
+    folder = _copy_starter(tmp_path)
+    (folder / "submission.yaml").write_text("contract: 1\nloadgen: [unclosed\n")
+    with pytest.raises(ContractError, match=r"submission.yaml: line \d+: not valid YAML"):
+        load_submission(folder)
+    (folder / "submission.yaml").write_text(yaml.safe_dump(dict(_example("submission"), sizng={"command": ["x"]})))
+    with pytest.raises(ContractError, match="Additional properties are not allowed \\('sizng' was unexpected\\)"):
+        load_submission(folder)
+    (folder / "submission.yaml").write_text(yaml.safe_dump(dict(_example("submission"), memo="memo/NOPE.md")))
+    with pytest.raises(ContractError, match="memo: memo/NOPE.md does not exist"):
+        load_submission(folder)
+    (folder / "submission.yaml").write_text(yaml.safe_dump(dict(_example("submission"), memo="../../etc/passwd")))
+    with pytest.raises(ContractError, match="memo"):
+        load_submission(folder)
+
+
+def test_memo_front_matter_is_read_and_errors_name_lines(tmp_path):
+    assert schema_errors("memo-front-matter", memo_front_matter(STARTER / "memo" / "MEMO.md")) == []
+    bad = tmp_path / "MEMO.md"
+    bad.write_text("# no front matter\n")
+    with pytest.raises(ContractError, match="line 1: the memo must start with YAML front matter"):
+        memo_front_matter(bad)
+    bad.write_text("---\ncontract: 1\nfigures: [\n")
+    with pytest.raises(ContractError, match="never closed"):
+        memo_front_matter(bad)
+
+
+def test_starter_loadgen_skeleton_runs_and_writes_a_valid_empty_result(tmp_path):
+    out = tmp_path / "results.json"
+    subprocess.run([sys.executable, "loadgen/loadgen.py", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                    "--requests", "4", "--concurrency", "2", "--prompt-tokens", "8", "--max-tokens", "8",
+                    "--output", str(out)], cwd=STARTER, check=True, capture_output=True)
+    assert check_output("loadgen-results", out) == []
+    assert json.loads(out.read_text())["summary"]["n"] == 0  # it sends nothing: the rubric will fail it
+
+
+def test_starter_sizing_skeleton_runs_but_fails_the_contract():
+    out = subprocess.run([sys.executable, "sizing/sizing.py"], cwd=STARTER, check=True, capture_output=True, text=True)
+    assert schema_errors("sizing-output", json.loads(out.stdout))
+
+
+def test_starter_gateway_skeleton_starts_and_routes_nothing(tmp_path):
+    config = tmp_path / "gateway.yaml"
+    config.write_text((EXAMPLES / "gateway-config.yaml").read_text())
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "gateway/gateway.py", "--config", str(config), "--port", str(port)],
+                            cwd=STARTER, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.05)
+        r = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json={"messages": [{"role": "user", "content": "x"}]})
+        assert r.status_code == 501
+        assert schema_errors("gateway-stats", httpx.get(f"http://127.0.0.1:{port}/stats").json()) == []
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_contract_command(tmp_path):
+    runner = CliRunner()
+    ok = runner.invoke(grader_cli, ["contract", str(STARTER)])
+    assert ok.exit_code == 0 and "follows contract 1" in ok.output
+    folder = _copy_starter(tmp_path)
+    (folder / "submission.yaml").write_text("contract: 3\n")
+    bad = runner.invoke(grader_cli, ["contract", str(folder)])
+    assert bad.exit_code == 1 and "version 3 is not supported" in bad.output
+    results = tmp_path / "r.json"
+    results.write_text('{"contract": 1}')
+    partial = runner.invoke(grader_cli, ["contract", str(STARTER), "--output", "loadgen-results", str(results)])
+    assert partial.exit_code == 1 and "'config' is a required property" in partial.output
