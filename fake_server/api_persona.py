@@ -71,6 +71,11 @@ class ApiPersona:
         self._requests: dict[str, _Window] = {}
         self._tokens: dict[str, _Window] = {}
 
+    def reset(self) -> None:
+        """Forget every key's rate-limit window (part of /admin/reset)."""
+        self._requests.clear()
+        self._tokens.clear()
+
     def admit(self, request: Request, record: LedgerRecord, max_tokens: int) -> Response | None:
         s = self.settings
         auth = request.headers.get("authorization", "")

@@ -140,6 +140,7 @@ def create_app(state: ServerState, persona: Persona | None = None) -> _Generatio
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
     app.state.server = state
     app.state.persona = persona
+    state.persona = persona
     app.state.registry = make_registry(state.named_engines)
     logging.getLogger("uvicorn.error").addFilter(_DropIntentionalCut())
     return _GenerationFastPath(app)

@@ -39,6 +39,8 @@ class Persona(Protocol):
 
     def on_finish(self, record: LedgerRecord) -> None: ...
 
+    def reset(self) -> None: ...
+
 
 def error_response(status: int, message: str, param: str | None = None,
                    headers: dict[str, str] | None = None) -> JSONResponse:

@@ -37,6 +37,7 @@ class ServerState:
                 engine = primary[id(model)] = Engine(name, model, settings.seed)
             self.engines[name] = engine
         self.count = 0
+        self.persona: Any = None  # set by create_app; the API persona keeps rate-limit windows
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -108,6 +109,8 @@ class ServerState:
         self.count = 0
         self.healthy = True
         self.faults.rules = list(self._initial_faults)
+        if self.persona is not None:
+            self.persona.reset()
         for name, engine in self.named_engines():
             original = self._initial_models.get(name)
             if original is not None and not (engine.waiting or engine.running):

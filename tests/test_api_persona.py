@@ -80,9 +80,11 @@ def test_request_and_token_rate_limits_answer_429_with_retry_after(fake_server):
         client.chat.completions.create(model="opus-5.5", messages=[{"role": "user", "content": "x"}], max_tokens=1)
     assert 1 <= int(info.value.response.headers["retry-after"]) <= 60
     assert info.value.body["code"] == "rate_limit_exceeded" and info.value.body["type"] == "requests"
-    # another key has its own budget
+    # another key has its own budget, and a reset forgets every window
     other = openai.OpenAI(base_url=server.openai_base_url, api_key="other", max_retries=0)
     other.chat.completions.create(model="opus-5.5", messages=[{"role": "user", "content": "x"}], max_tokens=1)
+    server.reset()
+    client.chat.completions.create(model="opus-5.5", messages=[{"role": "user", "content": "x"}], max_tokens=1)
 
     tokens = fake_server(persona="api", tpm=100, token_rate=1000)
     with ApiClient(tokens.openai_base_url, "k") as stub:
