@@ -22,7 +22,8 @@ __all__ = ["CONTRACT_VERSION", "SCHEMA_DIR", "KINDS", "ContractError", "Submissi
 
 CONTRACT_VERSION = 1
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas" / "contract"
-KINDS = ("submission", "loadgen-results", "gateway-config", "gateway-stats", "sizing-output", "memo-front-matter")
+KINDS = ("submission", "loadgen-results", "gateway-config", "gateway-stats", "sizing-output", "memo-front-matter",
+         "manifest-report")
 
 
 class ContractError(ValueError):

@@ -152,3 +152,11 @@ def test_contract_command(tmp_path):
     results.write_text('{"contract": 1}')
     partial = runner.invoke(grader_cli, ["contract", str(STARTER), "--output", "loadgen-results", str(results)])
     assert partial.exit_code == 1 and "'config' is a required property" in partial.output
+
+
+def test_manifest_checker_json_follows_its_schema(tmp_path):
+    fixtures = ROOT / "tests" / "fixtures" / "manifests"
+    for path in (fixtures / "good.yaml", fixtures / "broken-yaml.yaml", fixtures / "pdb-other-pods.yaml"):
+        out = subprocess.run([str(Path(sys.executable).parent / "grader"), "manifests", str(path), "--format", "json"],
+                             capture_output=True, text=True)
+        assert schema_errors("manifest-report", json.loads(out.stdout)) == [], path
