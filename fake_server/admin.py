@@ -101,7 +101,7 @@ async def ledger(request: Request, state: ServerState) -> Response:
     `?settle=S` first waits up to S seconds for the requests in flight to end."""
     since_raw = request.query_params.get("since", "0")
     settle_raw = request.query_params.get("settle", "0")
-    if not since_raw.isdigit():
+    if not (since_raw.isascii() and since_raw.isdigit()):
         raise BadRequest("`since` must be a request number (a whole number >= 0).")
     try:
         settle = float(settle_raw)

@@ -37,6 +37,11 @@ def _openai_error(status: int, message: str, type_: str, code: str) -> JSONRespo
     return JSONResponse({"error": {"message": message, "type": type_, "param": None, "code": code}}, status_code=status)
 
 
+def _key(request: Request) -> str:
+    auth = request.headers.get("authorization", "")
+    return auth[7:].strip() if auth.lower().startswith("bearer ") else ""
+
+
 class _Window:
     """Amounts spent in the last 60 seconds."""
 
@@ -76,16 +81,22 @@ class ApiPersona:
         self._requests.clear()
         self._tokens.clear()
 
-    def admit(self, request: Request, record: LedgerRecord, max_tokens: int) -> Response | None:
+    def authenticate(self, request: Request) -> Response | None:
+        """401 unless the request carries an acceptable key; checked before anything else."""
         s = self.settings
-        auth = request.headers.get("authorization", "")
-        key = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
+        key = _key(request)
         if not key:
             return _openai_error(401, "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY'.",
                                  "invalid_request_error", "missing_api_key")
         if s.api_key is not None and not hmac.compare_digest(key.encode(), s.api_key.encode()):
             shown = key[:3] + "*" * max(0, len(key) - 7) + key[-4:] if len(key) > 8 else "*" * len(key)
             return _openai_error(401, f"Incorrect API key provided: {shown}.", "invalid_request_error", "invalid_api_key")
+        return None
+
+    def admit(self, request: Request, record: LedgerRecord, max_tokens: int) -> Response | None:
+        """Rate limits, once the request's token cost is known."""
+        s = self.settings
+        key = _key(request)
         now = time.monotonic()
         cost = record.prompt_tokens + max_tokens
         requests = self._requests.setdefault(key, _Window())

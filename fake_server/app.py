@@ -34,14 +34,22 @@ async def health(request: Request) -> Response:
 
 async def models(request: Request) -> Response:
     state: ServerState = request.app.state.server
-    data = [{"id": name, "object": "model", "created": int(state.started), "owned_by": "vllm", "root": name,
-             "parent": None, "max_model_len": engine.settings.max_model_len, "permission": []}
+    data = [{"id": name, "object": "model", "created": state.started_at, "owned_by": "vllm", "root": name,
+             "parent": None, "max_model_len": engine.settings.max_model_len, "permission": [_permission(state, name)]}
             for name, engine in state.engines.items()]
     pricing = getattr(request.app.state.persona, "pricing", None)
     if pricing is not None:
         for entry in data:
             entry["pricing"] = pricing()
     return JSONResponse({"object": "list", "data": data})
+
+
+def _permission(state: ServerState, name: str) -> dict[str, Any]:
+    """vLLM's default ModelPermission entry."""
+    return {"id": f"modelperm-{abs(hash((state.settings.seed, name))) % 16**32:032x}", "object": "model_permission",
+            "created": state.started_at, "allow_create_engine": False, "allow_sampling": True, "allow_logprobs": True,
+            "allow_search_indices": False, "allow_view": True, "allow_fine_tuning": False, "organization": "*",
+            "group": None, "is_blocking": False}
 
 
 async def tokenize(request: Request) -> Response:

@@ -88,14 +88,23 @@ class Engine:
         for seq in list(self.waiting) + list(self.running):
             self._finish(seq, "abort")
 
+    def check_reconfigure(self, settings: ModelSettings) -> None:
+        """Raise SettingsError if `settings` cannot be applied now (nothing is changed)."""
+        check_capacity(settings)
+        busy = self.num_running + self.num_waiting
+        if self._kv_changes(settings) and busy:
+            raise SettingsError(f"cannot resize the KV cache of `{self.name}` while {busy} requests are in flight")
+        if settings.tokens_per_chunk != self.settings.tokens_per_chunk and self.num_running:
+            raise SettingsError(f"cannot change tokens_per_chunk of `{self.name}` while {self.num_running} requests are decoding")
+
+    def _kv_changes(self, settings: ModelSettings) -> bool:
+        return (settings.kv_cache_tokens != self.settings.kv_cache_tokens
+                or settings.enable_prefix_caching != self.settings.enable_prefix_caching)
+
     def reconfigure(self, settings: ModelSettings) -> None:
         """Apply new settings; the KV cache can only be rebuilt while nothing is in flight."""
-        check_capacity(settings)
-        kv_changed = (settings.kv_cache_tokens != self.settings.kv_cache_tokens
-                      or settings.enable_prefix_caching != self.settings.enable_prefix_caching)
-        if kv_changed:
-            if self.waiting or self.running:
-                raise SettingsError(f"cannot resize the KV cache of `{self.name}` while {self.num_running + self.num_waiting} requests are in flight")
+        self.check_reconfigure(settings)
+        if self._kv_changes(settings):
             self.kv = KVCache(settings.kv_cache_tokens, settings.enable_prefix_caching)
         self.settings = settings
         self._poke()
@@ -116,14 +125,16 @@ class Engine:
     # -- requests -------------------------------------------------------------------------
     def submit(self, record: LedgerRecord, prompt_ids: list[int], max_tokens: int,
                ignore_eos: bool, reasoning: bool, stop: tuple[str, ...], text: TextStream,
-               role_on_schedule: bool = False, min_tokens: int = 0) -> Sequence:
+               role_on_schedule: bool = False, min_tokens: int = 0, arrival: float | None = None) -> Sequence:
         s = self.settings
         if s.max_waiting and len(self.waiting) >= s.max_waiting:
             raise QueueFull(f"the waiting queue of `{self.name}` is full ({s.max_waiting} requests)")
         natural = None if ignore_eos else max(min_tokens, text.natural_length(s.output_len_min, s.output_len_max))
+        now = time.perf_counter()
         seq = Sequence(record, prompt_ids, max_tokens, natural,
                        s.reasoning_tokens if reasoning else 0, text, stop,
-                       time.perf_counter() + s.queue_delay, role_on_schedule)
+                       now + s.queue_delay, role_on_schedule)
+        seq.arrival_mono = now if arrival is None else arrival
         if self.kv.prefix_caching:
             seq.hashes = block_hashes(prompt_ids)
         record.queued = time.time()
@@ -131,8 +142,8 @@ class Engine:
         self._poke()
         return seq
 
-    def abort(self, seq: Sequence) -> None:
-        """The client went away: free the slot and the KV blocks now."""
+    def abort(self, seq: Sequence, reason: str = "abort") -> None:
+        """The client went away (or an injected engine error, reason "error"): free the slot and the KV blocks now."""
         if seq.state == DONE:
             return
         if seq.state == WAITING:
@@ -140,7 +151,7 @@ class Engine:
                 self.waiting.remove(seq)
             except ValueError:
                 pass
-        self._finish(seq, "abort")
+        self._finish(seq, reason)
 
     def _poke(self) -> None:
         if self._wakeup is not None:
@@ -176,7 +187,8 @@ class Engine:
         k = s.tokens_per_chunk
         budget = s.max_num_batched_tokens
         for seq in list(self.running):
-            if seq.state == DECODE and self._grow(seq, k):
+            # never reserve past what the request may still generate (vLLM clamps the same way)
+            if seq.state == DECODE and self._grow(seq, min(k, seq.max_tokens - seq.output)):
                 plan.decode.append(seq)
         plan.decode = [q for q in plan.decode if q.state == DECODE]
         budget -= len(plan.decode) * k
@@ -287,10 +299,12 @@ class Engine:
         if seq.first_token_mono is None:
             seq.first_token_mono = now
             self.metrics.ttft.observe(now - seq.arrival_mono)
+            self.metrics.prompt_tokens += seq.num_prompt  # counted once, when prefill first completes, as vLLM
         elif seq.last_token_mono is not None:
             self.metrics.itl.observe(now - seq.last_token_mono)
         seq.last_token_mono = now
-        kind, text, count = "", "", 0
+        kind, text, count = "", "", seq.carried
+        seq.carried = 0
         finish: str | None = None
         emitted = 0
         for _ in range(n):
@@ -301,13 +315,12 @@ class Engine:
                 piece_kind, piece = "reasoning", seq.text.reasoning()
                 seq.reasoning_out += 1
             elif seq.natural_len is not None and seq.content_tokens > seq.natural_len:
-                piece_kind, piece, finish = "content", "", "stop"  # the end-of-sequence token
+                piece_kind, piece, finish = "content", seq.held, "stop"  # the end-of-sequence token
+                seq.held = ""
             else:
                 piece_kind, piece = "content", seq.text.content()
                 if seq.stop:
-                    finish = self._match_stop(seq, piece)
-                    if finish:
-                        piece = ""
+                    piece, finish = self._hold_for_stop(seq, piece)
             if count and piece_kind != kind:
                 seq._push((kind, text, count, None, None))
                 text, count = "", 0
@@ -318,18 +331,32 @@ class Engine:
                 finish = "length"
             if finish:
                 break
+        if finish == "length" and seq.held:
+            text, seq.held = text + seq.held, ""
         self.metrics.generation_tokens += emitted
-        seq._push((kind, text, count, finish, seq.stop_reason if finish else None))
+        if finish is None and not text and kind == "content":
+            seq.carried = count  # all held back for a possible stop string: nothing to send yet
+        else:
+            seq._push((kind, text, count, finish, seq.stop_reason if finish else None))
         if finish:
             self._finish(seq, finish)
 
-    def _match_stop(self, seq: Sequence, piece: str) -> str | None:
-        seq.content_tail = (seq.content_tail + piece)[-64:]
-        for stop in seq.stop:
-            if stop in seq.content_tail:
-                seq.stop_reason = stop
-                return "stop"
-        return None
+    @staticmethod
+    def _hold_for_stop(seq: Sequence, piece: str) -> tuple[str, str | None]:
+        """What of the text so far can be sent, holding back what may begin a stop string.
+
+        As vLLM does: the output ends just before the first stop string (which is not sent), and
+        while streaming the last len(longest stop) - 1 characters wait until they cannot begin one.
+        """
+        held = seq.held + piece
+        hits = [(held.find(stop), stop) for stop in seq.stop if stop in held]
+        if hits:
+            index, stop = min(hits)
+            seq.held, seq.stop_reason = "", stop
+            return held[:index], "stop"
+        keep = max(len(stop) for stop in seq.stop) - 1
+        seq.held = held[len(held) - keep:] if keep else ""
+        return held[:len(held) - keep], None
 
     def _finish(self, seq: Sequence, reason: str) -> None:
         if seq.state == DONE:
@@ -344,7 +371,6 @@ class Engine:
         now = time.perf_counter()
         m = self.metrics
         m.success[reason] += 1
-        m.prompt_tokens += seq.num_prompt
         m.e2e.observe(now - seq.arrival_mono)
         m.request_prompt_tokens.observe(seq.num_prompt)
         m.request_generation_tokens.observe(seq.output)

@@ -51,7 +51,7 @@ class FaultRule:
     retry_after: float | None = None
     seconds: float = 0.0
     after_tokens: int = 0
-    every: bool = False
+    every: bool | None = False  # None: `requests` was given (possibly empty, selecting nothing)
     requests: tuple[int, ...] = ()
     rate: float | None = None
     model: str | None = None
@@ -59,7 +59,7 @@ class FaultRule:
     def selects(self, number: int, model: str, seed: int, index: int) -> bool:
         if self.kind == "unhealthy" or (self.model is not None and self.model != model):
             return False
-        if self.requests:
+        if self.requests or self.every is None:
             return number in self.requests
         if self.rate is not None:
             draw = zlib.crc32(f"{seed}:{index}:{number}".encode()) / 2**32
@@ -74,8 +74,9 @@ class FaultRule:
         """The rule as the ledger and /admin/faults show it: only what differs from defaults."""
         base = FaultRule(kind=self.kind)
         out = {k: v for k, v in asdict(self).items() if v != getattr(base, k) or k == "kind"}
-        if "requests" in out:
-            out["requests"] = list(out["requests"])
+        if self.every is None:
+            out.pop("every")
+            out["requests"] = list(self.requests)
         return out
 
 
@@ -101,7 +102,7 @@ def _parse_rule(raw: Any, where: str) -> FaultRule:
             if cast is int and not float(value).is_integer():
                 raise SettingsError(f"{where}.{key}: must be a whole number (got {value!r})")
             values[key] = cast(value)
-    if kind == "http_error" and not 400 <= values.get("status", 500) <= 599:
+    if not 400 <= values.get("status", 500) <= 599:
         raise SettingsError(f"{where}.status: must be a 4xx or 5xx status (got {values.get('status')})")
     if "rate" in values and values["rate"] > 1:
         raise SettingsError(f"{where}.rate: must be between 0 and 1 (got {values['rate']})")
@@ -124,9 +125,12 @@ def _parse_rule(raw: Any, where: str) -> FaultRule:
         if not isinstance(reqs, list) or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 1 for r in reqs):
             raise SettingsError(f"{where}.requests: must be a list of request numbers >= 1 (got {raw['requests']!r})")
         values["requests"] = tuple(reqs)
-    chosen = sum(bool(x) for x in (values.get("every"), values.get("requests"), "rate" in values))
+        values["every"] = None
+    chosen = sum(key in raw for key in ("every", "requests", "rate"))
     if chosen > 1:
         raise SettingsError(f"{where}: choose one of every, requests, rate")
+    if raw.get("every") is False and chosen == 1:
+        raise SettingsError(f"{where}.every: false selects nothing; give `requests` or `rate` instead")
     return FaultRule(**values)
 
 

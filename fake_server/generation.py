@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import time
 import zlib
 from typing import Any, Protocol
@@ -29,9 +30,13 @@ from .wire import ChatEncoder, CompletionEncoder, chat_response, completion_resp
 
 __all__ = ["chat_completions", "completions", "error_response", "Persona"]
 
+_log = logging.getLogger("fake_server")
+
 
 class Persona(Protocol):
     """What a persona adds around the engine (the local persona adds nothing)."""
+
+    def authenticate(self, request: Request) -> Response | None: ...
 
     def admit(self, request: Request, record: LedgerRecord, max_tokens: int) -> Response | None: ...
 
@@ -60,8 +65,8 @@ async def _read_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-def _request_id(prefix: str, seed: int, number: int) -> str:
-    return prefix + hashlib.blake2b(f"{seed}:{number}".encode(), digest_size=16).hexdigest()
+def _request_id(prefix: str, seed: int, generation: int, number: int) -> str:
+    return prefix + hashlib.blake2b(f"{seed}:{generation}:{number}".encode(), digest_size=16).hexdigest()
 
 
 async def chat_completions(request: Request) -> Response:
@@ -74,12 +79,28 @@ async def completions(request: Request) -> Response:
 
 async def _generate(request: Request, chat: bool) -> Response:
     state: ServerState = request.app.state.server
-    persona: Persona | None = request.app.state.persona
+    arrival = time.perf_counter()
     number = state.next_number()
     state.ledger.open()
-    record = LedgerRecord(id=_request_id("chatcmpl-" if chat else "cmpl-", state.settings.seed, number),
+    record = LedgerRecord(id=_request_id("chatcmpl-" if chat else "cmpl-", state.settings.seed, state.generation, number),
                           number=number, model="", endpoint="chat" if chat else "completions",
                           stream=False, arrival=time.time())
+    try:
+        return await _serve(request, state, record, chat, arrival)
+    except Exception as exc:  # a bug in the fake, never bad input: still answer and close the record
+        _log.exception("fake server error on request %d", number)
+        if record.finished is None:
+            return _reject(state, record, 500, f"The fake server failed: {type(exc).__name__}: {exc}")
+        raise
+
+
+async def _serve(request: Request, state: ServerState, record: LedgerRecord, chat: bool, arrival: float) -> Response:
+    persona: Persona | None = request.app.state.persona
+    number = record.number
+    if persona is not None:
+        denied = persona.authenticate(request)
+        if denied is not None:
+            return _deny(state, record, denied)
     try:
         raw = await _read_body(request)
         req = (parse_chat if chat else parse_completion)(parse_json(raw))
@@ -88,11 +109,12 @@ async def _generate(request: Request, chat: bool) -> Response:
     except ClientDisconnect:
         return _reject(state, record, 499, "The client disconnected before sending the whole body.")
     record.stream = req.stream
-    model = req.model or state.default_model
-    record.model = model
-    engine = state.engines.get(model)
+    requested = req.model or state.default_model
+    record.model = requested
+    engine = state.engines.get(requested)
     if engine is None:
-        return _reject(state, record, 404, f"The model `{model}` does not exist.", "model")
+        return _reject(state, record, 404, f"The model `{requested}` does not exist.", "model")
+    model = engine.name  # vLLM answers with the first served name, whichever alias was asked for
     if state.starting_up():
         return _reject(state, record, 503, "The server is starting up; the model is not loaded yet.")
     settings = engine.settings
@@ -115,10 +137,7 @@ async def _generate(request: Request, chat: bool) -> Response:
     if persona is not None:
         denied = persona.admit(request, record, max_tokens)
         if denied is not None:
-            record.status = denied.status_code
-            record.finished = time.time()
-            state.ledger.add(record)
-            return denied
+            return _deny(state, record, denied)
     fault = state.faults.pick(number, model)
     if fault is not None and fault.kind == "http_error":
         return _fault_error(state, record, fault)
@@ -129,7 +148,7 @@ async def _generate(request: Request, chat: bool) -> Response:
     try:
         seq = engine.submit(record, prompt_ids, max_tokens, req.ignore_eos, chat and settings.reasoning,
                             req.stop, text, role_on_schedule=chat and settings.role_chunk == "on_schedule",
-                            min_tokens=req.min_tokens)
+                            min_tokens=req.min_tokens, arrival=arrival)
     except QueueFull as exc:
         return _reject(state, record, 429, str(exc), headers={"Retry-After": "1"})
     created = int(record.arrival)
@@ -149,10 +168,11 @@ async def _whole(request: Request, state: ServerState, engine: Engine, seq: Sequ
                  fault: FaultRule | None, chat: bool, created: int, model: str,
                  headers: list[tuple[bytes, bytes]], on_finish: Any) -> Response:
     """A non-streamed answer; in-stream faults map to what a whole response can show."""
+    stall = 0.0
     if fault is not None and fault.kind in ("stall_after_headers", "stall"):
         record.fault = {**fault.describe(), "applied": True}
-        await asyncio.sleep(fault.seconds)
-    still_there, content, reasoning = await collect(engine, seq, request.receive)
+        stall = fault.seconds
+    still_there, content, reasoning = await collect(engine, seq, request.receive, stall)
     record.finished = time.time()
     if fault is not None and fault.kind in ("cut", "no_done", "stream_error", "malformed_chunk"):
         record.fault = {**fault.describe(), "applied": True}
@@ -162,6 +182,7 @@ async def _whole(request: Request, state: ServerState, engine: Engine, seq: Sequ
         record.error = "connection cut before the response body (fault)"
         response = _CutResponse()
     elif fault is not None and fault.kind == "stream_error":
+        engine.abort(seq, "error")
         record.status, record.finish_reason = fault.status, "error"
         record.error = "engine error (fault)"
         response = error_response(fault.status, fault.message or "The engine failed while generating this response.")
@@ -193,6 +214,15 @@ class _CutResponse(Response):
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", b"1000")]})
         await send({"type": "http.response.body", "body": b'{"id": "', "more_body": True})
+
+
+def _deny(state: ServerState, record: LedgerRecord, response: Response) -> Response:
+    """The persona refused the request (auth, rate limit): record it as it is answered."""
+    record.status = response.status_code
+    record.error = bytes(response.body).decode("utf-8", "replace")
+    record.finished = time.time()
+    state.ledger.add(record)
+    return response
 
 
 def _reject(state: ServerState, record: LedgerRecord, status: int, message: str, param: str | None = None,

@@ -49,8 +49,18 @@ def parse_json(raw: bytes) -> dict[str, Any]:
         data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadRequest(f"The request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BadRequest("The request body is nested too deeply.") from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python will convert
+        raise BadRequest(f"The request body has a value that cannot be read: {exc}") from None
     if not isinstance(data, dict):
         raise BadRequest(f"The request body must be a JSON object, not {type(data).__name__}.")
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest("The request body contains text that is not valid Unicode (a lone surrogate).") from None
+    except (RecursionError, ValueError):
+        raise BadRequest("The request body is nested too deeply.") from None
     return data
 
 
@@ -97,11 +107,11 @@ def _common(data: dict[str, Any], max_key: str) -> GenerationRequest:
     stream = _opt_bool(data, "stream")
     options = data.get("stream_options")
     if options is not None:
-        if not stream:
+        if options and not stream:  # vLLM lets an empty object through
             raise BadRequest("Stream options can only be defined when `stream=True`.", "stream_options")
         if not isinstance(options, dict):
             raise BadRequest("`stream_options` must be an object.", "stream_options")
-    options = options or {}
+    options = options if isinstance(options, dict) else {}
     include_usage = _opt_bool(options, "include_usage")
     continuous = _opt_bool(options, "continuous_usage_stats")
     max_tokens = _opt_int(data, max_key, 1)
@@ -167,15 +177,19 @@ def parse_chat(data: dict[str, Any]) -> GenerationRequest:
 
 def parse_completion(data: dict[str, Any]) -> GenerationRequest:
     req = _common(data, "max_tokens")
+    if "max_tokens" not in data and "max_completion_tokens" not in data:
+        req.max_tokens = 16  # vLLM's CompletionRequest default; chat defaults to the rest of the context
     prompt = data.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
         prompt = prompt[0]
-    if isinstance(prompt, str):
+    if isinstance(prompt, str) and prompt:
         req.prompt = prompt
     elif isinstance(prompt, list) and prompt and all(_is_int(t) and t >= 0 for t in prompt):
         req.prompt = list(prompt)
     elif prompt is None:
         raise BadRequest("`prompt` is required.", "prompt")
+    elif prompt == "":
+        raise BadRequest("`prompt` cannot be empty.", "prompt")
     else:
         raise BadRequest("`prompt` must be a string, a list of token ids, or a list holding one of those "
                          "(the fake server serves one prompt per request).", "prompt")

@@ -76,7 +76,7 @@ def make_server(settings: ServerSettings) -> tuple[uvicorn.Server, ServerState]:
     state = ServerState(settings)
     app = create_app(state, _persona_for(settings))
     config = uvicorn.Config(app, http=_NoDelayHttp, lifespan="on", log_level="warning", access_log=False,
-                            timeout_keep_alive=60, backlog=4096)
+                            timeout_keep_alive=60, backlog=4096, timeout_graceful_shutdown=5)
     return uvicorn.Server(config), state
 
 
@@ -226,6 +226,11 @@ class _Host:
         return out
 
     def stop(self) -> None:
+        # End requests in flight first: uvicorn waits for open connections before it shuts down.
+        if self.thread.is_alive() and not self.loop.is_closed():
+            for _, state in self.servers:
+                with contextlib.suppress(RuntimeError):
+                    self.loop.call_soon_threadsafe(state.abort_all)
         for server, _ in self.servers:
             server.should_exit = True
         if self.thread.is_alive():

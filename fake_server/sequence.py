@@ -30,7 +30,7 @@ class Sequence:
         "reasoning_len", "text", "stop", "eligible_at", "role_on_schedule", "computed",
         "output", "reasoning_out", "blocks", "state", "events", "finish_reason", "stop_reason",
         "cached_tokens", "_waiter", "arrival_mono", "scheduled_mono", "first_token_mono",
-        "last_token_mono", "content_tail", "admitted_once",
+        "last_token_mono", "held", "carried", "admitted_once",
     )
 
     def __init__(self, record: LedgerRecord, prompt_ids: list[int], max_tokens: int,
@@ -61,7 +61,8 @@ class Sequence:
         self.scheduled_mono: float | None = None
         self.first_token_mono: float | None = None
         self.last_token_mono: float | None = None
-        self.content_tail = ""
+        self.held = ""  # content held back while it may be the start of a stop string
+        self.carried = 0  # tokens generated but not yet handed over (all their text held back)
         self.admitted_once = False
 
     @property

@@ -24,6 +24,7 @@ class ServerState:
         settings.validate()
         self.settings = settings
         self.started = time.perf_counter()
+        self.started_at = int(time.time())
         self.healthy = True
         self.ledger = Ledger(settings.ledger)
         self.faults = FaultPlan(parse_rules(settings.faults), settings.seed)
@@ -37,13 +38,21 @@ class ServerState:
                 engine = primary[id(model)] = Engine(name, model, settings.seed)
             self.engines[name] = engine
         self.count = 0
+        self.generation = 0  # bumped by reset(), so request ids stay unique across resets
         self.persona: Any = None  # set by create_app; the API persona keeps rate-limit windows
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
         self.started = time.perf_counter()
+        self.started_at = int(time.time())
         for engine in self.distinct_engines():
             engine.start()
+
+    def abort_all(self) -> None:
+        """End every request in flight (the server is going away); their clients see the stream end."""
+        for engine in self.distinct_engines():
+            for seq in list(engine.waiting) + list(engine.running):
+                engine.abort(seq)
 
     async def stop(self) -> None:
         for engine in self.distinct_engines():
@@ -91,6 +100,7 @@ class ServerState:
             new = dataclasses.replace(engine.settings)
             apply_overrides(new, values, f"config of `{engine.name}`")
             new.validate(f"config of `{engine.name}`")
+            engine.check_reconfigure(new)
             staged.append((engine, new))
         for engine, new in staged:
             engine.reconfigure(new)
@@ -107,6 +117,7 @@ class ServerState:
         """Back to the state at start: ledger empty, counters zero, scenario faults and settings."""
         self.ledger.clear()
         self.count = 0
+        self.generation += 1
         self.healthy = True
         self.faults.rules = list(self._initial_faults)
         if self.persona is not None:

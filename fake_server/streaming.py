@@ -73,7 +73,7 @@ class StreamWriter:
             self.engine.abort(self.seq)  # no-op unless the stream ended early
             if self.fault is not None:
                 record.fault = {**self.fault.describe(), "applied": self.fault_applied}
-            if record.error is None and self.seq.finish_reason == "abort" and not self.fault_applied:
+            if record.error is None and self.seq.finish_reason == "abort":
                 record.error = "client disconnected"
             record.finished = time.time()
             if self.on_finish is not None:
@@ -88,7 +88,7 @@ class StreamWriter:
         if not self.continuous:
             return ""
         seq = self.seq
-        return continuous_usage(seq.num_prompt, seq.output, seq.cached_tokens, seq.reasoning_out if seq.reasoning_len else None)
+        return continuous_usage(seq.num_prompt, seq.output)
 
     async def _pump(self, send: Send) -> bool:
         """Send the stream; False when a fault ended it so the body must not be completed."""
@@ -144,7 +144,7 @@ class StreamWriter:
         if fault.kind == "malformed_chunk":
             await self._write(send, _MALFORMED, "malformed", 0)
             return None
-        self.engine.abort(self.seq)
+        self.engine.abort(self.seq, "error" if fault.kind == "stream_error" else "abort")
         if fault.kind == "cut":
             record.error = f"connection cut after {self.tokens_sent} tokens (fault)"
             return False
@@ -153,14 +153,17 @@ class StreamWriter:
             return True
         message = fault.message or "The engine failed while generating this response."
         record.error = f"in-stream error after {self.tokens_sent} tokens (fault)"
-        record.finish_reason = "error"
         await self._write(send, self.encoder.error(fault.status, message), "error", 0)
         await self._write(send, DONE, "done", 0)
         return True
 
 
-async def collect(engine: Engine, seq: Sequence, receive: Receive) -> tuple[bool, str, str]:
-    """Wait for a non-streamed generation to end: (client still there, content, reasoning)."""
+async def collect(engine: Engine, seq: Sequence, receive: Receive, stall: float = 0.0) -> tuple[bool, str, str]:
+    """Wait for a non-streamed generation to end: (client still there, content, reasoning).
+
+    `stall` (an injected fault) holds the answer back that long after generation starts; a client
+    that leaves meanwhile frees its slot at once, as in a stream.
+    """
     gone = False
     content: list[str] = []
     reasoning: list[str] = []
@@ -172,6 +175,8 @@ async def collect(engine: Engine, seq: Sequence, receive: Receive) -> tuple[bool
 
     watcher = asyncio.create_task(watch_disconnect(receive, disconnected))
     try:
+        if stall:
+            await asyncio.sleep(stall)
         while True:
             events = await seq.next_events()
             if not events:

@@ -102,9 +102,9 @@ class CompletionEncoder(_Encoder):
         return f'{self._choices}"text":{_dumps(text)},"logprobs":null,"finish_reason":{fin},"stop_reason":{_dumps(stop_reason)}}}]{usage}}}\n\n'.encode()
 
 
-def continuous_usage(prompt: int, completion: int, cached: int, reasoning: int | None) -> str:
-    """The `,"usage":{…}` suffix that `continuous_usage_stats` adds to every chunk."""
-    return ',"usage":' + _usage_json(prompt, completion, cached, reasoning)
+def continuous_usage(prompt: int, completion: int) -> str:
+    """The `,"usage":{…}` suffix that `continuous_usage_stats` adds to every chunk (no details, as vLLM)."""
+    return f',"usage":{{"prompt_tokens":{prompt},"total_tokens":{prompt + completion},"completion_tokens":{completion}}}'
 
 
 def chat_response(id_: str, created: int, model: str, content: str, reasoning: str | None, profile: str,

@@ -24,9 +24,17 @@ Errors, by kind (every one is an `ApiError`):
     ├── ApiStatusError        the API answered with an HTTP error; `.status`, `.body`, `.retry_after`
     │   ├── ApiClientError    4xx: the request is wrong, unauthorised or rate-limited (429)
     │   └── ApiServerError    5xx: the API failed
-    ├── ApiStreamError        a 200 stream that failed: an in-stream error, a cut, or no [DONE]
-    ├── ApiTimeout            no answer within the timeout (`connect`, `first_byte` or `total`)
-    └── ApiConnectionError    the API could not be reached (refused, reset, DNS)
+    ├── ApiStreamError        a 200 answer that did not complete: an in-stream error, a cut, a
+    │                         malformed chunk, no [DONE], or a body that cannot be used
+    ├── ApiTimeout            too slow; `.phase` says which limit: connect, pool, first_byte, stall, total
+    └── ApiConnectionError    the API could not be reached (refused, reset before any answer, DNS)
+
+Timeouts (`Timeouts(connect, first_byte, total)`): `connect` bounds opening a connection;
+`first_byte` bounds, in a stream, the wait for the first chunk and then every gap between chunks
+(phase "first_byte", then "stall"); `total` bounds the whole call (async: exactly; sync: checked
+as chunks arrive, so a stall is caught by `first_byte`). A non-streamed answer arrives all at once
+when it is complete, so only `connect` and `total` apply to it. The client opens as many
+connections as calls in flight, so no call waits for a free one.
 
 Prices: pass `prices=Prices(input_per_million=4, output_per_million=20)`, or leave it out and the
 client reads them once from the API's `/v1/models` (`pricing`). Output tokens are the usage's
@@ -36,6 +44,7 @@ Only dependency: httpx.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -73,11 +82,11 @@ class ApiServerError(ApiStatusError):
 
 
 class ApiStreamError(ApiError):
-    """The stream started (HTTP 200) but did not complete."""
+    """The answer started (HTTP 200) but did not complete properly."""
 
 
 class ApiTimeout(ApiError):
-    """No answer in time; `.phase` is "connect", "first_byte" or "total"."""
+    """Too slow; `.phase` is "connect", "pool", "first_byte", "stall" or "total"."""
 
     def __init__(self, phase: str, seconds: float) -> None:
         super().__init__(f"{phase} timeout after {seconds:g} s")
@@ -158,17 +167,30 @@ def _status_error(response: httpx.Response) -> ApiStatusError:
     return cls(response.status_code, body, retry_after)
 
 
-def _timeout(timeouts: Timeouts) -> httpx.Timeout:
-    return httpx.Timeout(connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.connect, pool=timeouts.connect)
+def _stream_timeout(timeouts: Timeouts) -> httpx.Timeout:
+    read = min(timeouts.first_byte, timeouts.total)
+    return httpx.Timeout(connect=timeouts.connect, read=read, write=timeouts.connect, pool=timeouts.connect)
 
 
-def _translate(exc: Exception, timeouts: Timeouts, got_first_byte: bool) -> ApiError:
+def _whole_timeout(timeouts: Timeouts) -> httpx.Timeout:
+    return httpx.Timeout(connect=timeouts.connect, read=timeouts.total, write=timeouts.connect, pool=timeouts.connect)
+
+
+_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+
+
+def _translate(exc: Exception, timeouts: Timeouts, answered: bool, streaming: bool, first_byte: bool) -> ApiError:
+    """An httpx error as the kind of failure it is, at the point of the call where it happened."""
+    if isinstance(exc, httpx.PoolTimeout):
+        return ApiTimeout("pool", timeouts.connect)
     if isinstance(exc, httpx.ConnectTimeout):
         return ApiTimeout("connect", timeouts.connect)
     if isinstance(exc, httpx.TimeoutException):
-        return ApiTimeout("first_byte", timeouts.first_byte) if not got_first_byte else ApiTimeout("total", timeouts.total)
-    if isinstance(exc, httpx.RemoteProtocolError) and got_first_byte:
-        return ApiStreamError(f"the stream was cut: {exc}")
+        if not streaming:
+            return ApiTimeout("total", timeouts.total)
+        return ApiTimeout("stall" if first_byte else "first_byte", min(timeouts.first_byte, timeouts.total))
+    if answered:
+        return ApiStreamError(f"the answer was cut: {type(exc).__name__}: {exc}")
     return ApiConnectionError(f"{type(exc).__name__}: {exc}")
 
 
@@ -194,6 +216,8 @@ class _StreamParser:
             chunk = json.loads(data)
         except json.JSONDecodeError as exc:
             raise ApiStreamError(f"malformed chunk: {data[:80]!r}") from exc
+        if not isinstance(chunk, dict):
+            raise ApiStreamError(f"malformed chunk (not a JSON object): {data[:80]!r}")
         if "error" in chunk:
             raise ApiStreamError(f"in-stream error: {chunk['error']}")
         self.model = chunk.get("model", self.model)
@@ -216,8 +240,12 @@ class _Base:
         self.timeouts = timeouts or Timeouts()
         self.headers = {"Authorization": f"Bearer {api_key}"}
 
-    def _prices_from(self, models: dict[str, Any]) -> Prices:
-        for entry in models.get("data", []):
+    def _prices_from(self, response: httpx.Response) -> Prices:
+        try:
+            models = response.json()
+        except ValueError as exc:
+            raise ApiError(f"/v1/models did not answer JSON: {response.text[:80]!r}") from exc
+        for entry in (models.get("data") or []) if isinstance(models, dict) else []:
             pricing = entry.get("pricing")
             if pricing:
                 return Prices(float(pricing["input_per_million_usd"]), float(pricing["output_per_million_usd"]))
@@ -237,7 +265,7 @@ class ApiClient(_Base):
 
     def __init__(self, base_url: str, api_key: str, prices: Prices | None = None, timeouts: Timeouts | None = None) -> None:
         super().__init__(base_url, api_key, prices, timeouts)
-        self._http = httpx.Client(timeout=_timeout(self.timeouts), headers=self.headers)
+        self._http = httpx.Client(timeout=_stream_timeout(self.timeouts), headers=self.headers, limits=_LIMITS)
 
     def close(self) -> None:
         self._http.close()
@@ -253,25 +281,30 @@ class ApiClient(_Base):
             try:
                 response = self._http.get(self.base_url + "/models")
             except httpx.HTTPError as exc:
-                raise _translate(exc, self.timeouts, False) from exc
+                raise _translate(exc, self.timeouts, False, False, False) from exc
             if response.status_code >= 400:
                 raise _status_error(response)
-            self.prices = self._prices_from(response.json())
+            self.prices = self._prices_from(response)
 
     def chat(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None = None, **extra: Any) -> ChatResult:
         self._ensure_prices()
         start = time.perf_counter()
+        answered = False
         try:
-            response = self._http.post(self.base_url + "/chat/completions", json=_body(messages, model, max_tokens, False, extra),
-                                       timeout=httpx.Timeout(self.timeouts.total, connect=self.timeouts.connect))
+            with self._http.stream("POST", self.base_url + "/chat/completions", json=_body(messages, model, max_tokens, False, extra),
+                                   timeout=_whole_timeout(self.timeouts)) as response:
+                answered = True
+                response.read()
         except httpx.HTTPError as exc:
-            raise _translate(exc, self.timeouts, False) from exc
+            raise _translate(exc, self.timeouts, answered, False, False) from exc
         if response.status_code >= 400:
             raise _status_error(response)
         try:
             data = response.json()
         except ValueError as exc:
             raise ApiStreamError(f"the response is not JSON: {response.text[:80]!r}") from exc
+        if not isinstance(data, dict):
+            raise ApiStreamError(f"the response is not a JSON object: {response.text[:80]!r}")
         choice = (data.get("choices") or [{}])[0]
         text = (choice.get("message") or {}).get("content") or ""
         return self._result(text, data.get("model", model), choice.get("finish_reason"), data.get("usage"), start, None)
@@ -280,15 +313,16 @@ class ApiClient(_Base):
                     **extra: Any) -> Iterator[StreamPiece]:
         self._ensure_prices()
         start = time.perf_counter()
-        parser, ttft, got_bytes = _StreamParser(), None, False
+        parser, ttft, answered, first_byte = _StreamParser(), None, False, False
         try:
             with self._http.stream("POST", self.base_url + "/chat/completions",
                                    json=_body(messages, model, max_tokens, True, extra)) as response:
                 if response.status_code >= 400:
                     response.read()
                     raise _status_error(response)
-                got_bytes = True
+                answered = True
                 for line in response.iter_lines():
+                    first_byte = True
                     if time.perf_counter() - start > self.timeouts.total:
                         raise ApiTimeout("total", self.timeouts.total)
                     piece = parser.feed(line)
@@ -296,7 +330,7 @@ class ApiClient(_Base):
                         ttft = ttft if ttft is not None else time.perf_counter() - start
                         yield StreamPiece(text=piece)
         except httpx.HTTPError as exc:
-            raise _translate(exc, self.timeouts, got_bytes) from exc
+            raise _translate(exc, self.timeouts, answered, True, first_byte) from exc
         if not parser.done:
             raise ApiStreamError("the stream ended without [DONE]")
         yield StreamPiece(result=self._result("".join(parser.text), parser.model or model, parser.finish_reason,
@@ -308,7 +342,7 @@ class AsyncApiClient(_Base):
 
     def __init__(self, base_url: str, api_key: str, prices: Prices | None = None, timeouts: Timeouts | None = None) -> None:
         super().__init__(base_url, api_key, prices, timeouts)
-        self._http = httpx.AsyncClient(timeout=_timeout(self.timeouts), headers=self.headers)
+        self._http = httpx.AsyncClient(timeout=_stream_timeout(self.timeouts), headers=self.headers, limits=_LIMITS)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -324,39 +358,70 @@ class AsyncApiClient(_Base):
             try:
                 response = await self._http.get(self.base_url + "/models")
             except httpx.HTTPError as exc:
-                raise _translate(exc, self.timeouts, False) from exc
+                raise _translate(exc, self.timeouts, False, False, False) from exc
             if response.status_code >= 400:
                 raise _status_error(response)
-            self.prices = self._prices_from(response.json())
+            self.prices = self._prices_from(response)
 
     async def chat(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None = None, **extra: Any) -> ChatResult:
-        result = None
-        async for piece in self.stream_chat(messages, model, max_tokens, **extra):
-            result = piece.result or result
-        assert result is not None
-        return result
+        await self._ensure_prices()
+        start = time.perf_counter()
+        answered = False
+        try:
+            async with asyncio.timeout(self.timeouts.total):
+                async with self._http.stream("POST", self.base_url + "/chat/completions",
+                                             json=_body(messages, model, max_tokens, False, extra),
+                                             timeout=_whole_timeout(self.timeouts)) as response:
+                    answered = True
+                    await response.aread()
+        except TimeoutError as exc:
+            raise ApiTimeout("total", self.timeouts.total) from exc
+        except httpx.HTTPError as exc:
+            raise _translate(exc, self.timeouts, answered, False, False) from exc
+        if response.status_code >= 400:
+            raise _status_error(response)
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise ApiStreamError(f"the response is not JSON: {response.text[:80]!r}") from exc
+        if not isinstance(data, dict):
+            raise ApiStreamError(f"the response is not a JSON object: {response.text[:80]!r}")
+        choice = (data.get("choices") or [{}])[0]
+        text = (choice.get("message") or {}).get("content") or ""
+        return self._result(text, data.get("model", model), choice.get("finish_reason"), data.get("usage"), start, None)
 
     async def stream_chat(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None = None,
                           **extra: Any) -> AsyncIterator[StreamPiece]:
         await self._ensure_prices()
         start = time.perf_counter()
-        parser, ttft, got_bytes = _StreamParser(), None, False
+        deadline = start + self.timeouts.total
+        parser, ttft, answered, first_byte = _StreamParser(), None, False, False
         try:
             async with self._http.stream("POST", self.base_url + "/chat/completions",
                                          json=_body(messages, model, max_tokens, True, extra)) as response:
                 if response.status_code >= 400:
                     await response.aread()
                     raise _status_error(response)
-                got_bytes = True
-                async for line in response.aiter_lines():
-                    if time.perf_counter() - start > self.timeouts.total:
+                answered = True
+                lines = response.aiter_lines()
+                while True:
+                    remaining = deadline - time.perf_counter()
+                    if remaining <= 0:
                         raise ApiTimeout("total", self.timeouts.total)
+                    try:
+                        async with asyncio.timeout(remaining):
+                            line = await anext(lines)
+                    except StopAsyncIteration:
+                        break
+                    except TimeoutError:
+                        raise ApiTimeout("total", self.timeouts.total) from None
+                    first_byte = True
                     piece = parser.feed(line)
                     if piece:
                         ttft = ttft if ttft is not None else time.perf_counter() - start
                         yield StreamPiece(text=piece)
         except httpx.HTTPError as exc:
-            raise _translate(exc, self.timeouts, got_bytes) from exc
+            raise _translate(exc, self.timeouts, answered, True, first_byte) from exc
         if not parser.done:
             raise ApiStreamError("the stream ended without [DONE]")
         yield StreamPiece(result=self._result("".join(parser.text), parser.model or model, parser.finish_reason,

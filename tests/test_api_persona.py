@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import httpx
 import openai
@@ -134,3 +135,43 @@ def test_async_client_streams_and_costs(api):
     assert "".join(p.text for p in pieces[:-1]) == result.text and tokenizer.count(result.text) == 6
     assert result.ttft_s is not None and result.ttft_s <= result.latency_s
     assert result.cost_usd == pytest.approx((result.usage.input_tokens * 4 + 6 * 20) / 1e6)
+
+
+def test_timeouts_name_the_limit_that_fired(fake_server):
+    stalls = fake_server(persona="api", token_rate=1000, faults=[{"kind": "stall", "after_tokens": 2, "seconds": 3}])
+    stub = ApiClient(stalls.openai_base_url, "k", prices=Prices(4, 20), timeouts=Timeouts(connect=1, first_byte=0.3, total=10))
+    start = time.perf_counter()
+    with pytest.raises(ApiTimeout) as info:
+        list(stub.stream_chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=8))
+    assert info.value.phase == "stall" and time.perf_counter() - start < 2
+    slow = fake_server(persona="api", token_rate=10)
+    whole = ApiClient(slow.openai_base_url, "k", prices=Prices(4, 20), timeouts=Timeouts(connect=1, first_byte=5, total=0.5))
+    with pytest.raises(ApiTimeout) as info:
+        whole.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=50, ignore_eos=True)
+    assert info.value.phase == "total"
+    stub.close()
+    whole.close()
+
+
+def test_a_cut_after_the_answer_started_is_a_stream_error_streamed_or_not(fake_server):
+    server = fake_server(persona="api", token_rate=1000, faults=[{"kind": "cut", "after_tokens": 2}])
+    with ApiClient(server.openai_base_url, "k", prices=Prices(4, 20)) as stub:
+        with pytest.raises(ApiStreamError):
+            stub.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=8)
+        with pytest.raises(ApiStreamError):
+            list(stub.stream_chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=8))
+
+
+def test_many_calls_at_once_never_wait_for_a_connection(api):
+    async def run():
+        async with AsyncApiClient(api.openai_base_url, KEY, timeouts=Timeouts(connect=0.5, first_byte=10, total=20)) as client:
+            return await asyncio.gather(*(client.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=2)
+                                          for _ in range(150)))
+    results = asyncio.run(run())
+    assert len(results) == 150 and all(r.usage.output_tokens >= 1 for r in results)
+
+
+def test_authentication_comes_before_any_other_check(api):
+    for body in (b"{not json", b'{"model": "nope", "messages": [{"role": "user", "content": "x"}]}'):
+        r = httpx.post(api.openai_base_url + "/chat/completions", content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 401

@@ -1,0 +1,131 @@
+"""Behaviours that an independent review of the fake server found wrong, pinned so they stay right."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+import pytest
+
+from conftest import chat_body, json_events, metric_values, stream_chat
+from fake_server import SettingsError, tokenizer
+
+
+def _post(server, body, path="/v1/chat/completions", timeout=30.0):
+    return httpx.post(server.base_url + path, json=body, timeout=timeout)
+
+
+def test_completions_default_to_16_tokens_as_vllm(fake_server):
+    server = fake_server(token_rate=1000)
+    r = _post(server, {"model": "fake-model", "prompt": "hello", "ignore_eos": True}, "/v1/completions").json()
+    assert r["usage"]["completion_tokens"] == 16
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_stop_strings_cut_the_text_where_they_begin(fake_server, stream):
+    server = fake_server(token_rate=1000)
+    plain = _post(server, chat_body("stop test", max_tokens=12, stream=False, ignore_eos=True)).json()
+    text = plain["choices"][0]["message"]["content"]
+    words = text.split(" ")[1:]
+    for stop in (" " + words[3] + " " + words[4], words[2][1:3], words[5][-1]):
+        expected = text[:text.find(stop)]
+        if stream:
+            _, events = stream_chat(server.base_url, content="stop test", max_tokens=12, stop=[stop], ignore_eos=True)
+            chunks = json_events(events)
+            got = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+            last = chunks[-1]["choices"][0]
+        else:
+            reply = _post(server, chat_body("stop test", max_tokens=12, stream=False, stop=[stop], ignore_eos=True)).json()
+            got, last = reply["choices"][0]["message"]["content"], reply["choices"][0]
+        assert got == expected, stop
+        assert last["finish_reason"] == "stop" and last["stop_reason"] == stop
+
+
+def test_prompt_tokens_metric_counts_scheduled_prompts_only(fake_server):
+    server = fake_server(max_num_seqs=1, token_rate=20, admin=True)
+    blocker = threading.Thread(target=_post, args=(server, chat_body("first", max_tokens=20, stream=False, ignore_eos=True)))
+    blocker.start()
+    time.sleep(0.2)
+    with pytest.raises(httpx.ReadTimeout):  # queued behind the blocker, then abandoned
+        _post(server, chat_body("word " * 200, max_tokens=5, stream=False), timeout=0.2)
+    blocker.join()
+    first = tokenizer.count(tokenizer.render_chat([{"role": "user", "content": "first"}]))
+    assert metric_values(server.metrics())["vllm:prompt_tokens_total{model_name=fake-model}"] == first
+
+
+def test_the_answer_names_the_first_served_name_whatever_alias_was_asked(fake_server):
+    server = fake_server(served_model_name=["org/Model-8B", "alias"], token_rate=1000)
+    assert _post(server, {"model": "alias", "messages": [{"role": "user", "content": "x"}], "max_tokens": 1}).json()["model"] == "org/Model-8B"
+    models = httpx.get(server.base_url + "/v1/models").json()["data"]
+    assert abs(models[0]["created"] - time.time()) < 600 and models[0]["permission"][0]["object"] == "model_permission"
+
+
+def test_multi_token_steps_do_not_reserve_past_max_tokens(fake_server):
+    server = fake_server(max_model_len=64, kv_cache_tokens=80, tokens_per_chunk=48, token_rate=1000)
+    r = _post(server, chat_body("x", max_tokens=56, stream=False, ignore_eos=True))
+    assert r.json()["usage"]["completion_tokens"] == 56
+    assert server.ledger()[0]["preemptions"] == 0
+
+
+@pytest.mark.parametrize("body", [b"[" * 100_000, b'{"messages": [{"role": "user", "content": "\\ud800"}]}',
+                                  b'{"messages": [{"role": "user", "content": "x"}], "max_tokens": ' + b"9" * 5000 + b"}"])
+def test_pathological_bodies_get_400_and_close_their_ledger_record(fake_server, body):
+    server = fake_server()
+    for path in ("/v1/chat/completions", "/tokenize"):
+        r = httpx.post(server.base_url + path, content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 400 and r.json()["error"]["code"] == 400
+    assert server.state.ledger.in_flight == 0
+
+
+def test_admin_rejects_non_ascii_digits(fake_server):
+    server = fake_server(admin=True)
+    assert httpx.get(server.base_url + "/admin/ledger", params={"since": "²"}).status_code == 400
+
+
+def test_a_client_leaving_a_stalled_whole_response_frees_its_slot(fake_server):
+    server = fake_server(token_rate=20, faults=[{"kind": "stall_after_headers", "seconds": 3}])
+    with pytest.raises(httpx.ReadTimeout):
+        _post(server, chat_body(max_tokens=60, stream=False, ignore_eos=True), timeout=0.5)
+    time.sleep(0.3)
+    assert metric_values(server.metrics())["vllm:num_requests_running{model_name=fake-model}"] == 0
+    record = server.ledger()[0]
+    assert record["finish_reason"] == "abort" and record["error"] == "client disconnected"
+
+
+def test_reset_keeps_request_ids_unique(fake_server):
+    server = fake_server(token_rate=1000)
+    first = _post(server, chat_body(stream=False, max_tokens=1)).json()["id"]
+    server.reset()
+    assert _post(server, chat_body(stream=False, max_tokens=1)).json()["id"] != first
+
+
+def test_a_failed_configure_changes_no_model(fake_server):
+    server = fake_server(token_rate=5, models={"other": {"max_num_seqs": 2}})
+    busy = threading.Thread(target=_post, args=(server, {"model": "other", "messages": [{"role": "user", "content": "x"}],
+                                                         "max_tokens": 5, "ignore_eos": True}))
+    busy.start()
+    time.sleep(0.2)
+    with pytest.raises(SettingsError, match="in flight"):
+        server.configure(kv_cache_tokens=100_000, max_num_seqs=7)
+    busy.join()
+    engines = server.state.engines
+    assert (engines["fake-model"].settings.max_num_seqs, engines["other"].settings.max_num_seqs) == (256, 2)
+    assert engines["fake-model"].settings.kv_cache_tokens != 100_000
+
+
+def test_fault_selectors_that_select_nothing(fake_server):
+    server = fake_server(token_rate=1000, faults=[{"kind": "http_error", "status": 503, "requests": []}])
+    assert _post(server, chat_body(stream=False, max_tokens=1)).status_code == 200
+    with pytest.raises(SettingsError, match="every: false selects nothing"):
+        server.set_faults([{"kind": "http_error", "every": False}])
+    with pytest.raises(SettingsError, match="4xx or 5xx"):
+        server.set_faults([{"kind": "stream_error", "status": 42}])
+
+
+def test_injected_engine_errors_count_as_error_not_abort(fake_server):
+    server = fake_server(token_rate=1000, scenario="stream-error")
+    stream_chat(server.base_url, max_tokens=10)
+    values = metric_values(server.metrics())
+    assert values["vllm:request_success_total{finished_reason=error,model_name=fake-model}"] == 1
+    assert values["vllm:request_success_total{finished_reason=abort,model_name=fake-model}"] == 0
