@@ -189,7 +189,7 @@ async def _whole(request: Request, state: ServerState, engine: Engine, seq: Sequ
     elif fault is not None and fault.kind == "malformed_chunk":
         response = Response(b'{"id": "broken", "choices": [', media_type="application/json", headers=hdrs)
     else:
-        usage = usage_of(seq)
+        usage = usage_of(seq, engine.settings.enable_prompt_tokens_details)
         if chat:
             body = chat_response(record.id, created, model, content, reasoning if seq.reasoning_len else None,
                                  engine.settings.vllm_profile, seq.finish_reason, seq.stop_reason, usage)

@@ -93,14 +93,16 @@ class Sequence:
         return events
 
 
-def usage_of(seq: Sequence) -> dict[str, Any]:
-    """OpenAI usage for a sequence, with vLLM's details fields."""
+def usage_of(seq: Sequence, prompt_details: bool = True) -> dict[str, Any]:
+    """OpenAI usage for a sequence, with vLLM's details fields (prompt details as with
+    `--enable-prompt-tokens-details`; reasoning tokens for a reasoning model)."""
     usage: dict[str, Any] = {
         "prompt_tokens": seq.num_prompt,
         "total_tokens": seq.num_prompt + seq.output,
         "completion_tokens": seq.output,
-        "prompt_tokens_details": {"cached_tokens": seq.cached_tokens},
     }
+    if prompt_details:
+        usage["prompt_tokens_details"] = {"cached_tokens": seq.cached_tokens}
     if seq.reasoning_len:
         usage["completion_tokens_details"] = {"reasoning_tokens": seq.reasoning_out}
     return usage

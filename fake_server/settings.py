@@ -55,6 +55,7 @@ class ModelSettings:
     jitter: float = _opt(0.0, "Each step's duration is scaled by 1 + U(-jitter, jitter), seeded.", min=0, max=0.9)
     kv_cache_tokens: int = _opt(524_288, "KV-cache capacity in tokens (rounded down to blocks of 16).", min=16, max=1_000_000_000)
     enable_prefix_caching: bool = _opt(True, "Reuse KV blocks of identical prompt prefixes.")
+    enable_prompt_tokens_details: bool = _opt(True, "Report usage.prompt_tokens_details.cached_tokens (vLLM's flag; vLLM's default is off, the kit's on).")
     max_waiting: int = _opt(0, "Cap on waiting requests; beyond it a request gets 429. 0 = unbounded, as vLLM.", min=0, max=10_000_000)
     output_len_min: int = _opt(16, "Shortest natural answer, in content tokens, before end-of-sequence.", min=0, max=1_000_000)
     output_len_max: int = _opt(64, "Longest natural answer, in content tokens, before end-of-sequence.", min=0, max=1_000_000)

@@ -123,9 +123,8 @@ class StreamWriter:
         if seq.finish_reason not in ("stop", "length"):
             return False  # aborted: the client is gone
         if self.include_usage:
-            u = usage_of(seq)
-            await self._write(send, enc.usage(u["prompt_tokens"], u["completion_tokens"], seq.cached_tokens,
-                                              u.get("completion_tokens_details", {}).get("reasoning_tokens")), "usage", 0)
+            details = self.engine.settings.enable_prompt_tokens_details
+            await self._write(send, enc.usage(usage_of(seq, details)), "usage", 0)
         await self._write(send, DONE, "done", 0)
         return True
 

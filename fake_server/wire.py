@@ -53,22 +53,14 @@ def context_length_message(profile: str, max_model_len: int, prompt: int, output
             f"number of requested output tokens.")
 
 
-def _usage_json(prompt: int, completion: int, cached: int, reasoning: int | None) -> str:
-    usage: dict[str, Any] = {"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion,
-                             "prompt_tokens_details": {"cached_tokens": cached}}
-    if reasoning is not None:
-        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
-    return _dumps(usage)
-
-
 class _Encoder:
     def __init__(self, id_: str, object_: str, created: int, model: str) -> None:
         head = f'data: {{"id":{_dumps(id_)},"object":"{object_}","created":{created},"model":{_dumps(model)},'
         self._head = head
         self._choices = head + '"choices":[{"index":0,'
 
-    def usage(self, prompt: int, completion: int, cached: int, reasoning: int | None) -> bytes:
-        return f'{self._head}"choices":[],"usage":{_usage_json(prompt, completion, cached, reasoning)}}}\n\n'.encode()
+    def usage(self, usage: dict[str, Any]) -> bytes:
+        return f'{self._head}"choices":[],"usage":{_dumps(usage)}}}\n\n'.encode()
 
     @staticmethod
     def error(status: int, message: str) -> bytes:

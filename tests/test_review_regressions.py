@@ -129,3 +129,11 @@ def test_injected_engine_errors_count_as_error_not_abort(fake_server):
     values = metric_values(server.metrics())
     assert values["vllm:request_success_total{finished_reason=error,model_name=fake-model}"] == 1
     assert values["vllm:request_success_total{finished_reason=abort,model_name=fake-model}"] == 0
+
+
+def test_prompt_token_details_follow_vllms_flag(fake_server):
+    on, off = fake_server(token_rate=1000), fake_server(token_rate=1000, enable_prompt_tokens_details=False)
+    assert _post(on, chat_body(stream=False, max_tokens=1)).json()["usage"]["prompt_tokens_details"] == {"cached_tokens": 0}
+    assert "prompt_tokens_details" not in _post(off, chat_body(stream=False, max_tokens=1)).json()["usage"]
+    _, events = stream_chat(off.base_url, max_tokens=2, stream_options={"include_usage": True})
+    assert "prompt_tokens_details" not in json_events(events)[-1]["usage"]
