@@ -160,3 +160,10 @@ def test_manifest_checker_json_follows_its_schema(tmp_path):
         out = subprocess.run([str(Path(sys.executable).parent / "grader"), "manifests", str(path), "--format", "json"],
                              capture_output=True, text=True)
         assert schema_errors("manifest-report", json.loads(out.stdout)) == [], path
+
+
+def test_reference_submission_follows_the_contract():
+    submission = load_submission(ROOT / "grader" / "reference")
+    assert submission.manifests[0] == "values"
+    for part in ("loadgen", "gateway", "sizing"):
+        assert submission.command(part)[0] == "python"
