@@ -251,6 +251,20 @@ class _Base:
                 return Prices(float(pricing["input_per_million_usd"]), float(pricing["output_per_million_usd"]))
         raise ApiError("the API publishes no prices in /v1/models; pass prices=Prices(...)")
 
+    def _whole_result(self, response: httpx.Response, model: str, start: float) -> ChatResult:
+        """A non-streamed answer as a ChatResult, or the error it is."""
+        if response.status_code >= 400:
+            raise _status_error(response)
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise ApiStreamError(f"the response is not JSON: {response.text[:80]!r}") from exc
+        if not isinstance(data, dict):
+            raise ApiStreamError(f"the response is not a JSON object: {response.text[:80]!r}")
+        choice = (data.get("choices") or [{}])[0]
+        text = (choice.get("message") or {}).get("content") or ""
+        return self._result(text, data.get("model", model), choice.get("finish_reason"), data.get("usage"), start, None)
+
     def _result(self, text: str, model: str, finish: str | None, usage: dict[str, Any] | None, start: float,
                 ttft: float | None) -> ChatResult:
         if usage is None:
@@ -297,17 +311,7 @@ class ApiClient(_Base):
                 response.read()
         except httpx.HTTPError as exc:
             raise _translate(exc, self.timeouts, answered, False, False) from exc
-        if response.status_code >= 400:
-            raise _status_error(response)
-        try:
-            data = response.json()
-        except ValueError as exc:
-            raise ApiStreamError(f"the response is not JSON: {response.text[:80]!r}") from exc
-        if not isinstance(data, dict):
-            raise ApiStreamError(f"the response is not a JSON object: {response.text[:80]!r}")
-        choice = (data.get("choices") or [{}])[0]
-        text = (choice.get("message") or {}).get("content") or ""
-        return self._result(text, data.get("model", model), choice.get("finish_reason"), data.get("usage"), start, None)
+        return self._whole_result(response, model, start)
 
     def stream_chat(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None = None,
                     **extra: Any) -> Iterator[StreamPiece]:
@@ -378,17 +382,7 @@ class AsyncApiClient(_Base):
             raise ApiTimeout("total", self.timeouts.total) from exc
         except httpx.HTTPError as exc:
             raise _translate(exc, self.timeouts, answered, False, False) from exc
-        if response.status_code >= 400:
-            raise _status_error(response)
-        try:
-            data = response.json()
-        except ValueError as exc:
-            raise ApiStreamError(f"the response is not JSON: {response.text[:80]!r}") from exc
-        if not isinstance(data, dict):
-            raise ApiStreamError(f"the response is not a JSON object: {response.text[:80]!r}")
-        choice = (data.get("choices") or [{}])[0]
-        text = (choice.get("message") or {}).get("content") or ""
-        return self._result(text, data.get("model", model), choice.get("finish_reason"), data.get("usage"), start, None)
+        return self._whole_result(response, model, start)
 
     async def stream_chat(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None = None,
                           **extra: Any) -> AsyncIterator[StreamPiece]:
