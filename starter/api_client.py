@@ -61,7 +61,15 @@ __all__ = [
 
 
 class ApiError(Exception):
-    """Anything that went wrong calling the API."""
+    """Anything that went wrong calling the API.
+
+    When a stream fails after it started, the API has still billed what it generated so far:
+    `usage` and `cost_usd` are then what the last chunk reported (streams ask for usage on every
+    chunk), else None.
+    """
+
+    usage: Usage | None = None
+    cost_usd: float | None = None
 
 
 class ApiStatusError(ApiError):
@@ -152,7 +160,8 @@ def _body(messages: list[dict[str, Any]], model: str, max_tokens: int | None, st
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
     if stream:
-        body["stream_options"] = {"include_usage": True}
+        # usage on every chunk too, so a stream cut half-way can still be costed
+        body["stream_options"] = {"include_usage": True, "continuous_usage_stats": True}
     return body
 
 
@@ -251,6 +260,13 @@ class _Base:
                 return Prices(float(pricing["input_per_million_usd"]), float(pricing["output_per_million_usd"]))
         raise ApiError("the API publishes no prices in /v1/models; pass prices=Prices(...)")
 
+    def _billed(self, error: ApiError, parser: _StreamParser) -> ApiError:
+        """Attach to `error` what the failed stream had already cost, as far as its chunks said."""
+        if parser.usage is not None and self.prices is not None:
+            error.usage = Usage.from_openai(parser.usage)
+            error.cost_usd = self.prices.cost(error.usage)
+        return error
+
     def _whole_result(self, response: httpx.Response, model: str, start: float) -> ChatResult:
         """A non-streamed answer as a ChatResult, or the error it is."""
         if response.status_code >= 400:
@@ -334,9 +350,13 @@ class ApiClient(_Base):
                         ttft = ttft if ttft is not None else time.perf_counter() - start
                         yield StreamPiece(text=piece)
         except httpx.HTTPError as exc:
-            raise _translate(exc, self.timeouts, answered, True, first_byte) from exc
+            raise self._billed(_translate(exc, self.timeouts, answered, True, first_byte), parser) from exc
+        except ApiStreamError as exc:
+            raise self._billed(exc, parser) from None
+        except ApiTimeout as exc:
+            raise self._billed(exc, parser) from None
         if not parser.done:
-            raise ApiStreamError("the stream ended without [DONE]")
+            raise self._billed(ApiStreamError("the stream ended without [DONE]"), parser)
         yield StreamPiece(result=self._result("".join(parser.text), parser.model or model, parser.finish_reason,
                                               parser.usage, start, ttft))
 
@@ -415,8 +435,12 @@ class AsyncApiClient(_Base):
                         ttft = ttft if ttft is not None else time.perf_counter() - start
                         yield StreamPiece(text=piece)
         except httpx.HTTPError as exc:
-            raise _translate(exc, self.timeouts, answered, True, first_byte) from exc
+            raise self._billed(_translate(exc, self.timeouts, answered, True, first_byte), parser) from exc
+        except ApiStreamError as exc:
+            raise self._billed(exc, parser) from None
+        except ApiTimeout as exc:
+            raise self._billed(exc, parser) from None
         if not parser.done:
-            raise ApiStreamError("the stream ended without [DONE]")
+            raise self._billed(ApiStreamError("the stream ended without [DONE]"), parser)
         yield StreamPiece(result=self._result("".join(parser.text), parser.model or model, parser.finish_reason,
                                               parser.usage, start, ttft))

@@ -175,3 +175,15 @@ def test_authentication_comes_before_any_other_check(api):
     for body in (b"{not json", b'{"model": "nope", "messages": [{"role": "user", "content": "x"}]}'):
         r = httpx.post(api.openai_base_url + "/chat/completions", content=body, headers={"content-type": "application/json"})
         assert r.status_code == 401
+
+
+def test_a_stream_cut_half_way_says_what_it_already_cost(fake_server):
+    server = fake_server(persona="api", token_rate=1000, faults=[{"kind": "cut", "after_tokens": 4}])
+    with ApiClient(server.openai_base_url, "k", prices=Prices(4, 20)) as stub:
+        with pytest.raises(ApiStreamError) as info:
+            list(stub.stream_chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=12))
+    prompt = _prompt_tokens("x")
+    assert info.value.usage.input_tokens == prompt and info.value.usage.output_tokens == 4
+    assert info.value.cost_usd == pytest.approx((prompt * 4 + 4 * 20) / 1e6)
+    record = server.ledger()[0]
+    assert record["completion_tokens"] - 4 in (0, 1) and record["cost_usd"] >= info.value.cost_usd

@@ -509,6 +509,27 @@ def test_stats_count_every_attempt_and_cost_what_the_api_billed(servers: Servers
         assert latency["max"] < server_side[-1] + 0.25
 
 
+def test_an_api_stream_cut_half_way_is_still_costed(servers: Servers, tmp_path: Path) -> None:
+    """Every attempt's cost counts: the API bills what it generated before the cut."""
+    for server in (servers.local, servers.api):
+        server.ledger()
+        server.reset()
+    servers.local.set_faults([{"kind": "http_error", "status": 500}])
+    servers.api.set_faults([{"kind": "cut", "after_tokens": 4}])
+    try:
+        with run_gateway(gateway_config(servers.local, servers.api), tmp_path) as gateway:
+            streamed = gateway.stream(chat(max_tokens=12))
+            stats = gateway.stats()["routes"]["api"]
+    finally:
+        servers.local.set_faults([])
+        servers.api.set_faults([])
+    assert "[DONE]" not in streamed.payloads
+    billed = servers.api.ledger()[0]["cost_usd"]
+    assert stats["failures"] == 1 and 0 < stats["cost_usd"] <= billed
+    # the client saw 4 tokens' usage; the server may have generated one more it never sent
+    assert billed - stats["cost_usd"] <= 20 / 1e6 + 1e-12
+
+
 # -- the config, and the freshness rule of the health probe ----------------------------------------
 
 def _valid_config() -> dict[str, Any]:

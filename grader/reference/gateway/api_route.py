@@ -74,8 +74,8 @@ class ApiRoute:
             record.failed()
             await pieces.aclose()
             return _passed_through(exc)
-        except RouteFailed:
-            record.failed()
+        except RouteFailed as exc:
+            record.failed(exc.cost_usd)
             await pieces.aclose()
             raise
         except BaseException:
@@ -97,7 +97,7 @@ class ApiRoute:
         except ApiClientError:
             raise
         except ApiError as exc:
-            raise RouteFailed(_kind(exc), f"{type(exc).__name__}: {exc}") from None
+            raise RouteFailed(_kind(exc), f"{type(exc).__name__}: {exc}", exc.cost_usd or 0.0) from None
         except StopAsyncIteration:
             raise RouteFailed("stream", "the API client ended without a result") from None
 
@@ -121,7 +121,7 @@ class ApiRoute:
                 try:
                     piece = await self._next(pieces, total_by)
                 except (RouteFailed, ApiClientError) as exc:
-                    record.failed()  # the stub reports no usage for a failed stream, so no cost is known
+                    record.failed(exc.cost_usd if isinstance(exc, RouteFailed) else 0.0)  # billed even though it failed
                     code = 504 if isinstance(exc, RouteFailed) and exc.kind == "timeout" else 502
                     yield sse.encode(error_body(f"the API route failed mid-stream: {exc}", "gateway_error", code))
                     return

@@ -36,10 +36,11 @@ class Relay:
 class RouteFailed(Exception):
     """An attempt that failed before its first byte reached the client."""
 
-    def __init__(self, kind: FailureKind, detail: str) -> None:
+    def __init__(self, kind: FailureKind, detail: str, cost_usd: float = 0.0) -> None:
         super().__init__(detail)
         self.kind = kind
         self.detail = detail
+        self.cost_usd = cost_usd  # what the failed attempt was billed anyway (an API stream cut half-way)
 
 
 def error_body(message: str, type_: str, code: int | str | None = None, param: str | None = None) -> dict[str, Any]:
