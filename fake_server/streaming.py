@@ -84,11 +84,9 @@ class StreamWriter:
         await send({"type": "http.response.body", "body": body, "more_body": True})
         self.seq.record.add_chunk(time.time(), kind, tokens)
 
-    def _usage_suffix(self) -> str:
-        if not self.continuous:
-            return ""
-        seq = self.seq
-        return continuous_usage(seq.num_prompt, seq.output)
+    def _usage_suffix(self, completion: int) -> str:
+        """Usage as of this chunk (tokens up to and including it), when the client asked for it on every chunk."""
+        return continuous_usage(self.seq.num_prompt, completion) if self.continuous else ""
 
     async def _pump(self, send: Send) -> bool:
         """Send the stream; False when a fault ended it so the body must not be completed."""
@@ -113,7 +111,7 @@ class StreamWriter:
                     outcome = await self._apply_fault(send, fault)
                     if outcome is not None:
                         return outcome
-                body = enc.delta(kind, text, finish, stop_reason, self._usage_suffix())
+                body = enc.delta(kind, text, finish, stop_reason, self._usage_suffix(self.tokens_sent + count))
                 await self._write(send, body, kind, count)
                 self.tokens_sent += count
                 if finish is not None:
@@ -131,7 +129,7 @@ class StreamWriter:
     async def _send_role(self, send: Send) -> None:
         if not self.role_sent and isinstance(self.encoder, ChatEncoder):
             self.role_sent = True
-            await self._write(send, self.encoder.role(self._usage_suffix()), "role", 0)
+            await self._write(send, self.encoder.role(self._usage_suffix(0)), "role", 0)
 
     async def _apply_fault(self, send: Send, fault: FaultRule) -> bool | None:
         """Apply an in-stream fault; a bool ends the stream (True: complete the body cleanly)."""

@@ -137,3 +137,12 @@ def test_prompt_token_details_follow_vllms_flag(fake_server):
     assert "prompt_tokens_details" not in _post(off, chat_body(stream=False, max_tokens=1)).json()["usage"]
     _, events = stream_chat(off.base_url, max_tokens=2, stream_options={"include_usage": True})
     assert "prompt_tokens_details" not in json_events(events)[-1]["usage"]
+
+
+def test_continuous_usage_counts_tokens_up_to_each_chunk_even_in_a_burst(fake_server):
+    # a stall mid-stream makes the writer send several waiting tokens at once
+    server = fake_server(token_rate=200, faults=[{"kind": "stall", "after_tokens": 2, "seconds": 0.2}])
+    _, events = stream_chat(server.base_url, max_tokens=12, ignore_eos=True,
+                            stream_options={"include_usage": True, "continuous_usage_stats": True})
+    counts = [c["usage"]["completion_tokens"] for c in json_events(events)[1:-1]]
+    assert counts == list(range(1, 13))
