@@ -20,6 +20,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.fidelity
+	$(BIN)/python -m bench.loadgen_ttft
 
 schemas: $(STAMP)
 	$(BIN)/python -m grader.schemas_build
