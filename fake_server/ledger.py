@@ -86,7 +86,7 @@ class Ledger:
     of its request is complete.
     """
 
-    def __init__(self, path: str | Path | None = None, keep: int = 200_000) -> None:
+    def __init__(self, path: str | Path | None = None, keep: int = 50_000) -> None:
         self._records: deque[LedgerRecord] = deque(maxlen=keep)
         self._changed = threading.Condition()
         self._in_flight = 0

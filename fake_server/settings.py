@@ -82,6 +82,7 @@ class ServerSettings:
     persona: str = _opt("local", "'local' behaves like vLLM; 'api' like a hosted, priced, rate-limited API.", choices=("local", "api"))
     seed: int = _opt(0, "Seed for generated text, jitter and fault rates.", min=0, max=2**63 - 1)
     ledger: str | None = _opt(None, "Append one JSON line per finished request to this file.")
+    ledger_keep: int = _opt(50_000, "Records kept in memory for /admin/ledger (the oldest go first; the --ledger file keeps all), so a long run's memory stays bounded.", min=1, max=10_000_000)
     admin: bool = _opt(False, "Enable the /admin/* endpoints.")
     admin_token: str | None = _opt(None, "Require 'Authorization: Bearer TOKEN' on /admin/*.")
     api_key: str | None = _opt(None, "API persona: the bearer key clients must send (unset: any non-empty key).")

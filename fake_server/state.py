@@ -26,7 +26,7 @@ class ServerState:
         self.started = time.perf_counter()
         self.started_at = int(time.time())
         self.healthy = True
-        self.ledger = Ledger(settings.ledger)
+        self.ledger = Ledger(settings.ledger, keep=settings.ledger_keep)
         self.faults = FaultPlan(parse_rules(settings.faults), settings.seed)
         self._initial_faults = list(self.faults.rules)
         self._initial_models = {name: copy.deepcopy(m) for name, m in settings.models().items()}

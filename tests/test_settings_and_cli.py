@@ -121,3 +121,13 @@ def test_ledger_waits_for_requests_in_flight(fake_server):
     assert server.ledger(settle=0) == []
     assert [r["completion_tokens"] for r in server.ledger()] == [10]
     thread.join()
+
+
+def test_memory_keeps_the_newest_records_and_the_file_keeps_all(tmp_path, fake_server):
+    path = tmp_path / "ledger.jsonl"
+    server = fake_server(ledger=str(path), ledger_keep=2, token_rate=1000)
+    for _ in range(5):
+        httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=1))
+    from fake_server.runner import ledger_lines
+    assert [r["number"] for r in server.ledger()] == [4, 5]
+    assert [r["number"] for r in ledger_lines(path)] == [1, 2, 3, 4, 5]
