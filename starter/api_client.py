@@ -206,7 +206,9 @@ def _translate(exc: Exception, timeouts: Timeouts, answered: bool, streaming: bo
 class _StreamParser:
     """Reads SSE lines of a chat stream into text deltas and the final usage."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: float) -> None:
+        self.start = start
+        self.ttft: float | None = None
         self.text: list[str] = []
         self.usage: dict[str, Any] | None = None
         self.finish_reason: str | None = None
@@ -238,6 +240,8 @@ class _StreamParser:
             self.finish_reason = choice.get("finish_reason") or self.finish_reason
         if piece:
             self.text.append(piece)
+            if self.ttft is None:
+                self.ttft = time.perf_counter() - self.start
         return piece
 
 
@@ -266,6 +270,13 @@ class _Base:
             error.usage = Usage.from_openai(parser.usage)
             error.cost_usd = self.prices.cost(error.usage)
         return error
+
+    def _stream_result(self, parser: _StreamParser, model: str, start: float) -> ChatResult:
+        """A stream that ended: its result, or the error it is (no [DONE] is a failure, and billed)."""
+        if not parser.done:
+            raise self._billed(ApiStreamError("the stream ended without [DONE]"), parser)
+        return self._result("".join(parser.text), parser.model or model, parser.finish_reason, parser.usage, start,
+                            parser.ttft)
 
     def _whole_result(self, response: httpx.Response, model: str, start: float) -> ChatResult:
         """A non-streamed answer as a ChatResult, or the error it is."""
@@ -333,7 +344,7 @@ class ApiClient(_Base):
                     **extra: Any) -> Iterator[StreamPiece]:
         self._ensure_prices()
         start = time.perf_counter()
-        parser, ttft, answered, first_byte = _StreamParser(), None, False, False
+        parser, answered, first_byte = _StreamParser(start), False, False
         try:
             with self._http.stream("POST", self.base_url + "/chat/completions",
                                    json=_body(messages, model, max_tokens, True, extra)) as response:
@@ -347,18 +358,12 @@ class ApiClient(_Base):
                         raise ApiTimeout("total", self.timeouts.total)
                     piece = parser.feed(line)
                     if piece:
-                        ttft = ttft if ttft is not None else time.perf_counter() - start
                         yield StreamPiece(text=piece)
         except httpx.HTTPError as exc:
             raise self._billed(_translate(exc, self.timeouts, answered, True, first_byte), parser) from exc
-        except ApiStreamError as exc:
+        except (ApiStreamError, ApiTimeout) as exc:
             raise self._billed(exc, parser) from None
-        except ApiTimeout as exc:
-            raise self._billed(exc, parser) from None
-        if not parser.done:
-            raise self._billed(ApiStreamError("the stream ended without [DONE]"), parser)
-        yield StreamPiece(result=self._result("".join(parser.text), parser.model or model, parser.finish_reason,
-                                              parser.usage, start, ttft))
+        yield StreamPiece(result=self._stream_result(parser, model, start))
 
 
 class AsyncApiClient(_Base):
@@ -409,7 +414,7 @@ class AsyncApiClient(_Base):
         await self._ensure_prices()
         start = time.perf_counter()
         deadline = start + self.timeouts.total
-        parser, ttft, answered, first_byte = _StreamParser(), None, False, False
+        parser, answered, first_byte = _StreamParser(start), False, False
         try:
             async with self._http.stream("POST", self.base_url + "/chat/completions",
                                          json=_body(messages, model, max_tokens, True, extra)) as response:
@@ -432,15 +437,9 @@ class AsyncApiClient(_Base):
                     first_byte = True
                     piece = parser.feed(line)
                     if piece:
-                        ttft = ttft if ttft is not None else time.perf_counter() - start
                         yield StreamPiece(text=piece)
         except httpx.HTTPError as exc:
             raise self._billed(_translate(exc, self.timeouts, answered, True, first_byte), parser) from exc
-        except ApiStreamError as exc:
+        except (ApiStreamError, ApiTimeout) as exc:
             raise self._billed(exc, parser) from None
-        except ApiTimeout as exc:
-            raise self._billed(exc, parser) from None
-        if not parser.done:
-            raise self._billed(ApiStreamError("the stream ended without [DONE]"), parser)
-        yield StreamPiece(result=self._result("".join(parser.text), parser.model or model, parser.finish_reason,
-                                              parser.usage, start, ttft))
+        yield StreamPiece(result=self._stream_result(parser, model, start))
