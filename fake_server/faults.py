@@ -40,7 +40,8 @@ FAULT_KINDS = (
     "malformed_chunk",
     "unhealthy",
 )
-_STREAM_KINDS = {"stall", "cut", "no_done", "stream_error", "malformed_chunk"}
+# Kinds that act once the response has started (the rest act before it, or not on requests).
+_STREAM_KINDS = {"stall_after_headers", "stall", "cut", "no_done", "stream_error", "malformed_chunk"}
 
 
 @dataclass(frozen=True)

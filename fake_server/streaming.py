@@ -48,7 +48,7 @@ class StreamWriter:
         self.seq = seq
         self.encoder = encoder
         self.ledger = ledger
-        self.fault = fault if fault is not None and fault.kind in ("stall_after_headers", "stall", "cut", "no_done", "stream_error", "malformed_chunk") else None
+        self.fault = fault if fault is not None and fault.in_stream else None
         self.include_usage = include_usage
         self.continuous = continuous
         self.chat = isinstance(encoder, ChatEncoder)
