@@ -150,5 +150,7 @@ def create_app(state: ServerState, persona: Persona | None = None) -> _Generatio
     app.state.persona = persona
     state.persona = persona
     app.state.registry = make_registry(state.named_engines)
-    logging.getLogger("uvicorn.error").addFilter(_DropIntentionalCut())
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _DropIntentionalCut) for f in uvicorn_log.filters):  # once per process, not per server
+        uvicorn_log.addFilter(_DropIntentionalCut())
     return _GenerationFastPath(app)
