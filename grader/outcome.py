@@ -1,0 +1,99 @@
+"""What a grade is made of: one result per criterion, with the evidence behind it.
+
+Every report format (Gradescope JSON, JUnit XML, the HTML page) is an export of these
+dataclasses, so the formats can never disagree about a score. A criterion's status is one of
+
+    passed        full marks
+    failed        zero, or a fraction where the criterion scores a fraction (chaff caught)
+    inconclusive  zero points and flagged for a person: still borderline after one rerun
+    skipped       not run: the deliverable broke the contract, or `--only` left it out
+
+Evidence is what a hiring team needs to believe the status: what the grader sent, what the
+candidate reported, what the ledgers show, as a small table and, where a picture says more, plots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = ["Status", "STATUSES", "Plot", "Evidence", "CriterionResult", "Grade"]
+
+Status = Literal["passed", "failed", "inconclusive", "skipped"]
+STATUSES: tuple[Status, ...] = ("passed", "failed", "inconclusive", "skipped")
+
+
+@dataclass
+class Plot:
+    """Data for one chart; the HTML report draws it, other formats ignore it.
+
+    kind: "scatter" (points, e.g. candidate TTFT against ledger TTFT per request; a y = x line is
+    drawn when `diagonal`), "step" (a value over time, e.g. requests in flight), or "bar".
+    series: name -> list of (x, y) points.
+    """
+
+    kind: Literal["scatter", "step", "bar"]
+    title: str
+    x_label: str
+    y_label: str
+    series: dict[str, list[tuple[float, float]]]
+    diagonal: bool = False
+
+
+@dataclass
+class Evidence:
+    sent: str = ""  # what the grader did: scenario, server settings, the command line
+    reported: str = ""  # what the candidate said, in short
+    truth: str = ""  # what the ledgers show, in short
+    columns: list[str] = field(default_factory=list)  # a per-request (or per-case) table
+    rows: list[list[Any]] = field(default_factory=list)
+    plots: list[Plot] = field(default_factory=list)
+    logs: str = ""  # tails of the candidate's stdout/stderr, when they help
+
+
+@dataclass
+class CriterionResult:
+    id: str  # rubric id, e.g. "loadgen.role-chunk"
+    title: str  # the short text a candidate sees
+    deliverable: str  # loadgen | tests | gateway | manifests | sizing | memo | contract
+    weight: float  # max score
+    visibility: Literal["public", "hidden"]
+    status: Status
+    score: float
+    output: str  # why, in a few lines a candidate can act on (tolerance stated)
+    tolerance: str = ""
+    scenario: str = ""
+    duration_s: float = 0.0
+    attempts: int = 1  # 2 when a borderline first run was rerun
+    evidence: Evidence = field(default_factory=Evidence)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Grade:
+    submission: str  # the folder or archive graded, as given
+    candidate: str | None
+    seed: int
+    started: str  # ISO 8601, UTC
+    duration_s: float
+    sandboxed: bool
+    sandbox_note: str  # how it was isolated, or why it was not ("UNSANDBOXED: ...")
+    rubric: str  # which rubric file graded it
+    contract_problems: list[str] = field(default_factory=list)
+    criteria: list[CriterionResult] = field(default_factory=list)
+    human_checklist: list[str] = field(default_factory=list)  # what a person must still judge
+
+    @property
+    def score(self) -> float:
+        return round(sum(c.score for c in self.criteria), 6)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(c.weight for c in self.criteria), 6)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["score"], out["max_score"] = self.score, self.max_score
+        return out
