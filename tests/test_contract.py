@@ -163,7 +163,7 @@ def test_manifest_checker_json_follows_its_schema(tmp_path):
 
 
 def test_reference_submission_follows_the_contract():
-    submission = load_submission(ROOT / "grader" / "reference")
+    submission = load_submission(ROOT / "submissions" / "reference")
     assert submission.manifests[0] == "values"
     for part in ("loadgen", "gateway", "sizing"):
         assert submission.command(part)[0] == "python"

@@ -1,9 +1,9 @@
-"""The reference gateway (grader/reference/gateway) against two fake servers, a local one and the API
+"""The reference gateway (submissions/reference/gateway) against two fake servers, a local one and the API
 persona: every routing rule and edge of DESIGN.md §8, each checked in both ledgers (where every
 request went, and how many times).
 
 The gateway runs as the grader runs a submission: a child process started with
-`--config FILE --port N` from `grader/reference/`, with `starter/` on PYTHONPATH.
+`--config FILE --port N` from `submissions/reference/`, with `starter/` on PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from fake_server import RunningServer, serve, tokenizer
 from grader.contract import SCHEMA_DIR, schema_errors
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = ROOT / "grader" / "reference"
-GATEWAY = ["gateway/gateway.py"]            # the submission's gateway.command, run from grader/reference/
+REFERENCE = ROOT / "submissions" / "reference"
+GATEWAY = ["gateway/gateway.py"]            # the submission's gateway.command, run from submissions/reference/
 LOCAL_MODEL, API_MODEL, KEY = "qwen3-8b", "opus-5.5", "sk-test-gateway-0001"
 MAX_MODEL_LEN = 256
 FIRST_BYTE_S = 0.4                          # local route; every stall below is well past it

@@ -1,4 +1,4 @@
-"""The reference load generator (grader/reference/loadgen) against the fake server's ledger.
+"""The reference load generator (submissions/reference/loadgen) against the fake server's ledger.
 
 Each test runs the reference exactly as the grader will (its `loadgen.command`, from the
 submission folder, with the contract's flags) against a fake server in one built-in scenario,
@@ -31,7 +31,7 @@ import pytest
 from fake_server import serve
 
 ROOT = Path(__file__).resolve().parent.parent
-SUBMISSION = ROOT / "grader" / "reference"
+SUBMISSION = ROOT / "submissions" / "reference"
 COMMAND = [sys.executable, "-m", "loadgen"]  # the reference's loadgen.command, run from SUBMISSION
 TEST_COMMAND = [sys.executable, "-m", "pytest", "-q", "loadgen/tests"]  # its test_command
 SCHEMA = json.loads((ROOT / "schemas" / "contract" / "loadgen-results.schema.json").read_text())

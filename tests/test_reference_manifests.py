@@ -16,7 +16,7 @@ import yaml
 from grader.manifests import CHECKLIST
 
 ROOT = Path(__file__).resolve().parents[1]
-MANIFESTS = ROOT / "grader" / "reference" / "manifests"
+MANIFESTS = ROOT / "submissions" / "reference" / "manifests"
 GRADER = Path(sys.executable).parent / "grader"
 
 

@@ -1,7 +1,7 @@
 """The reference memo: honest by the contract's rules, and every figure it quotes is what the sizing script prints.
 
 The memo states its own sizing command; the test runs that command (and its stated variants) from
-grader/reference/ exactly as written, so the memo and the script cannot drift apart unnoticed.
+submissions/reference/ exactly as written, so the memo and the script cannot drift apart unnoticed.
 The honesty rules themselves (grader/memo_honesty.py) are tested here on small front matters that
 break one rule each.
 """
@@ -24,7 +24,7 @@ from jsonschema import Draft202012Validator
 from grader.memo_honesty import check_figures, check_memo, errors, split_front_matter
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = ROOT / "grader" / "reference"
+REFERENCE = ROOT / "submissions" / "reference"
 MEMO = REFERENCE / "memo" / "MEMO.md"
 TEXT = MEMO.read_text(encoding="utf-8")
 FRONT, BODY = split_front_matter(TEXT)

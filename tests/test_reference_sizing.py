@@ -1,4 +1,4 @@
-"""The reference sizing script, run as the grader runs it: a subprocess from grader/reference/, flags in, JSON out.
+"""The reference sizing script, run as the grader runs it: a subprocess from submissions/reference/, flags in, JSON out.
 
 Expected values are the seed's worked figures or arithmetic written out here by hand; nothing is
 imported from the script, so a wrong formula there cannot make its own test pass.
@@ -17,9 +17,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = ROOT / "grader" / "reference"
+REFERENCE = ROOT / "submissions" / "reference"
 SCHEMA = ROOT / "schemas" / "contract" / "sizing-output.schema.json"
-COMMAND = [sys.executable, "sizing/sizing.py"]  # the submission.yaml command, run from grader/reference/
+COMMAND = [sys.executable, "sizing/sizing.py"]  # the submission.yaml command, run from submissions/reference/
 
 # The seed's outline: 2,000 chats a day; turns, tokens, hours and peak are this test's assumptions.
 SEED: dict[str, Any] = {

@@ -1,6 +1,6 @@
 """Render the vendored chart with values.yaml into rendered/vllm.yaml, offline (helm-python-sdk, no helm binary).
 
-    python render.py           # from grader/reference/manifests/: (re)write rendered/vllm.yaml
+    python render.py           # from submissions/reference/manifests/: (re)write rendered/vllm.yaml
     python render.py --check   # exit 1 if rendered/vllm.yaml differs from a fresh render
 
 The rendered file is committed so a reader (and `grader manifests rendered/`) sees exactly what a
@@ -25,9 +25,9 @@ NAMESPACE = "default"
 
 HEADER = f"""\
 # Rendered from ../values.yaml with the vendored chart (chart/), release "{RELEASE}", namespace "{NAMESPACE}".
-# Do not edit: change ../values.yaml, then from grader/reference/manifests/ run
+# Do not edit: change ../values.yaml, then from submissions/reference/manifests/ run
 #   python render.py           (helm-python-sdk, no helm binary; `python render.py --check` says if stale)
-# The same manifests as `helm template {RELEASE} chart/ -f grader/reference/manifests/values.yaml`
+# The same manifests as `helm template {RELEASE} chart/ -f submissions/reference/manifests/values.yaml`
 # prints, without its "# Source:" lines.
 """
 
