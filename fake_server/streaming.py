@@ -18,6 +18,7 @@ from .engine import Engine
 from .sequence import Sequence, usage_of
 from .faults import FaultRule
 from .ledger import Ledger, LedgerRecord
+from .sse import FrameSender, Framing
 from .wire import DONE, ChatEncoder, CompletionEncoder, continuous_usage
 
 __all__ = ["StreamWriter", "collect", "watch_disconnect", "SSE_HEADERS"]
@@ -58,14 +59,18 @@ class StreamWriter:
         self.on_finish = on_finish
         self.tokens_sent = 0
         self.fault_applied = False
+        self.framing = Framing.of(engine.settings)  # fixed for the whole stream
+        self.frames: FrameSender | None = None
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         record = self.seq.record
         await send({"type": "http.response.start", "status": 200, "headers": self.headers})
         record.headers_sent = time.time()
+        self.frames = FrameSender(send, self.framing, record)
         watcher = asyncio.create_task(watch_disconnect(receive, lambda: self.engine.abort(self.seq)))
         try:
             complete = await self._pump(send)
+            await self.frames.flush()  # what coalescing held back, including before a cut
             if complete:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
@@ -81,8 +86,8 @@ class StreamWriter:
             self.ledger.add(record)
 
     async def _write(self, send: Send, body: bytes, kind: str, tokens: int) -> None:
-        await send({"type": "http.response.body", "body": body, "more_body": True})
-        self.seq.record.add_chunk(time.time(), kind, tokens)
+        assert self.frames is not None
+        await self.frames.event(body, kind, tokens)
 
     def _usage_suffix(self, completion: int) -> str:
         """Usage as of this chunk (tokens up to and including it), when the client asked for it on every chunk."""
@@ -135,6 +140,8 @@ class StreamWriter:
         """Apply an in-stream fault; a bool ends the stream (True: complete the body cleanly)."""
         self.fault_applied = True
         record = self.seq.record
+        assert self.frames is not None
+        await self.frames.flush()  # the fault acts after every token before it has left
         if fault.kind == "stall":
             await asyncio.sleep(fault.seconds)
             return None

@@ -1,0 +1,115 @@
+"""How a stream's events go onto the wire: SSE framing variants and how events map to writes.
+
+vLLM writes every event as `data: <json>\\n\\n` in a write of its own. Other servers and the
+proxies between them differ, and a client that follows the SSE rules (WHATWG HTML, "Server-sent
+events": lines end in CRLF, LF or CR; one space after the colon is optional; lines starting with
+`:` are comments) reads all of these the same way:
+
+  sse_line_ending         lf (vLLM), crlf (sse-starlette) or cr
+  sse_data_space          `data: x` (vLLM) or `data:x`
+  sse_keepalive_comments  a `: keep-alive` comment before every k-th event (0: none)
+  sse_split_writes        every write is made in two halves, `SPLIT_PAUSE` apart, so a reader
+                          sees a partial event first
+  sse_coalesce            k events are held back and written together in one write
+
+The encoders produce canonical `data: <payload>\\n\\n` frames; `Framing.frame` rewrites them.
+The ledger stamps each event with the moment the write that carried its last byte returned,
+so coalescing and splitting show up in the send times as they would to a client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .ledger import LedgerRecord
+from .settings import ModelSettings
+
+__all__ = ["Framing", "FrameSender", "SPLIT_PAUSE", "LINE_ENDINGS"]
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+LINE_ENDINGS = {"lf": b"\n", "crlf": b"\r\n", "cr": b"\r"}
+SPLIT_PAUSE = 0.002  # seconds between the two halves of a split write
+_CANONICAL_HEAD = b"data: "
+_CANONICAL_TAIL = b"\n\n"
+
+
+@dataclass(frozen=True)
+class Framing:
+    """One stream's framing, fixed when the stream starts."""
+
+    line_ending: bytes = b"\n"
+    data_space: bool = True
+    keepalive_every: int = 0
+    split_writes: bool = False
+    coalesce: int = 1
+
+    @classmethod
+    def of(cls, settings: ModelSettings) -> Framing:
+        return cls(LINE_ENDINGS[settings.sse_line_ending], settings.sse_data_space,
+                   settings.sse_keepalive_comments, settings.sse_split_writes, settings.sse_coalesce)
+
+    @property
+    def rewrites(self) -> bool:
+        return self.line_ending != b"\n" or not self.data_space
+
+    def frame(self, canonical: bytes) -> bytes:
+        """Rewrite one canonical `data: <payload>\\n\\n` frame in this framing."""
+        if not self.rewrites:
+            return canonical
+        assert canonical.startswith(_CANONICAL_HEAD) and canonical.endswith(_CANONICAL_TAIL)
+        payload = canonical[len(_CANONICAL_HEAD):-len(_CANONICAL_TAIL)]
+        return (b"data: " if self.data_space else b"data:") + payload + self.line_ending * 2
+
+    def comment(self) -> bytes:
+        return b": keep-alive" + self.line_ending * 2
+
+
+@dataclass
+class FrameSender:
+    """Writes one stream's events in its framing and stamps each in the ledger once it is sent."""
+
+    send: Send
+    framing: Framing
+    record: LedgerRecord
+    events: int = 0
+    _buffer: list[bytes] = field(default_factory=list)
+    _stamps: list[tuple[str, int]] = field(default_factory=list)
+
+    async def event(self, canonical: bytes, kind: str, tokens: int) -> None:
+        """Queue one event; it is written now unless coalescing holds it for the next ones."""
+        f = self.framing
+        if f.keepalive_every and self.events % f.keepalive_every == 0:
+            if f.coalesce > 1:
+                self._buffer.append(f.comment())
+            else:
+                await self._write(f.comment())
+        self.events += 1
+        self._buffer.append(f.frame(canonical))
+        self._stamps.append((kind, tokens))
+        if len(self._stamps) >= f.coalesce:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write every held event (before a fault acts, and at the end of the stream)."""
+        if not self._buffer:
+            return
+        body = b"".join(self._buffer)
+        stamps = self._stamps
+        self._buffer, self._stamps = [], []
+        await self._write(body)
+        now = time.time()
+        for kind, tokens in stamps:
+            self.record.add_chunk(now, kind, tokens)
+
+    async def _write(self, body: bytes) -> None:
+        if self.framing.split_writes and len(body) > 1:
+            half = len(body) // 2
+            await self.send({"type": "http.response.body", "body": body[:half], "more_body": True})
+            await asyncio.sleep(SPLIT_PAUSE)
+            body = body[half:]
+        await self.send({"type": "http.response.body", "body": body, "more_body": True})
