@@ -1,0 +1,170 @@
+"""report.json in the shape of Gradescope's autograder `results.json`.
+
+Gradescope knows two test statuses, "passed" and "failed", and four visibilities (hidden,
+after_due_date, after_published, visible). A criterion that is inconclusive or skipped becomes
+"failed" with 0 points; its output starts with the real status in capitals and its tags carry it,
+so nothing is lost. Public criteria are "visible"; hidden ones "after_published", so a candidate
+sees them only once the hiring team releases the grades.
+
+Every output is plain text (`output_format` "text" at every level): Gradescope's default for the
+top-level output renders HTML, and candidate text must never be rendered.
+
+The kit's own data (the whole Grade, less plots) sits under `extra_data.kit`, and the checklist
+a person still has to judge under `extra_data.human`, each item with `score: null` until a reader
+records one; `apply_human_scores` then folds those points into the totals.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from grader.outcome import CriterionResult, Grade
+from grader.reports.text import awarded, clean, fmt_points, summary_lines
+
+__all__ = ["VISIBILITY", "HumanScoreError", "apply_human_scores", "dumps", "to_gradescope"]
+
+VISIBILITY = {"public": "visible", "hidden": "after_published"}
+HUMAN_PREFIX = "human."
+
+
+class HumanScoreError(ValueError):
+    """A recorded human score that does not fit the report: unknown item, or points out of range."""
+
+
+def _cleaned(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean(k): _cleaned(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_cleaned(v) for v in value]
+    return value
+
+
+def _test(c: CriterionResult) -> dict[str, Any]:
+    gradescope_status = "passed" if c.status == "passed" else "failed"
+    score = awarded(c)
+    output = clean(c.output)
+    if c.status in ("inconclusive", "skipped"):
+        why = ("still borderline after a rerun; 0 points until a person judges it"
+               if c.status == "inconclusive" else "not run; 0 points")
+        output = f"{c.status.upper()}: {why}.\n{output}"
+    if c.tolerance and clean(c.tolerance) not in output:
+        output += f"\nTolerance: {clean(c.tolerance)}"
+    tags = [clean(c.deliverable), c.status] + ([clean(c.scenario)] if c.scenario else [])
+    return {
+        "name": f"{clean(c.id)}: {clean(c.title)}",
+        "name_format": "text",
+        "score": round(score, 6),
+        "max_score": round(c.weight, 6),
+        "status": gradescope_status,
+        "visibility": VISIBILITY[c.visibility],
+        "output": output,
+        "output_format": "text",
+        "tags": tags,
+        "extra_data": {"id": clean(c.id), "status": c.status, "attempts": c.attempts,
+                       "duration_s": round(c.duration_s, 6)},
+    }
+
+
+def _kit_data(grade: Grade) -> dict[str, Any]:
+    data = grade.to_dict()
+    for criterion in data["criteria"]:
+        criterion["evidence"].pop("plots", None)
+    return _cleaned(data)
+
+
+def to_gradescope(grade: Grade) -> dict[str, Any]:
+    """The results.json document for `grade`; its totals equal the Grade's."""
+    tests = [_test(c) for c in grade.criteria]
+    return {
+        "score": round(sum(t["score"] for t in tests), 6),
+        "max_score": round(sum(t["max_score"] for t in tests), 6),
+        "execution_time": round(grade.duration_s, 3),
+        "output": "\n".join(summary_lines(grade)),
+        "output_format": "text",
+        "test_output_format": "text",
+        "test_name_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+        "extra_data": {
+            "kit": _kit_data(grade),
+            "human": {
+                "checklist": [{"id": f"{HUMAN_PREFIX}{i}", "item": clean(item), "score": None, "max_score": None}
+                              for i, item in enumerate(grade.human_checklist, start=1)],
+                "applied": False,
+            },
+        },
+    }
+
+
+def dumps(document: Mapping[str, Any]) -> str:
+    """The file's text: stable key order as built, UTF-8 friendly, one trailing newline."""
+    return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _points(item_id: str, value: Any) -> tuple[float, float]:
+    """(score, max_score) from a recorded value: a pair, or a mapping with both keys."""
+    if isinstance(value, Mapping):
+        value = (value.get("score"), value.get("max_score"))
+    if not (isinstance(value, (list, tuple)) and len(value) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
+        raise HumanScoreError(f"{item_id}: a human score is (score, max_score) as two numbers, got {value!r}")
+    score, max_score = float(value[0]), float(value[1])
+    if not (max_score > 0 and 0 <= score <= max_score):
+        raise HumanScoreError(f"{item_id}: score {score:g} must lie in 0..max_score and max_score above 0 "
+                              f"(got max_score {max_score:g})")
+    return score, max_score
+
+
+def apply_human_scores(report_json: Path, scores: Mapping[str, Any]) -> dict[str, Any]:
+    """Record a person's points for checklist items in `report_json`, in place, and return it.
+
+    `scores` maps a checklist item's id ("human.1") or its exact text to (score, max_score).
+    Each scored item becomes a test named after it (tag "human", after_published) and the
+    top-level totals become the sum of every test. Applying again replaces earlier human points,
+    so correcting a score is one more call.
+    """
+    try:
+        document = json.loads(Path(report_json).read_text(encoding="utf-8"))
+        checklist = document["extra_data"]["human"]["checklist"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise HumanScoreError(f"{report_json}: not a kit report.json with extra_data.human ({exc})") from None
+    items = {entry["id"]: entry for entry in checklist}
+    by_text = {entry["item"]: entry for entry in checklist}
+    resolved: dict[str, tuple[float, float]] = {}
+    for key, value in scores.items():
+        entry = items.get(key) or by_text.get(key)
+        if entry is None:
+            raise HumanScoreError(f"{report_json}: no checklist item {key!r} (ids: {', '.join(items) or 'none'})")
+        if entry["id"] in resolved:
+            raise HumanScoreError(f"{report_json}: checklist item {entry['id']} scored twice")
+        resolved[entry["id"]] = _points(entry["id"], value)
+    for entry in checklist:
+        if entry["id"] in resolved:
+            entry["score"], entry["max_score"] = resolved[entry["id"]]
+    tests = [t for t in document["tests"] if "human" not in t.get("tags", [])]
+    for entry in checklist:
+        if entry["score"] is None:
+            continue
+        tests.append({
+            "name": f"{entry['id']}: {entry['item']}",
+            "name_format": "text",
+            "score": entry["score"],
+            "max_score": entry["max_score"],
+            "status": "passed" if entry["score"] >= entry["max_score"] else "failed",
+            "visibility": "after_published",
+            "output": f"Scored by a person: {fmt_points(entry['score'])} / {fmt_points(entry['max_score'])}.",
+            "output_format": "text",
+            "tags": ["human"],
+        })
+    document["tests"] = tests
+    document["score"] = round(sum(t["score"] for t in tests), 6)
+    document["max_score"] = round(sum(t["max_score"] for t in tests), 6)
+    document["extra_data"]["human"]["applied"] = any(e["score"] is not None for e in checklist)
+    Path(report_json).write_text(dumps(document), encoding="utf-8")
+    return document

@@ -1,0 +1,112 @@
+"""What every report format says the same way: clean text, number formats, the summary, the table.
+
+Candidate-provided strings (outputs, logs, reported figures) can hold anything a process prints:
+ANSI colour codes, NUL bytes, undecodable bytes kept as lone surrogates. XML 1.0 cannot carry most
+control characters at all, and a UTF-8 file cannot carry a lone surrogate, so each format runs
+text through `clean` first. Visible escapes (`\\x1b`) keep the evidence legible instead of
+dropping it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from grader.outcome import STATUSES, CriterionResult, Grade
+
+__all__ = [
+    "awarded",
+    "by_deliverable",
+    "clean",
+    "fmt_points",
+    "fmt_seconds",
+    "score_table",
+    "status_counts",
+    "summary_lines",
+    "totals",
+]
+
+# Tab, LF and CR stay; every other C0 control, DEL, the C1 controls, lone surrogates and the two
+# XML non-characters become a visible escape.
+_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def clean(text: object) -> str:
+    """`text` as a string that every format can carry byte for byte: unsafe characters escaped."""
+    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                       else f"\\u{ord(m.group()):04x}", str(text))
+
+
+def awarded(c: CriterionResult) -> float:
+    """The points a criterion gives: inconclusive and skipped give none, whatever the result says."""
+    return c.score if c.status in ("passed", "failed") else 0.0
+
+
+def totals(grade: Grade) -> tuple[float, float]:
+    """(score, max_score) as every report states them."""
+    return (round(sum(awarded(c) for c in grade.criteria), 6),
+            round(sum(c.weight for c in grade.criteria), 6))
+
+
+def fmt_points(value: float) -> str:
+    """Points without noise: 3, 2.5, 0.333333 (never 3.0000000004)."""
+    return f"{round(value, 6):g}" if abs(value) < 1e6 else f"{value:.6g}"
+
+
+def fmt_seconds(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def by_deliverable(grade: Grade) -> dict[str, list[CriterionResult]]:
+    """Criteria grouped by deliverable, in the order the rubric first names each deliverable."""
+    groups: dict[str, list[CriterionResult]] = defaultdict(list)
+    for c in grade.criteria:
+        groups[c.deliverable].append(c)
+    return dict(groups)
+
+
+def status_counts(criteria: list[CriterionResult]) -> dict[str, int]:
+    counts: dict[str, int] = {s: 0 for s in STATUSES}
+    for c in criteria:
+        counts[c.status] += 1
+    return counts
+
+
+def summary_lines(grade: Grade) -> list[str]:
+    """The few lines that open every report; the first says UNSANDBOXED when it was not isolated."""
+    lines = []
+    if not grade.sandboxed:
+        note = clean(grade.sandbox_note).strip()
+        lines.append(note if note.upper().startswith("UNSANDBOXED") else f"UNSANDBOXED: {note}".rstrip(": "))
+    counts = status_counts(grade.criteria)
+    score, max_score = totals(grade)
+    lines.append(f"Score {fmt_points(score)} / {fmt_points(max_score)}: "
+                 + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    if counts["inconclusive"]:
+        lines.append(f"{counts['inconclusive']} inconclusive criteria scored 0 and need a person's judgement.")
+    lines.append(f"Submission {clean(grade.submission)}"
+                 + (f" by {clean(grade.candidate)}" if grade.candidate else "")
+                 + f", seed {grade.seed}, started {clean(grade.started)}, {fmt_seconds(grade.duration_s)} s.")
+    if grade.sandboxed:
+        lines.append(f"Sandbox: {clean(grade.sandbox_note)}")
+    for problem in grade.contract_problems:
+        lines.append(f"Contract: {clean(problem)}")
+    return lines
+
+
+def score_table(grade: Grade) -> str:
+    """A plain-text table for the terminal: one line per criterion, then the total."""
+    rows = [(c.status.upper(), f"{fmt_points(awarded(c))}/{fmt_points(c.weight)}", clean(c.id),
+             clean(c.title) + (" [hidden]" if c.visibility == "hidden" else ""))
+            for c in grade.criteria]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(("STATUS", "SCORE", "ID"))]
+    lines = []
+    if not grade.sandboxed:
+        lines.append(summary_lines(grade)[0])
+    header = ("STATUS", "SCORE", "ID", "TITLE")
+    for row in [header, *rows]:
+        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
+    score, max_score = totals(grade)
+    total = f"{fmt_points(score)}/{fmt_points(max_score)}"
+    lines.append(f"{'TOTAL'.ljust(widths[0])}  {total}")
+    return "\n".join(lines) + "\n"
