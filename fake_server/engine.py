@@ -58,12 +58,15 @@ class _Plan:
 class Engine:
     """Runs the step loop of one model; everything it touches lives on one event loop."""
 
-    def __init__(self, name: str, settings: ModelSettings, seed: int) -> None:
+    def __init__(self, name: str, settings: ModelSettings, seed: int, *, ignore_slot_limit: bool = False) -> None:
         self.name = name
         self.settings = settings
         self.seed = seed
+        # The grader's switch (FAKE_SERVER_IGNORE_SLOT_LIMIT): no slot, token-budget or KV limit
+        # on admission, so nothing ever queues; the settings themselves are left as set.
+        self.ignore_slot_limit = ignore_slot_limit
         self.metrics = EngineMetrics()
-        self.kv = KVCache(settings.kv_cache_tokens, settings.enable_prefix_caching)
+        self.kv = self._new_kv(settings)
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self._rng = random.Random(seed)
@@ -97,6 +100,9 @@ class Engine:
         if settings.tokens_per_chunk != self.settings.tokens_per_chunk and self.num_running:
             raise SettingsError(f"cannot change tokens_per_chunk of `{self.name}` while {self.num_running} requests are decoding")
 
+    def _new_kv(self, settings: ModelSettings) -> KVCache:
+        return KVCache(settings.kv_cache_tokens, settings.enable_prefix_caching, unbounded=self.ignore_slot_limit)
+
     def _kv_changes(self, settings: ModelSettings) -> bool:
         return (settings.kv_cache_tokens != self.settings.kv_cache_tokens
                 or settings.enable_prefix_caching != self.settings.enable_prefix_caching)
@@ -105,7 +111,7 @@ class Engine:
         """Apply new settings; the KV cache can only be rebuilt while nothing is in flight."""
         self.check_reconfigure(settings)
         if self._kv_changes(settings):
-            self.kv = KVCache(settings.kv_cache_tokens, settings.enable_prefix_caching)
+            self.kv = self._new_kv(settings)
         self.settings = settings
         self._poke()
 
@@ -185,7 +191,8 @@ class Engine:
         s = self.settings
         plan = _Plan()
         k = s.tokens_per_chunk
-        budget = s.max_num_batched_tokens
+        budget = s.max_num_batched_tokens if not self.ignore_slot_limit else 1 << 62
+        slots = s.max_num_seqs if not self.ignore_slot_limit else 1 << 62
         for seq in list(self.running):
             # never reserve past what the request may still generate (vLLM clamps the same way)
             if seq.state == DECODE and self._grow(seq, min(k, seq.max_tokens - seq.output)):
@@ -199,7 +206,7 @@ class Engine:
                 plan.prefill.append((seq, chunk))
                 budget -= chunk
         wall = None
-        while self.waiting and len(self.running) < s.max_num_seqs and budget > 0:
+        while self.waiting and len(self.running) < slots and budget > 0:
             seq = self.waiting[0]
             if seq.eligible_at > now:
                 plan.wake_at = seq.eligible_at

@@ -28,9 +28,13 @@ def block_hashes(token_ids: Sequence[int]) -> list[int]:
 
 
 class KVCache:
-    def __init__(self, capacity_tokens: int, prefix_caching: bool = True) -> None:
+    """`unbounded=True` adds blocks whenever the cache would be full, so nothing ever waits for
+    KV space or is preempted (the slot-limit-ignored mode of the engine)."""
+
+    def __init__(self, capacity_tokens: int, prefix_caching: bool = True, *, unbounded: bool = False) -> None:
         self.num_blocks = max(1, capacity_tokens // BLOCK_SIZE)
         self.prefix_caching = prefix_caching
+        self.unbounded = unbounded
         self._ref = [0] * self.num_blocks
         self._hash: list[int | None] = [None] * self.num_blocks
         self._by_hash: dict[int, int] = {}
@@ -66,7 +70,9 @@ class KVCache:
         new = total_blocks - len(cached)
         reclaimed = sum(1 for b in cached if self._ref[b] == 0)
         if new > len(self._free) - reclaimed:
-            return None
+            if not self.unbounded:
+                return None
+            self._add_blocks(new - (len(self._free) - reclaimed))
         for b in cached:
             if self._ref[b] == 0:
                 del self._free[b]
@@ -76,8 +82,18 @@ class KVCache:
     def append(self) -> int | None:
         """One more block for a growing sequence, or None when the cache is full."""
         if not self._free:
-            return None
+            if not self.unbounded:
+                return None
+            self._add_blocks(max(64, self.num_blocks // 4))
         return self._take_free()
+
+    def _add_blocks(self, count: int) -> None:
+        start = self.num_blocks
+        self.num_blocks += count
+        self._ref.extend([0] * count)
+        self._hash.extend([None] * count)
+        for b in range(start, self.num_blocks):
+            self._free[b] = None
 
     def register(self, blocks: Sequence[int], hashes: Sequence[int]) -> None:
         """Name a sequence's full prompt blocks after prefill so later prompts can reuse them."""

@@ -16,6 +16,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ from .generation import Persona
 from .settings import ServerSettings, SettingsError, apply_scenario, read_scenario_file
 from .state import ServerState
 
-__all__ = ["RunningServer", "serve", "serve_fleet", "serve_subprocess", "build_settings", "bind", "make_server", "new_loop"]
+__all__ = ["RunningServer", "bind", "build_settings", "make_server", "new_loop", "serve", "serve_fleet", "serve_subprocess"]
 
 _READY_TIMEOUT = 20.0
 
@@ -112,11 +113,12 @@ def build_settings(scenario: str | Path | None = None, **overrides: Any) -> Serv
 class RunningServer:
     """A started fake server: where it is, what it recorded, and how to change it while it runs."""
 
-    def __init__(self, base_url: str, state: ServerState | None = None, process: subprocess.Popen[str] | None = None,
+    def __init__(self, base_url: str, state: ServerState | None = None, process: subprocess.Popen[bytes] | None = None,
                  admin_token: str | None = None) -> None:
         self.base_url = base_url  # e.g. http://127.0.0.1:41234 (the OpenAI base URL is base_url + "/v1")
         self.state = state
         self.process = process
+        self.log_path: Path | None = None  # a subprocess's stdout and stderr
         self._admin_token = admin_token
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -159,6 +161,12 @@ class RunningServer:
             self._call(self.state.reset)
         else:
             self._admin("POST", "/admin/reset")
+
+    def log_text(self) -> str:
+        """What a subprocess server has written to stdout and stderr so far ("" in-process)."""
+        if self.log_path is None:
+            return ""
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
 
     def metrics(self) -> str:
         return httpx.get(self.base_url + "/metrics", timeout=10).text
@@ -282,25 +290,30 @@ def _url_host(host: str) -> str:
 
 
 @contextlib.contextmanager
-def serve_subprocess(*args: str, admin_token: str | None = None, env: dict[str, str] | None = None) -> Iterator[RunningServer]:
+def serve_subprocess(*args: str, admin_token: str | None = None, env: dict[str, str] | None = None,
+                     log: str | Path | None = None) -> Iterator[RunningServer]:
     """Run `fake-server serve ARGS --port 0 --admin` as a child process; yields once it answers.
+
+    The child's stdout and stderr go to a file (`log`, kept; or a temporary one removed at the
+    end), never to a pipe: a pipe nobody reads fills up after a few thousand warnings and then
+    blocks the server. `RunningServer.log_text()` reads it.
 
     >>> with serve_subprocess("--scenario", "slot-saturation") as server: ...
     """
     cmd = [sys.executable, "-m", "fake_server", "serve", *args, "--port", "0", "--admin"]
     if admin_token:
         cmd += ["--admin-token", admin_token]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+    if log is None:
+        fd, name = tempfile.mkstemp(prefix="fake-server-", suffix=".log")
+        os.close(fd)
+        log_path, keep = Path(name), False
+    else:
+        log_path, keep = Path(log), True
+    with open(log_path, "ab") as sink:
+        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env={**os.environ, **(env or {})})
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        match = re.search(r"(http://\S+)", line)
-        if match is None:
-            proc.wait(10)
-            err = proc.stderr.read() if proc.stderr else ""
-            raise RuntimeError(f"fake server did not start: {line.strip()} {err.strip()}")
-        base = match.group(1)
+        base = _wait_for_url(proc, log_path)
         deadline = time.monotonic() + _READY_TIMEOUT
         while True:
             try:
@@ -310,7 +323,9 @@ def serve_subprocess(*args: str, admin_token: str | None = None, env: dict[str, 
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise RuntimeError("fake server subprocess never answered") from None
                 time.sleep(0.02)
-        yield RunningServer(base, process=proc, admin_token=admin_token)
+        running = RunningServer(base, process=proc, admin_token=admin_token)
+        running.log_path = log_path
+        yield running
     finally:
         proc.terminate()
         try:
@@ -318,6 +333,24 @@ def serve_subprocess(*args: str, admin_token: str | None = None, env: dict[str, 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if not keep:
+            log_path.unlink(missing_ok=True)
+
+
+def _wait_for_url(proc: subprocess.Popen[bytes], log_path: Path) -> str:
+    """The base URL the child prints on its first line, or a RuntimeError with what it said instead."""
+    deadline = time.monotonic() + _READY_TIMEOUT
+    while True:
+        text = log_path.read_text(encoding="utf-8", errors="replace")
+        match = re.search(r"serving .* on (http://\S+)", text)
+        if match is not None:
+            return match.group(1)
+        if proc.poll() is not None or time.monotonic() > deadline:
+            if proc.poll() is None:
+                proc.kill()
+            said = " ".join(log_path.read_text(encoding="utf-8", errors="replace").split())[:2000]
+            raise RuntimeError(f"fake server did not start: {said or 'no output'}")
+        time.sleep(0.01)
 
 
 def ledger_lines(path: str | Path) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ __all__ = [
     "SettingsError",
     "ModelSettings",
     "ServerSettings",
+    "IGNORE_SLOT_LIMIT_ENV",
+    "slot_limit_ignored",
     "model_fields",
     "server_fields",
     "apply_overrides",
@@ -117,6 +120,23 @@ class ServerSettings:
         out = {name: self.model for name in self.served_model_name}
         out.update(self.extra_models)
         return out
+
+
+IGNORE_SLOT_LIMIT_ENV = "FAKE_SERVER_IGNORE_SLOT_LIMIT"
+
+
+def slot_limit_ignored() -> bool:
+    """Whether `FAKE_SERVER_IGNORE_SLOT_LIMIT` asks every engine to run without a slot limit.
+
+    A grader sets it to check that a test of queueing really depends on the slot limit: with it,
+    `max_num_seqs`, the step's token budget and the KV-cache capacity stop limiting admission.
+    """
+    raw = os.environ.get(IGNORE_SLOT_LIMIT_ENV, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise SettingsError(f"environment variable {IGNORE_SLOT_LIMIT_ENV} must be 1 or 0 (got {raw!r})")
 
 
 def model_fields() -> list[dataclasses.Field[Any]]:

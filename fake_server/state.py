@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import sys
 import time
 from typing import Any
 
 from .engine import Engine
 from .faults import FaultPlan, parse_rules
 from .ledger import Ledger
-from .settings import ServerSettings, SettingsError, apply_overrides
+from .settings import (
+    IGNORE_SLOT_LIMIT_ENV,
+    ServerSettings,
+    SettingsError,
+    apply_overrides,
+    slot_limit_ignored,
+)
 
 __all__ = ["ServerState"]
 
@@ -31,11 +38,16 @@ class ServerState:
         self._initial_faults = list(self.faults.rules)
         self._initial_models = {name: copy.deepcopy(m) for name, m in settings.models().items()}
         self.engines: dict[str, Engine] = {}
+        self.ignore_slot_limit = slot_limit_ignored()
+        if self.ignore_slot_limit:
+            sys.stderr.write(f"fake-server: {IGNORE_SLOT_LIMIT_ENV} is set: every model runs without a slot limit "
+                             "(max_num_seqs, the step token budget and the KV-cache capacity do not limit admission)\n")
+            sys.stderr.flush()
         primary: dict[int, Engine] = {}
         for name, model in settings.models().items():
             engine = primary.get(id(model))
             if engine is None:
-                engine = primary[id(model)] = Engine(name, model, settings.seed)
+                engine = primary[id(model)] = Engine(name, model, settings.seed, ignore_slot_limit=self.ignore_slot_limit)
             self.engines[name] = engine
         self.count = 0
         self.generation = 0  # bumped by reset(), so request ids stay unique across resets
