@@ -8,6 +8,7 @@ field. `load_submission` is what the grader calls first: everything after it can
 
 from __future__ import annotations
 
+import ast
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +18,18 @@ import yaml
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-__all__ = ["CONTRACT_VERSION", "SCHEMA_DIR", "KINDS", "ContractError", "Submission", "schema_errors", "load_submission",
-           "read_yaml", "check_output"]
+__all__ = [
+    "CONTRACT_VERSION",
+    "KINDS",
+    "SCHEMA_DIR",
+    "ContractError",
+    "PercentileRef",
+    "Submission",
+    "check_output",
+    "load_submission",
+    "read_yaml",
+    "schema_errors",
+]
 
 CONTRACT_VERSION = 1
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas" / "contract"
@@ -71,6 +82,23 @@ def read_yaml(path: Path) -> Any:
 
 
 @dataclass(frozen=True)
+class PercentileRef:
+    """Where `loadgen.percentile` points: the function the grader swaps wrong methods in for.
+
+    Its stated signature: `function(values: Sequence[float], p: float) -> float | None`, the
+    nearest-rank p-th percentile (0 < p <= 100) of values in any order, None for no values.
+    """
+
+    module: str  # dotted, importable with the submission folder first on sys.path
+    function: str
+    file: Path  # the module's source file inside the submission
+
+    @property
+    def spec(self) -> str:
+        return f"{self.module}:{self.function}"
+
+
+@dataclass(frozen=True)
 class Submission:
     folder: Path
     data: dict[str, Any]
@@ -89,6 +117,12 @@ class Submission:
         """("values" | "rendered", path)."""
         (mode, rel), = self.data["manifests"].items()
         return mode, self.folder / rel
+
+    @property
+    def percentile(self) -> PercentileRef:
+        """The load generator's percentile function (`loadgen.percentile`), located but not imported."""
+        module, function = self.data["loadgen"]["percentile"].split(":")
+        return PercentileRef(module, function, _module_file(self.folder, module))
 
 
 def load_submission(folder: Path) -> Submission:
@@ -110,9 +144,56 @@ def load_submission(folder: Path) -> Submission:
         missing.append(f"manifests.{mode}: {manifests.relative_to(folder)} does not exist")
     if not submission.path("memo").is_file():
         missing.append(f"memo: {data['memo']} does not exist")
+    missing += _percentile_problems(submission)
     if missing:
         raise ContractError(f"{path}:\n  " + "\n  ".join(missing))
     return submission
+
+
+def _module_file(folder: Path, module: str) -> Path:
+    """The file `import module` would load from `folder`: a.b -> a/b.py, else a/b/__init__.py."""
+    base = folder.joinpath(*module.split("."))
+    plain = base.with_name(base.name + ".py")
+    package = base / "__init__.py"
+    return package if not plain.is_file() and package.is_file() else plain
+
+
+def _percentile_problems(submission: Submission) -> list[str]:
+    """`loadgen.percentile` names a module file under the submission that defines the function.
+
+    Read statically (the code is the candidate's and is not run here): a top-level def, an
+    assignment or an import of that name counts; a module with `import *` is given the benefit.
+    """
+    ref = submission.percentile
+    where = f"loadgen.percentile: {ref.spec}"
+    if not ref.file.is_file():
+        rel = ref.file.relative_to(submission.folder).as_posix()
+        return [(f"{where}: no module file {rel} under the submission (the module is imported with the submission "
+                 "folder first on sys.path)")]
+    try:
+        tree = ast.parse(ref.file.read_bytes(), filename=str(ref.file))
+    except (SyntaxError, ValueError) as exc:
+        line = f" line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+        return [(f"{where}: {ref.file.relative_to(submission.folder).as_posix()}:{line} is not valid Python "
+                 f"({getattr(exc, 'msg', exc)})")]
+    names = _top_level_names(tree)
+    if ref.function in names or "*" in names:
+        return []
+    return [f"{where}: {ref.file.relative_to(submission.folder).as_posix()} defines no top-level {ref.function!r}"]
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names.add("*" if alias.name == "*" else alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
 
 
 def check_output(kind: str, path: Path) -> list[str]:

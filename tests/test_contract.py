@@ -16,7 +16,15 @@ import yaml
 from click.testing import CliRunner
 
 from grader.cli import main as grader_cli
-from grader.contract import KINDS, SCHEMA_DIR, ContractError, check_output, load_submission, memo_front_matter, schema_errors
+from grader.contract import (
+    KINDS,
+    SCHEMA_DIR,
+    ContractError,
+    check_output,
+    load_submission,
+    memo_front_matter,
+    schema_errors,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTER = ROOT / "starter"
@@ -64,6 +72,63 @@ def test_starter_submission_follows_the_contract():
     submission = load_submission(STARTER)
     assert submission.manifests == ("values", STARTER / "manifests" / "values.yaml")
     assert submission.command("gateway") == ["python", "gateway/gateway.py"]
+    assert submission.percentile.file == STARTER / "loadgen" / "loadgen.py"
+
+
+def _import_percentile(folder: Path, spec: str) -> subprocess.CompletedProcess[str]:
+    """Import `module:function` as the contract says (submission folder as cwd, first on sys.path)
+    in a fresh interpreter, and call it on a known list."""
+    module, function = spec.split(":")
+    code = (f"import sys; sys.path.insert(0, '.'); import importlib; f = getattr(importlib.import_module({module!r}), "
+            f"{function!r}); print(repr(f([9.0, 1.0, 5.0, 3.0], 50)), repr(f([], 90)))")
+    return subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=30,
+                          check=False)
+
+
+def test_starter_percentile_is_a_marked_todo_the_grader_can_import():
+    done = _import_percentile(STARTER, load_submission(STARTER).percentile.spec)
+    assert done.returncode != 0 and "NotImplementedError: TODO: nearest-rank percentile" in done.stderr
+
+
+def test_reference_percentile_follows_the_stated_signature():
+    reference = ROOT / "submissions" / "reference"
+    done = _import_percentile(reference, load_submission(reference).percentile.spec)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["3.0", "None"]  # sorted 1 3 5 9: rank ceil(0.5 * 4) = 2
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (None, "'percentile' is a required property"),
+    ("loadgen/loadgen.py:percentile", "loadgen.percentile: 'loadgen/loadgen.py:percentile' does not match"),
+    ("loadgen.loadgen", "loadgen.percentile: 'loadgen.loadgen' does not match"),
+    ("loadgen.stats:percentile", "loadgen.percentile: loadgen.stats:percentile: no module file loadgen/stats.py"),
+    ("loadgen.loadgen:p99", "loadgen.percentile: loadgen.loadgen:p99: loadgen/loadgen.py defines no top-level 'p99'"),
+])
+def test_percentile_field_is_checked_by_name(tmp_path, value, message):
+    folder = _copy_starter(tmp_path)
+    data = yaml.safe_load((folder / "submission.yaml").read_text())
+    if value is None:
+        del data["loadgen"]["percentile"]
+    else:
+        data["loadgen"]["percentile"] = value
+    (folder / "submission.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(ContractError) as caught:
+        load_submission(folder)
+    assert message in str(caught.value) and "submission.yaml" in str(caught.value)
+
+
+def test_percentile_module_may_be_a_package_or_bind_the_name_by_import(tmp_path):
+    folder = _copy_starter(tmp_path)
+    (folder / "stats").mkdir()
+    (folder / "stats" / "__init__.py").write_text("from math import fsum as total\nfrom .rank import *\n")
+    data = yaml.safe_load((folder / "submission.yaml").read_text())
+    for spec in ("stats:total", "stats:anything_star_may_bind"):
+        data["loadgen"]["percentile"] = spec
+        (folder / "submission.yaml").write_text(yaml.safe_dump(data))
+        assert load_submission(folder).percentile.file == folder / "stats" / "__init__.py"
+    (folder / "stats" / "__init__.py").write_text("def broken(:\n")
+    with pytest.raises(ContractError, match=r"stats/__init__.py: line 1 is not valid Python"):
+        load_submission(folder)
 
 
 def _copy_starter(tmp_path: Path) -> Path:
@@ -158,7 +223,7 @@ def test_manifest_checker_json_follows_its_schema(tmp_path):
     fixtures = ROOT / "tests" / "fixtures" / "manifests"
     for path in (fixtures / "good.yaml", fixtures / "broken-yaml.yaml", fixtures / "pdb-other-pods.yaml"):
         out = subprocess.run([str(Path(sys.executable).parent / "grader"), "manifests", str(path), "--format", "json"],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, check=False)
         assert schema_errors("manifest-report", json.loads(out.stdout)) == [], path
 
 
@@ -167,3 +232,4 @@ def test_reference_submission_follows_the_contract():
     assert submission.manifests[0] == "values"
     for part in ("loadgen", "gateway", "sizing"):
         assert submission.command(part)[0] == "python"
+    assert submission.percentile.spec == "loadgen.percentiles:nearest_rank"

@@ -3,12 +3,23 @@
 Contract (TASK.md, schemas/contract/loadgen-results.schema.json):
     python loadgen/loadgen.py --base-url URL --model NAME --requests N --concurrency C \
         --prompt-tokens P --max-tokens M --output FILE [--api-key KEY]
+
+`percentile` below is named in submission.yaml (`loadgen.percentile: loadgen.loadgen:percentile`):
+the grader swaps wrong methods in for it while your tests run, so your summary must call it and
+your percentile tests must test it. Move it if you like, and keep submission.yaml true.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
+
+
+def percentile(values: Sequence[float], p: float) -> float | None:
+    """The p-th percentile (0 < p <= 100) of `values` (in any order) by nearest rank:
+    rank = ceil(p/100 * n), 1-based, on the values sorted ascending; None when there are none."""
+    raise NotImplementedError("TODO: nearest-rank percentile")
 
 
 def main() -> None:

@@ -1,6 +1,10 @@
 """Your load generator's tests. YOURS TO WRITE; TASK.md lists what they must cover.
 
-The kit's pytest plugin gives you real fake servers:
+Test the percentile function that submission.yaml names (`from loadgen.loadgen import percentile`),
+in this process: the grader swaps wrong methods in for it and expects these tests to fail then.
+
+The kit's pytest plugin gives you real fake servers (the grader also runs these tests against a
+server whose slot limit is removed, and expects the slot test to fail there):
 
     def test_more_requests_than_slots_raise_p90_ttft(fake_server):
         server = fake_server(max_num_seqs=2, token_rate=200)
