@@ -1,0 +1,168 @@
+"""`grader grade`: turn a submission into a grade and its reports, whatever the submission does.
+
+The order: unpack (if an archive), read the rubric, check the contract part by part (a broken
+part skips only the criteria that need it), then run the sections in a sandbox, and write the
+reports. The only errors that stop a grade are the grader's own (a bad rubric, an unwritable
+output folder); everything a submission does wrong ends up in the report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.contract import ContractError, Submission, read_yaml, schema_errors
+from grader.outcome import CriterionResult, Grade
+from grader.rubric import Criterion, Rubric, load_rubric
+from grader.sections import grade_loadgen, grade_tests, skipped
+
+__all__ = ["PARTS", "GradeRun", "contract_problems", "grade"]
+
+# Which part of submission.yaml each deliverable needs.
+PARTS = {"loadgen": "loadgen", "tests": "loadgen", "gateway": "gateway", "manifests": "manifests",
+         "sizing": "sizing", "memo": "memo"}
+_SECTIONS = ("loadgen", "tests")  # deliverables graded in a sandbox here; the rest come with their sections
+
+
+@dataclass
+class GradeRun:
+    """What a grade was asked to do."""
+
+    submission: Path
+    out: Path
+    only: tuple[str, ...] = ()
+    seed: int = 0
+    rubric: Path | None = None
+    override: Path | None = None
+    jobs: int = 1
+    echo: Callable[[str], None] = print
+    inherent_s: float = 0.0  # time the candidate's own commands ran (the part no grader can save)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def contract_problems(folder: Path) -> tuple[Submission | None, dict[str, list[str]]]:
+    """submission.yaml, and its contract problems by part ("*" when the whole file is unusable)."""
+    path = folder / "submission.yaml"
+    if not path.is_file():
+        return None, {"*": [f"{folder.name}: no submission.yaml at its top"]}
+    try:
+        data = read_yaml(path)
+    except ContractError as exc:
+        return None, {"*": [str(exc)]}
+    if not isinstance(data, dict):
+        return None, {"*": [f"{path.name}: must be a mapping of parts (see the contract)"]}
+    problems: dict[str, list[str]] = {}
+    for line in schema_errors("submission", data):
+        head = line.split(":", 1)[0]
+        part = head.split(".")[0].split("[")[0]
+        if part in ("(top level)", "contract"):
+            named = next((p for p in set(PARTS.values()) if f"'{p}'" in line), "*")
+            part = named
+        problems.setdefault(part, []).append(f"submission.yaml: {line}")
+    submission = Submission(folder, data)
+    for part in ("memo",):
+        value = data.get(part)
+        if isinstance(value, str) and not (folder / value).is_file():
+            problems.setdefault(part, []).append(f"submission.yaml: memo: {value} does not exist")
+    return submission, problems
+
+
+@contextlib.contextmanager
+def _submission_folder(path: Path) -> Iterator[Path]:
+    if path.is_dir():
+        yield path
+        return
+    from grader.archive import unpack
+
+    with tempfile.TemporaryDirectory(prefix="grader-unpack-") as tmp:
+        yield unpack(path, Path(tmp))
+
+
+def _progress(echo: Callable[[str], None]) -> Callable[[CriterionResult], None]:
+    lock = threading.Lock()
+    marks = {"passed": "PASS", "failed": "FAIL", "inconclusive": "INCONCLUSIVE", "skipped": "SKIP"}
+
+    def report(result: CriterionResult) -> None:
+        with lock:
+            echo(f"{marks[result.status]:<12} {result.score:g}/{result.weight:g}  {result.id:<26} "
+                 f"({result.duration_s:.1f} s{', rerun' if result.attempts > 1 else ''})")
+    return report
+
+
+def grade(run: GradeRun) -> Grade:
+    """Grade one submission and write its reports to `run.out`."""
+    started_at = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    t0 = time.perf_counter()
+    rubric = load_rubric(run.rubric, override=run.override)
+    criteria = rubric.select(run.only)
+    report = _progress(run.echo)
+    with _submission_folder(run.submission) as folder:
+        submission, problems = contract_problems(folder)
+        results: dict[str, CriterionResult] = {}
+        todo: dict[str, list[Criterion]] = {}
+        for criterion in criteria:
+            broken = problems.get("*", []) + problems.get(PARTS[criterion.deliverable], [])
+            if broken or submission is None:
+                results[criterion.id] = skipped(criterion, "the contract is broken for this part: " + "; ".join(broken))
+                report(results[criterion.id])
+            elif criterion.deliverable not in _SECTIONS:
+                results[criterion.id] = skipped(criterion, f"the {criterion.deliverable} section is not graded by this grader version")
+                report(results[criterion.id])
+            else:
+                todo.setdefault(criterion.deliverable, []).append(criterion)
+        sandboxed, note = True, ""
+        if todo and submission is not None:
+            sandboxed, note = _run_sections(run, rubric, submission, todo, results, report)
+    ordered = [results[c.id] for c in criteria]
+    grade_ = Grade(
+        submission=str(run.submission), candidate=(submission.data.get("candidate") if submission else None),
+        seed=run.seed, started=started_at.isoformat(), duration_s=round(time.perf_counter() - t0, 3),
+        sandboxed=sandboxed, sandbox_note=note, rubric=str(rubric.path),
+        contract_problems=[p for lines in problems.values() for p in lines], criteria=ordered,
+    )
+    run.timings["total_s"] = grade_.duration_s
+    run.timings["inherent_s"] = round(run.inherent_s, 3)
+    from grader.reports import write_reports
+
+    write_reports(grade_, run.out)
+    return grade_
+
+
+def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: dict[str, list[Criterion]],
+                  results: dict[str, CriterionResult], report: Callable[[CriterionResult], None]) -> tuple[bool, str]:
+    from grader.sandbox import Sandbox
+
+    notes: list[tuple[bool, str]] = []
+    lock = threading.Lock()
+
+    def section(name: str) -> None:
+        with Sandbox(submission.folder) as box:
+            with lock:
+                notes.append((box.isolated, box.note))
+            if name == "loadgen":
+                done, inherent = grade_loadgen(box, submission, rubric, todo[name], seed=run.seed, report=report)
+            else:
+                done, inherent = grade_tests(box, submission, todo[name], report=report)
+        with lock:
+            results.update({r.id: r for r in done})
+            run.inherent_s += inherent
+
+    names = list(todo)
+    if run.jobs > 1 and len(names) > 1:
+        with ThreadPoolExecutor(max_workers=min(run.jobs, len(names))) as pool:
+            for future in [pool.submit(section, n) for n in names]:
+                future.result()
+    else:
+        for name in names:
+            section(name)
+    isolated = all(i for i, _ in notes)
+    note = next((n for i, n in notes if not i), notes[0][1] if notes else "")
+    return isolated, note
+

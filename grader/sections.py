@@ -1,0 +1,100 @@
+"""Sections of a grade: the criteria that share a sandbox and its runs, graded together.
+
+A section runs what its criteria need once (a load-generator scenario feeds several criteria;
+the test command runs once on the candidate's code and once per chaff variant), checks each
+criterion, and reruns a scenario once when a timing check came out borderline. Each criterion's
+result is handed to `report` as soon as it is known, so the terminal shows progress.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from grader.contract import Submission
+from grader.criteria import candidate_tests, loadgen
+from grader.criteria.loadgen_run import Box, LoadgenRun, run_loadgen
+from grader.criteria.verdict import Verdict, is_borderline
+from grader.outcome import CriterionResult
+from grader.rubric import Criterion, Rubric
+
+__all__ = ["grade_loadgen", "grade_tests", "result_of", "skipped"]
+
+Report = Callable[[CriterionResult], None]
+
+
+def result_of(criterion: Criterion, verdict: Verdict, *, duration_s: float, attempts: int = 1,
+              inconclusive: bool = False) -> CriterionResult:
+    status = "inconclusive" if inconclusive else ("passed" if verdict.passed else "failed")
+    score = 0.0 if inconclusive else round(criterion.weight * verdict.score_fraction, 6)
+    output = verdict.output
+    if inconclusive:
+        output = f"INCONCLUSIVE: borderline twice (within {criterion.tolerance_text} of the limit); a person should look.\n{output}"
+    return CriterionResult(
+        id=criterion.id, title=criterion.text, deliverable=criterion.deliverable, weight=criterion.weight,
+        visibility=criterion.visibility,  # type: ignore[arg-type]
+        status=status, score=score, output=output, tolerance=criterion.tolerance_text,  # type: ignore[arg-type]
+        scenario=", ".join(criterion.scenarios), duration_s=round(duration_s, 3), attempts=attempts,
+        evidence=verdict.evidence,
+    )
+
+
+def skipped(criterion: Criterion, why: str) -> CriterionResult:
+    return CriterionResult(
+        id=criterion.id, title=criterion.text, deliverable=criterion.deliverable, weight=criterion.weight,
+        visibility=criterion.visibility, status="skipped", score=0.0, output=why,  # type: ignore[arg-type]
+        tolerance=criterion.tolerance_text, scenario=", ".join(criterion.scenarios),
+    )
+
+
+def grade_loadgen(box: Box, submission: Submission, rubric: Rubric, criteria: list[Criterion], *, seed: int,
+                  report: Report) -> tuple[list[CriterionResult], float]:
+    """Every load-generator criterion; returns the results and the candidate's own run time."""
+    runs: dict[str, LoadgenRun] = {}
+    inherent = 0.0
+
+    def scenario_runs(criterion: Criterion, *, again: bool = False) -> list[LoadgenRun]:
+        nonlocal inherent
+        out = []
+        for name in criterion.scenarios:
+            key = f"{name}#2" if again else name
+            if key not in runs:
+                runs[key] = run_loadgen(box, submission, rubric.scenarios[name], seed=seed,
+                                        label=f"{name}-rerun" if again else name)
+                inherent += runs[key].wall_s
+            out.append(runs[key])
+        return out
+
+    results = []
+    for criterion in criteria:
+        started = time.perf_counter()
+        check = loadgen.CHECKS[criterion.id]
+        verdict = check(scenario_runs(criterion), criterion)
+        attempts, inconclusive = 1, False
+        if is_borderline(verdict):
+            attempts = 2
+            verdict = check(scenario_runs(criterion, again=True), criterion)
+            inconclusive = is_borderline(verdict)
+        result = result_of(criterion, verdict, duration_s=time.perf_counter() - started, attempts=attempts,
+                           inconclusive=inconclusive)
+        report(result)
+        results.append(result)
+    return results, inherent
+
+
+def grade_tests(box: Box, submission: Submission, criteria: list[Criterion], *,
+                report: Report) -> tuple[list[CriterionResult], float]:
+    """The candidate's tests: one own-code run, then the chaff variants the criteria need."""
+    started = time.perf_counter()
+    variants: tuple[Any, ...] = tuple(v for c in criteria for v in candidate_tests.CHECKS[c.id][1])
+    runs = candidate_tests.run_tests(box, submission, variants=variants)
+    inherent = runs.own.wall_s + sum(r.wall_s for r in runs.variants.values())
+    per_criterion = (time.perf_counter() - started) / max(len(criteria), 1)
+    results = []
+    for criterion in criteria:
+        check, _ = candidate_tests.CHECKS[criterion.id]
+        result = result_of(criterion, check(runs, criterion), duration_s=per_criterion)
+        report(result)
+        results.append(result)
+    return results, inherent
