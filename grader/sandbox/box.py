@@ -1,0 +1,292 @@
+"""The outer side: `Sandbox` starts the harness in bubblewrap and turns its operations into calls.
+
+One sandbox per grading session. Its namespace has only a loopback interface, its own PIDs and
+IPC, a read-only allowlist of the filesystem and a size-limited tmpfs holding a copy of the
+submission. Closing it kills the namespace (bubblewrap runs with --die-with-parent and is killed;
+the kernel then kills every process of the PID namespace), removes its cgroups and leaves nothing
+behind. Where namespaces are unavailable, the same harness runs as a plain child process and the
+sandbox says "UNSANDBOXED: <why>" in `note` — never silently.
+
+Cgroups: the sandbox's cgroup is made under this process's own (per controller on v1), bound into
+the sandbox at a root-only path, and the harness makes one child per candidate command in it.
+
+bubblewrap's --die-with-parent ties the sandbox to the thread that opened it (the kernel's parent
+death signal follows the creating thread): open and close a Sandbox on a thread that outlives it.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import itertools
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from functools import lru_cache
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Self
+
+from . import cgroups as cg
+from . import layout
+from .protocol import CONFIG_ENV, HarnessConfig, Limits, RunResult, SandboxError
+
+__all__ = ["Sandbox", "isolation_available"]
+
+CANDIDATE_UID = 65534  # nobody/nogroup: owns nothing on the host
+_START_TIMEOUT_S = 60.0
+_OP_MARGIN_S = 30.0
+_names = itertools.count(1)
+
+
+@lru_cache(maxsize=1)
+def isolation_available() -> tuple[bool, str]:
+    """Whether bubblewrap can make a network+PID+IPC namespace here, and why not if it cannot."""
+    if not sys.platform.startswith("linux"):
+        return False, f"namespaces need Linux (this is {sys.platform})"
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return False, "bubblewrap (bwrap) is not installed"
+    true = shutil.which("true") or "/bin/true"
+    try:
+        done = subprocess.run([bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent",
+                               "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", true],
+                              check=False, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"bwrap could not run ({exc})"
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return False, f"bwrap cannot create namespaces here ({why})"
+    version = subprocess.run([bwrap, "--version"], check=False, capture_output=True, text=True).stdout.strip() or "bwrap"
+    return True, version
+
+
+class Sandbox:
+    """`with Sandbox(submission_dir, limits=Limits()) as box:` — one isolated grading session.
+
+    `isolate`: None uses namespaces when available (otherwise runs UNSANDBOXED, saying so in
+    `note`); True raises SandboxError when they are unavailable; False never uses them.
+    """
+
+    def __init__(self, submission_dir: str | Path, *, limits: Limits | None = None, isolate: bool | None = None) -> None:
+        self.submission = Path(submission_dir)
+        self.limits = limits or Limits()
+        self._isolate = isolate
+        self.isolated = False
+        self.note = ""
+        self._proc: subprocess.Popen[str] | None = None
+        self._responses: queue.Queue[str | None] = queue.Queue()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=200)
+        self._threads: list[threading.Thread] = []
+        self._cgroups: dict[str, Path] = {}
+        self._tempdir: Path | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        self.open()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def open(self) -> None:
+        if not self.submission.is_dir():
+            raise SandboxError(f"{self.submission}: the submission is not a folder")
+        available, why = isolation_available() if self._isolate is not False else (False, "isolation turned off by the caller")
+        if self._isolate and not available:
+            raise SandboxError(f"isolation is required but unavailable: {why}")
+        root = os.geteuid() == 0
+        setpriv = shutil.which("setpriv")
+        run_as = CANDIDATE_UID if available and root and setpriv else None
+        name = f"grader-sandbox-{os.getpid()}-{next(_names)}"
+        version, self._cgroups, cg_why = cg.create_sandbox_cgroups(name)
+        kit = layout.kit_paths()
+        python = sys.executable
+        try:
+            if available:
+                argv = layout.bwrap_argv(shutil.which("bwrap") or "bwrap", kit, self.submission.resolve(),
+                                         disk_bytes=self.limits.disk_bytes, cgroups=self._cgroups, python=python)
+                config = HarnessConfig(
+                    box_root=layout.BOX_ROOT, submission=layout.SUBMISSION_SOURCE, python_bin=str(kit.python_bin),
+                    starter=str(kit.starter) if kit.starter else None, limits=self.limits, run_as=run_as,
+                    sweep_uid=run_as is not None, cgroup_version=version,
+                    cgroups={c: f"{layout.CGROUP_MOUNTS}/{c}" for c in self._cgroups}, isolated=True)
+                python_path, cwd = layout.KIT_COPY, None
+            else:
+                self._tempdir = Path(tempfile.mkdtemp(prefix="grader-sandbox-"))
+                argv = [python, "-m", "grader.sandbox.harness"]
+                config = HarnessConfig(
+                    box_root=str(self._tempdir), submission=str(self.submission.resolve()), python_bin=str(kit.python_bin),
+                    starter=str(kit.starter) if kit.starter else None, limits=self.limits, run_as=None,
+                    sweep_uid=False, cgroup_version=version, cgroups={c: str(p) for c, p in self._cgroups.items()},
+                    isolated=False)
+                python_path, cwd = str(kit.grader.parent), str(self._tempdir)
+            self.isolated = available
+            self.note = self._describe(available, why, run_as, version, cg_why)
+            env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONPATH": python_path,
+                   "PYTHONDONTWRITEBYTECODE": "1", CONFIG_ENV: config.to_env()}
+            self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True, encoding="utf-8", env=env, cwd=cwd, start_new_session=True)
+            self._start_readers()
+            self._receive("start", _START_TIMEOUT_S)
+        except BaseException:
+            self.close()
+            raise
+
+    def _describe(self, isolated: bool, why: str, run_as: int | None, version: int | None, cg_why: str) -> str:
+        limits = (f"limits: cpu {self.limits.cpu_s}s, memory {self.limits.memory_bytes >> 20} MiB, pids {self.limits.pids}, "
+                  f"output {self.limits.output_bytes >> 20} MiB, disk {self.limits.disk_bytes >> 20} MiB")
+        enforcement = f"cgroup v{version} pids+memory per command" if version else f"rlimits only ({cg_why})"
+        if not isolated:
+            return (f"UNSANDBOXED: {why}; candidate code runs as this user with this user's file access "
+                    f"and network; {enforcement}; {limits}")
+        who = f"uid {run_as}" if run_as is not None else "the grader's own uid (not root: it can read the harness's files)"
+        return (f"{why}: own network (loopback only), PID and IPC namespaces; read-only allowlisted filesystem; "
+                f"candidate as {who}; {enforcement}; {limits}")
+
+    def close(self) -> None:
+        """End everything: ask the harness to stop, kill the namespace, remove cgroups and temp files."""
+        if self._closed:
+            return
+        self._closed = True
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(SandboxError, OSError, ValueError):
+                self._request("shutdown", {}, timeout_s=20.0, closing=True)
+            with contextlib.suppress(OSError):
+                proc.kill()
+        if proc is not None:
+            proc.wait()
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                with contextlib.suppress(OSError):
+                    if pipe is not None:
+                        pipe.close()
+        for thread in self._threads:
+            thread.join(5)
+        left = cg.remove_tree(self._cgroups.values())
+        self._cgroups = {}
+        if self._tempdir is not None:
+            shutil.rmtree(self._tempdir, ignore_errors=True)
+            self._tempdir = None
+        if left:
+            raise SandboxError(f"could not remove cgroups {', '.join(left)}")
+
+    # -- the wire ---------------------------------------------------------------------------
+
+    def _start_readers(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None and self._proc.stderr is not None
+        out, err = self._proc.stdout, self._proc.stderr
+
+        def read_out(stream: IO[str]) -> None:
+            for line in stream:
+                self._responses.put(line)
+            self._responses.put(None)
+
+        def read_err(stream: IO[str]) -> None:
+            for line in stream:
+                self._stderr.append(line.rstrip("\n")[:2000])
+
+        for target, stream in ((read_out, out), (read_err, err)):
+            thread = threading.Thread(target=target, args=(stream,), name="sandbox-reader", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _receive(self, op: str, timeout_s: float) -> Any:
+        try:
+            line = self._responses.get(timeout=timeout_s)
+        except queue.Empty:
+            self._kill()
+            raise SandboxError(f"{op}: the sandbox did not answer within {timeout_s:g}s; it was ended") from None
+        if line is None:
+            time.sleep(0.05)  # let the stderr reader catch the last words
+            raise SandboxError(f"{op}: the sandbox ended unexpectedly: {self._last_words()}")
+        try:
+            response = json.loads(line)
+        except json.JSONDecodeError:
+            raise SandboxError(f"{op}: the sandbox answered something that is not JSON: {line[:200]!r}") from None
+        if "error" in response:
+            raise SandboxError(str(response["error"]))
+        return response.get("result")
+
+    def _last_words(self) -> str:
+        lines = [line for line in self._stderr if line.strip()]
+        return " | ".join(lines[-5:]) or "no message"
+
+    def _kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self._proc.kill()
+
+    def _request(self, op: str, args: dict[str, Any], *, timeout_s: float, closing: bool = False) -> Any:
+        with self._lock:
+            if (self._closed and not closing) or self._proc is None or self._proc.poll() is not None:
+                raise SandboxError(f"{op}: the sandbox is not running ({self._last_words()})")
+            assert self._proc.stdin is not None
+            try:
+                self._proc.stdin.write(json.dumps({"op": op, "args": args}) + "\n")
+                self._proc.stdin.flush()
+            except (OSError, ValueError) as exc:
+                raise SandboxError(f"{op}: cannot reach the sandbox ({exc}): {self._last_words()}") from None
+            return self._receive(op, timeout_s)
+
+    # -- operations -------------------------------------------------------------------------
+
+    def serve(self, name: str, **settings: Any) -> dict[str, str]:
+        """Start a fake server named `name` inside; returns {"base_url": .../v1, "url": ...}."""
+        return self._request("serve", {"name": name, "settings": settings}, timeout_s=_OP_MARGIN_S)
+
+    def configure(self, name: str, **settings: Any) -> None:
+        self._request("configure", {"name": name, "settings": settings}, timeout_s=_OP_MARGIN_S)
+
+    def set_faults(self, name: str, faults: list[dict[str, Any]]) -> None:
+        self._request("set_faults", {"name": name, "faults": faults}, timeout_s=_OP_MARGIN_S)
+
+    def reset(self, name: str) -> None:
+        self._request("reset", {"name": name}, timeout_s=_OP_MARGIN_S)
+
+    def stop_server(self, name: str) -> None:
+        self._request("stop_server", {"name": name}, timeout_s=_OP_MARGIN_S)
+
+    def ledger(self, name: str, settle: float = 2.0) -> list[dict[str, Any]]:
+        """The named server's ledger records (fake_server.ledger), once in-flight requests settle."""
+        return self._request("ledger", {"name": name, "settle": settle}, timeout_s=settle + _OP_MARGIN_S)["records"]
+
+    def run(self, argv: list[str], *, timeout_s: float, env: dict[str, str] | None = None,
+            inject: dict[str, str] | None = None, files_back: tuple[str, ...] | list[str] = (), cwd: str = "work") -> RunResult:
+        """Run a candidate command to its end; every process it started is gone when this returns."""
+        args = {"argv": list(argv), "timeout_s": timeout_s, "env": env or {}, "inject": inject or {},
+                "files_back": list(files_back), "cwd": cwd}
+        return RunResult.from_dict(self._request("run", args, timeout_s=timeout_s + 2 * _OP_MARGIN_S))
+
+    def spawn(self, argv: list[str], *, timeout_s: float = 600.0, env: dict[str, str] | None = None,
+              inject: dict[str, str] | None = None, files_back: tuple[str, ...] | list[str] = (), cwd: str = "work") -> str:
+        """Start a long-running candidate command (a gateway); returns its handle for stop().
+
+        It is killed at `timeout_s` if not stopped before; `files_back` are read when it stops.
+        """
+        args = {"argv": list(argv), "timeout_s": timeout_s, "env": env or {}, "inject": inject or {},
+                "files_back": list(files_back), "cwd": cwd}
+        return self._request("spawn", args, timeout_s=_OP_MARGIN_S)["handle"]
+
+    def stop(self, handle: str) -> RunResult:
+        """Stop a spawned command (SIGTERM, then SIGKILL) and everything it started."""
+        return RunResult.from_dict(self._request("stop", {"handle": handle}, timeout_s=2 * _OP_MARGIN_S))
+
+    def wait_port(self, port: int, timeout_s: float = 10.0) -> bool:
+        return bool(self._request("wait_port", {"port": port, "timeout_s": timeout_s},
+                                  timeout_s=timeout_s + _OP_MARGIN_S)["open"])
+
+    def http(self, method: str, url: str, *, headers: dict[str, str] | None = None, json: Any = None,
+             stream: bool = False, timeout_s: float = 30.0) -> dict[str, Any]:
+        """Send a request from inside the namespace to a loopback URL (a candidate's gateway)."""
+        args = {"method": method, "url": url, "headers": headers or {}, "json": json, "stream": stream, "timeout_s": timeout_s}
+        return self._request("http", args, timeout_s=2 * timeout_s + _OP_MARGIN_S)

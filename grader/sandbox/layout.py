@@ -1,0 +1,97 @@
+"""What the sandbox shows: an allowlist of the host's folders, and the bubblewrap command that builds it.
+
+Everything is found from the imported modules and the running interpreter, never from fixed
+paths, so an editable checkout and an installed wheel both work. The candidate sees the system
+folders, the Python installation that runs the kit (base and venv), and the kit parts it may use
+(`fake_server`, `starter/`, `chart/`, `schemas/`), each at its real path so the venv's
+editable-install finder still resolves `fake_server`. The `grader` package is bound only under a
+0700 root-owned folder for the harness; if it sits inside a bound folder (a wheel in the venv's
+site-packages) an empty tmpfs hides it there.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import fake_server
+import grader
+
+__all__ = ["BOX_ROOT", "CGROUP_MOUNTS", "HIDDEN", "KIT_COPY", "SUBMISSION_SOURCE", "KitPaths", "bwrap_argv", "kit_paths"]
+
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+BOX_ROOT = "/tmp"  # the size-limited tmpfs: work/, home/, tmp/, inject/ live here
+HIDDEN = "/tmp/.h"  # 0700 root: what only the harness may read
+KIT_COPY = HIDDEN + "/kit"  # PYTHONPATH of the harness; holds `grader`
+SUBMISSION_SOURCE = HIDDEN + "/submission"
+CGROUP_MOUNTS = HIDDEN + "/cg"
+
+
+@dataclass(frozen=True)
+class KitPaths:
+    fake_server: Path
+    grader: Path
+    python_prefixes: tuple[Path, ...]  # sys.base_prefix, sys.prefix, and where the interpreter really is
+    python_bin: Path  # the folder of the interpreter running the kit (the venv's bin/)
+    extras: tuple[Path, ...]  # starter/, chart/, schemas/ that exist beside fake_server
+
+    @property
+    def starter(self) -> Path | None:
+        return next((p for p in self.extras if p.name == "starter"), None)
+
+    def candidate_binds(self) -> list[Path]:
+        """Folders bound read-only at their real path, outermost first, without repeats."""
+        out: list[Path] = []
+        for path in [*self.python_prefixes, self.fake_server, *self.extras]:
+            if not any(path == p or path.is_relative_to(p) for p in out if not _is_system(p)) and not _is_system(path):
+                out.append(path)
+        return out
+
+
+def _is_system(path: Path) -> bool:
+    return any(path == Path(s) or path.is_relative_to(s) for s in SYSTEM_FOLDERS)
+
+
+def kit_paths() -> KitPaths:
+    fs = Path(fake_server.__file__).resolve().parent
+    gr = Path(grader.__file__).resolve().parent
+    real_python = Path(os.path.realpath(sys.executable))
+    prefixes = [Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), real_python.parent.parent]
+    unique = tuple(dict.fromkeys(p for p in prefixes if p != Path("/")))
+    extras = tuple(fs.parent / name for name in ("starter", "chart", "schemas") if (fs.parent / name).is_dir())
+    return KitPaths(fake_server=fs, grader=gr, python_prefixes=unique,
+                    python_bin=Path(sys.executable).parent.absolute(), extras=extras)
+
+
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for folder in SYSTEM_FOLDERS:
+        if os.path.islink(folder):
+            args += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            args += ["--ro-bind", folder, folder]
+    return args
+
+
+def bwrap_argv(bwrap: str, kit: KitPaths, submission: Path, *, disk_bytes: int,
+               cgroups: dict[str, Path], python: str) -> list[str]:
+    """The full bubblewrap command line. It holds paths only, never a secret (any process may read it)."""
+    args = [bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox",
+            "--die-with-parent", "--new-session",
+            *_system_binds(),
+            "--proc", "/proc", "--dev", "/dev",
+            "--size", str(disk_bytes), "--perms", "1777", "--tmpfs", BOX_ROOT,
+            "--perms", "0700", "--dir", HIDDEN]
+    for path in kit.candidate_binds():
+        args += ["--ro-bind", str(path), str(path)]
+    args += ["--ro-bind", str(kit.grader), f"{KIT_COPY}/grader",
+             "--ro-bind", str(submission), SUBMISSION_SOURCE]
+    for controller, folder in cgroups.items():
+        args += ["--bind", str(folder), f"{CGROUP_MOUNTS}/{controller}"]
+    for path in kit.candidate_binds():
+        if kit.grader.is_relative_to(path):
+            args += ["--tmpfs", str(kit.grader)]
+    args += ["--chdir", KIT_COPY, "--", python, "-m", "grader.sandbox.harness"]
+    return args

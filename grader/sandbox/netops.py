@@ -1,0 +1,98 @@
+"""Requests the grader sends from inside the sandbox's network namespace (loopback only).
+
+A candidate's gateway listens on loopback inside the namespace, where the outer grader cannot
+reach it; the harness sends the grader's requests for it and reports what came back, with the
+receive time of every server-sent event (Unix epoch seconds, the ledger's clock).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+
+import httpx
+
+__all__ = ["LOOPBACK_HOSTS", "http_request", "wait_port"]
+
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
+_BODY_CAP = 8 * 1024 * 1024
+
+
+def _loopback_url(url: Any) -> httpx.URL:
+    if not isinstance(url, str):
+        raise TypeError("http: url must be a string")
+    try:
+        parsed = httpx.URL(url)
+    except Exception as exc:  # noqa: BLE001 - httpx raises several types for bad URLs
+        raise ValueError(f"http: {url!r} is not a URL ({exc})") from None
+    if parsed.scheme not in ("http", "https"):
+        raise ValueError(f"http: {url!r} is not an http URL")
+    if parsed.host not in LOOPBACK_HOSTS:
+        raise ValueError(f"http: {url!r} is not a loopback address (only 127.0.0.1, localhost and ::1)")
+    return parsed
+
+
+def http_request(method: str, url: str, *, headers: dict[str, str] | None = None, json: Any = None,
+                 stream: bool = False, timeout_s: float = 30.0) -> dict[str, Any]:
+    """Send one request and report status, headers, body and (for SSE) each event with its time.
+
+    Transport failures are answered, not raised: `error` names them and `status` is None.
+    """
+    target = _loopback_url(url)
+    if not isinstance(method, str) or not method.isalpha():
+        raise ValueError(f"http: {method!r} is not an HTTP method")
+    out: dict[str, Any] = {"status": None, "headers": {}, "body": "", "events": [], "error": None}
+    deadline = time.monotonic() + timeout_s
+    body = bytearray()
+    try:
+        with httpx.Client(timeout=timeout_s, trust_env=False) as client, \
+                client.stream(method.upper(), target, headers=headers or {}, json=json) as response:
+            out["status"] = response.status_code
+            out["headers"] = dict(response.headers)
+            if stream:
+                _read_events(response, out, body, deadline)
+            else:
+                for chunk in response.iter_bytes():
+                    body += chunk[: max(0, _BODY_CAP - len(body))]
+                    if time.monotonic() > deadline:
+                        out["error"] = f"timed out after {timeout_s:g}s reading the body"
+                        break
+    except httpx.HTTPError as exc:
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    out["body"] = body.decode("utf-8", "replace")
+    return out
+
+
+def _read_events(response: httpx.Response, out: dict[str, Any], body: bytearray, deadline: float) -> None:
+    """SSE: one event per blank-line-terminated block; its data lines joined by newlines."""
+    data: list[str] = []
+    for line in response.iter_lines():
+        now = time.time()
+        if len(body) < _BODY_CAP:
+            body += (line + "\n").encode()
+        if line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+        elif line == "" and data:
+            out["events"].append([now, "\n".join(data)])
+            data = []
+        if time.monotonic() > deadline:
+            out["error"] = "timed out reading the event stream"
+            return
+    if data:
+        out["events"].append([time.time(), "\n".join(data)])
+
+
+def wait_port(port: int, timeout_s: float) -> dict[str, Any]:
+    """Wait until something accepts connections on 127.0.0.1:port."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise ValueError(f"wait_port: {port!r} is not a port number")
+    start = time.monotonic()
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return {"open": True, "waited_s": round(time.monotonic() - start, 3)}
+        except OSError:
+            if time.monotonic() - start > timeout_s:
+                return {"open": False, "waited_s": round(time.monotonic() - start, 3)}
+            time.sleep(0.02)
