@@ -176,11 +176,11 @@ def measure_naive(streams: int, rate: float, max_tokens: int) -> Row:
 
 
 def timer_lateness(steps: int = 100, period: float = 0.05) -> dict[str, float]:
-    """p99 lateness (ms) of plain `asyncio.sleep` and of the engine's `Waker`, on an idle loop:
+    """p99 lateness (ms) of plain `asyncio.sleep` and of the engine's precise clock, on an idle loop:
     the floor under every timing figure on this machine."""
     import asyncio
 
-    from fake_server.engine import Waker
+    from fake_server.clock import PreciseClock
 
     async def run(sleep_until: Any) -> float:
         lags, t = [], time.perf_counter()
@@ -193,7 +193,7 @@ def timer_lateness(steps: int = 100, period: float = 0.05) -> dict[str, float]:
     async def plain(deadline: float) -> None:
         await asyncio.sleep(deadline - time.perf_counter())
 
-    return {"asyncio_sleep_p99_ms": asyncio.run(run(plain)), "waker_p99_ms": asyncio.run(run(Waker().sleep_until))}
+    return {"asyncio_sleep_p99_ms": asyncio.run(run(plain)), "precise_clock_p99_ms": asyncio.run(run(PreciseClock().sleep_until))}
 
 
 def table(rows: list[Row]) -> str:

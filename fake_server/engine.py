@@ -18,11 +18,14 @@ restarts from now rather than silently compressing later steps.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from .clock import StepClock, clock_for
+from .faults import FaultRule
 from .kv_cache import BLOCK_SIZE, KVCache, block_hashes
 from .ledger import LedgerRecord
 from .metrics import EngineMetrics
@@ -30,13 +33,21 @@ from .sequence import DECODE, DONE, PREFILL, WAITING, Sequence
 from .settings import ModelSettings, SettingsError
 from .textgen import TextStream
 
-__all__ = ["Engine", "QueueFull", "check_capacity"]
+__all__ = ["Engine", "EngineFailed", "InjectedCrash", "QueueFull", "check_capacity"]
 
-_REANCHOR = 0.002  # a step ending later than this restarts the timeline from now
+_log = logging.getLogger("fake_server")
 
 
 class QueueFull(Exception):
     """The waiting queue is at its configured cap (only when `max_waiting` > 0)."""
+
+
+class EngineFailed(Exception):
+    """The engine's step loop crashed; it takes no requests until the server is reset."""
+
+
+class InjectedCrash(RuntimeError):
+    """Raised inside a step by an `engine_crash` fault, to exercise the supervisor."""
 
 
 def _blocks_for(tokens: int) -> int:
@@ -47,6 +58,7 @@ def _blocks_for(tokens: int) -> int:
 class _Plan:
     decode: list[Sequence] = field(default_factory=list)
     prefill: list[tuple[Sequence, int]] = field(default_factory=list)
+    tokens_per_chunk: int = 1  # as planned: settings may change while the step runs
     duration: float = 0.0
     wake_at: float | None = None
 
@@ -72,13 +84,19 @@ class Engine:
         self._rng = random.Random(seed)
         self._wakeup: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
-        self._waker = Waker()
+        self._clock: StepClock = clock_for(settings.timing)
+        self.failure: str | None = None  # why the step loop died, once it has
         check_capacity(settings)
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
+        self.failure = None
         self._wakeup = asyncio.Event()
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"engine:{self.name}")
+        self._task = asyncio.get_running_loop().create_task(self._supervise(), name=f"engine:{self.name}")
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -97,8 +115,6 @@ class Engine:
         busy = self.num_running + self.num_waiting
         if self._kv_changes(settings) and busy:
             raise SettingsError(f"cannot resize the KV cache of `{self.name}` while {busy} requests are in flight")
-        if settings.tokens_per_chunk != self.settings.tokens_per_chunk and self.num_running:
-            raise SettingsError(f"cannot change tokens_per_chunk of `{self.name}` while {self.num_running} requests are decoding")
 
     def _new_kv(self, settings: ModelSettings) -> KVCache:
         return KVCache(settings.kv_cache_tokens, settings.enable_prefix_caching, unbounded=self.ignore_slot_limit)
@@ -112,6 +128,8 @@ class Engine:
         self.check_reconfigure(settings)
         if self._kv_changes(settings):
             self.kv = self._new_kv(settings)
+        if settings.timing != self.settings.timing:
+            self._clock = clock_for(settings.timing)
         self.settings = settings
         self._poke()
 
@@ -131,8 +149,12 @@ class Engine:
     # -- requests -------------------------------------------------------------------------
     def submit(self, record: LedgerRecord, prompt_ids: list[int], max_tokens: int,
                ignore_eos: bool, reasoning: bool, stop: tuple[str, ...], text: TextStream,
-               role_on_schedule: bool = False, min_tokens: int = 0, arrival: float | None = None) -> Sequence:
+               role_on_schedule: bool = False, min_tokens: int = 0, arrival: float | None = None,
+               *, fault: FaultRule | None = None) -> Sequence:
+        """Queue a request. `fault`, if it acts at a generated token, is applied by this engine."""
         s = self.settings
+        if self.failure is not None:
+            raise EngineFailed(f"The engine of model `{self.name}` has failed ({self.failure}); reset the server to restart it.")
         if s.max_waiting and len(self.waiting) >= s.max_waiting:
             raise QueueFull(f"the waiting queue of `{self.name}` is full ({s.max_waiting} requests)")
         natural = None if ignore_eos else max(min_tokens, text.natural_length(s.output_len_min, s.output_len_max))
@@ -141,6 +163,8 @@ class Engine:
                        s.reasoning_tokens if reasoning else 0, text, stop,
                        now + s.queue_delay, role_on_schedule)
         seq.arrival_mono = now if arrival is None else arrival
+        if fault is not None and fault.at_token:
+            seq.fault = fault
         if self.kv.prefix_caching:
             seq.hashes = block_hashes(prompt_ids)
         record.queued = time.time()
@@ -164,6 +188,27 @@ class Engine:
             self._wakeup.set()
 
     # -- the step loop --------------------------------------------------------------------
+    async def _supervise(self) -> None:
+        """Run the step loop; if a step raises, fail every request of this engine and stop."""
+        try:
+            await self._run()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any bug in a step must end the requests, not hang them
+            self._fail(exc)
+
+    def _fail(self, exc: Exception) -> None:
+        self.failure = f"{type(exc).__name__}: {exc}"
+        _log.error("the engine of model `%s` crashed; its %d requests end with an error", self.name,
+                   self.num_running + self.num_waiting, exc_info=exc)
+        message = f"The engine failed while generating this response ({self.failure})."
+        doomed = list(self.waiting) + list(self.running)
+        self.waiting.clear()
+        for seq in doomed:
+            seq.error = message
+            seq.push(("error", message, 0, "error", None))
+            self._finish(seq, "error")
+
     async def _run(self) -> None:
         assert self._wakeup is not None
         timeline: float | None = None  # planned end of the previous step
@@ -181,16 +226,17 @@ class Engine:
                 continue
             start = now if timeline is None else timeline
             end = start + plan.duration
-            await self._waker.sleep_until(end)
+            clock = self._clock
+            await clock.sleep_until(end)  # always yields: the writers send the last step's tokens
             lag = max(0.0, time.perf_counter() - end)
             self.metrics.step_lag.observe(lag)
-            timeline = end if lag <= _REANCHOR else None
+            timeline = end if lag <= clock.reanchor else None
             self._complete(plan, lag)
 
     def _plan(self, now: float) -> _Plan:
         s = self.settings
-        plan = _Plan()
         k = s.tokens_per_chunk
+        plan = _Plan(tokens_per_chunk=k)
         budget = s.max_num_batched_tokens if not self.ignore_slot_limit else 1 << 62
         slots = s.max_num_seqs if not self.ignore_slot_limit else 1 << 62
         for seq in list(self.running):
@@ -233,7 +279,7 @@ class Engine:
                 self.metrics.prefix_hits += seq.computed
                 self.metrics.queue_time.observe(now - seq.arrival_mono)
                 if seq.role_on_schedule:
-                    seq._push(("role", "", 0, None, None))
+                    seq.push(("role", "", 0, None, None))
             chunk = min(budget, target - seq.computed)
             plan.prefill.append((seq, chunk))
             budget -= chunk
@@ -282,7 +328,7 @@ class Engine:
 
     def _complete(self, plan: _Plan, lag: float) -> None:
         now = time.perf_counter()
-        k = self.settings.tokens_per_chunk
+        k = plan.tokens_per_chunk
         for seq, chunk in plan.prefill:
             if seq.state != PREFILL:
                 continue
@@ -301,8 +347,7 @@ class Engine:
 
     def _emit(self, seq: Sequence, n: int, now: float, lag: float) -> None:
         """Generate up to n tokens for `seq` and hand them to its writer as one or two events."""
-        if seq.record.step_lag_max < lag:
-            seq.record.step_lag_max = lag
+        seq.record.step_lag_max = max(seq.record.step_lag_max, lag)
         if seq.first_token_mono is None:
             seq.first_token_mono = now
             self.metrics.ttft.observe(now - seq.arrival_mono)
@@ -315,6 +360,17 @@ class Engine:
         finish: str | None = None
         emitted = 0
         for _ in range(n):
+            fault = seq.fault
+            if fault is not None and not seq.fault_fired and seq.output == fault.after_tokens:
+                # The one place a fault acts on generation: before token after_tokens + 1, so
+                # exactly after_tokens tokens are generated, sent and billed before it.
+                if count:
+                    seq.push((kind or "content", text, count, None, None))
+                    text, count = "", 0
+                self.metrics.generation_tokens += emitted
+                emitted = 0
+                if self._fire(seq, fault):
+                    return
             emitted += 1
             seq.output += 1
             seq.computed += 1
@@ -329,7 +385,7 @@ class Engine:
                 if seq.stop:
                     piece, finish = self._hold_for_stop(seq, piece)
             if count and piece_kind != kind:
-                seq._push((kind, text, count, None, None))
+                seq.push((kind, text, count, None, None))
                 text, count = "", 0
             kind = piece_kind
             text += piece
@@ -343,10 +399,21 @@ class Engine:
         self.metrics.generation_tokens += emitted
         if finish is None and not text and kind == "content":
             seq.carried = count  # all held back for a possible stop string: nothing to send yet
-        else:
-            seq._push((kind, text, count, finish, seq.stop_reason if finish else None))
+        elif count or finish:
+            seq.push((kind, text, count, finish, seq.stop_reason if finish else None))
         if finish:
             self._finish(seq, finish)
+
+    def _fire(self, seq: Sequence, fault: FaultRule) -> bool:
+        """Apply `seq`'s fault now; True when it ended the sequence."""
+        seq.fault_fired = True
+        if fault.kind == "engine_crash":
+            raise InjectedCrash(f"injected engine crash at request {seq.record.number}, token {seq.output}")
+        seq.push(("fault", "", 0, None, None))  # the writer acts here: stall, malformed frame, cut, ...
+        if fault.ends_generation:
+            self._finish(seq, "error" if fault.kind == "stream_error" else "abort")
+            return True
+        return False
 
     @staticmethod
     def _hold_for_stop(seq: Sequence, piece: str) -> tuple[str, str | None]:
@@ -389,7 +456,7 @@ class Engine:
         rec.reasoning_tokens = seq.reasoning_out
         rec.content_tokens = seq.content_tokens
         rec.finish_reason = reason
-        seq._wake()
+        seq.wake()
         self._poke()
 
 
@@ -398,26 +465,3 @@ def check_capacity(settings: ModelSettings) -> None:
         raise SettingsError(
             f"kv_cache_tokens ({settings.kv_cache_tokens}) must hold one sequence of max_model_len "
             f"({settings.max_model_len}) plus a block of {BLOCK_SIZE}; raise kv_cache_tokens or lower max_model_len")
-
-
-class Waker:
-    """Sleeps to a deadline as precisely as the machine allows, at the least CPU.
-
-    The loop's timers wake late by up to a millisecond or two (epoll's millisecond timeout, and on
-    a virtual machine the time the host takes to resume an idle vCPU). So the waker sleeps until
-    `margin` before the deadline and yields to other tasks for the rest, and it sets `margin` from
-    the lateness it has seen lately: small where timers are good, larger where they are not.
-    """
-
-    def __init__(self) -> None:
-        self.margin = 0.001
-        self._recent: deque[float] = deque(maxlen=64)
-
-    async def sleep_until(self, deadline: float) -> None:
-        coarse = deadline - self.margin
-        if coarse - time.perf_counter() > 0:
-            await asyncio.sleep(coarse - time.perf_counter())
-            self._recent.append(max(0.0, time.perf_counter() - coarse))
-            self.margin = min(0.004, max(0.0003, max(self._recent) + 0.0002))
-        while time.perf_counter() < deadline:
-            await asyncio.sleep(0)

@@ -16,7 +16,16 @@ Kinds, and what a plain client sees:
   no_done              after `after_tokens` tokens the body ends cleanly but without [DONE]
   stream_error         after `after_tokens` tokens, `data: {"error": ...}` then `data: [DONE]`
   malformed_chunk      after `after_tokens` tokens, one `data:` line that is not JSON, then the rest
+  engine_crash         after `after_tokens` tokens the model's engine step raises: every request
+                       of that engine ends with an error, `/health` answers 503 until a reset
   unhealthy            `/health` answers 503 (selects no request)
+
+Faults that act "after `after_tokens` tokens" are applied by the engine, at the moment it would
+generate token `after_tokens + 1`, and nowhere else: exactly `after_tokens` tokens are generated
+before the fault (fewer if the answer ends first). Those that end the generation (cut, no_done,
+stream_error) end it there, so usage, the ledger's `completion_tokens` and `cost_usd` count
+exactly the tokens the fault let through, however late the writer runs. stall and
+malformed_chunk do not change what is generated: the whole answer is billed.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from typing import Any
 
 from .settings import SettingsError
 
-__all__ = ["FAULT_KINDS", "FaultRule", "FaultPlan", "parse_rules"]
+__all__ = ["FAULT_KINDS", "FaultPlan", "FaultRule", "parse_rules"]
 
 FAULT_KINDS = (
     "http_error",
@@ -38,10 +47,14 @@ FAULT_KINDS = (
     "no_done",
     "stream_error",
     "malformed_chunk",
+    "engine_crash",
     "unhealthy",
 )
 # Kinds that act once the response has started (the rest act before it, or not on requests).
-_STREAM_KINDS = {"stall_after_headers", "stall", "cut", "no_done", "stream_error", "malformed_chunk"}
+_STREAM_KINDS = {"stall_after_headers", "stall", "cut", "no_done", "stream_error", "malformed_chunk", "engine_crash"}
+# Kinds the engine applies at generated token `after_tokens`, and those of them that end generation.
+_AT_TOKEN_KINDS = {"stall", "cut", "no_done", "stream_error", "malformed_chunk", "engine_crash"}
+_ENDING_KINDS = {"cut", "no_done", "stream_error"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +83,15 @@ class FaultRule:
     @property
     def in_stream(self) -> bool:
         return self.kind in _STREAM_KINDS
+
+    @property
+    def at_token(self) -> bool:
+        """Applied by the engine when it is about to generate token `after_tokens + 1`."""
+        return self.kind in _AT_TOKEN_KINDS
+
+    @property
+    def ends_generation(self) -> bool:
+        return self.kind in _ENDING_KINDS
 
     def describe(self) -> dict[str, Any]:
         """The rule as the ledger and /admin/faults show it: only what differs from defaults."""

@@ -18,17 +18,30 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from . import tokenizer
-from .engine import Engine, QueueFull
-from .sequence import Sequence, usage_of
+from .engine import Engine, EngineFailed, QueueFull
 from .faults import FaultRule
 from .ledger import LedgerRecord
-from .protocol import MAX_BODY_BYTES, BadRequest, parse_chat, parse_completion, parse_json
+from .protocol import (
+    MAX_BODY_BYTES,
+    BadRequest,
+    parse_chat,
+    parse_completion,
+    parse_json,
+)
+from .sequence import Sequence, usage_of
 from .state import ServerState
 from .streaming import StreamWriter, collect
 from .textgen import TextStream
-from .wire import ChatEncoder, CompletionEncoder, chat_response, completion_response, context_length_message, error_body
+from .wire import (
+    ChatEncoder,
+    CompletionEncoder,
+    chat_response,
+    completion_response,
+    context_length_message,
+    error_body,
+)
 
-__all__ = ["chat_completions", "completions", "error_response", "Persona"]
+__all__ = ["Persona", "chat_completions", "completions", "error_response"]
 
 _log = logging.getLogger("fake_server")
 
@@ -148,9 +161,11 @@ async def _serve(request: Request, state: ServerState, record: LedgerRecord, cha
     try:
         seq = engine.submit(record, prompt_ids, max_tokens, req.ignore_eos, chat and settings.reasoning,
                             req.stop, text, role_on_schedule=chat and settings.role_chunk == "on_schedule",
-                            min_tokens=req.min_tokens, arrival=arrival)
+                            min_tokens=req.min_tokens, arrival=arrival, fault=fault)
     except QueueFull as exc:
         return _reject(state, record, 429, str(exc), headers={"Retry-After": "1"})
+    except EngineFailed as exc:
+        return _reject(state, record, 500, str(exc))
     created = int(record.arrival)
     extra_headers = persona.headers(record) if persona is not None else []
     on_finish = persona.on_finish if persona is not None else None
@@ -174,19 +189,22 @@ async def _whole(request: Request, state: ServerState, engine: Engine, seq: Sequ
         stall = fault.seconds
     still_there, content, reasoning = await collect(engine, seq, request.receive, stall)
     record.finished = time.time()
-    if fault is not None and fault.kind in ("cut", "no_done", "stream_error", "malformed_chunk"):
-        record.fault = {**fault.describe(), "applied": True}
+    fired = fault is not None and seq.fault_fired  # the engine applied it at token `after_tokens`
+    if fault is not None and fault.kind in ("cut", "no_done", "stream_error", "malformed_chunk", "engine_crash"):
+        record.fault = {**fault.describe(), "applied": fired}
     hdrs = {k.decode(): v.decode() for k, v in headers}
     response: Response
-    if fault is not None and fault.kind in ("cut", "no_done"):
+    if seq.error is not None:  # the engine failed under this request
+        record.status, record.error = 500, seq.error
+        response = error_response(500, seq.error)
+    elif fired and fault is not None and fault.kind in ("cut", "no_done"):
         record.error = "connection cut before the response body (fault)"
         response = _CutResponse()
-    elif fault is not None and fault.kind == "stream_error":
-        engine.abort(seq, "error")
-        record.status, record.finish_reason = fault.status, "error"
+    elif fired and fault is not None and fault.kind == "stream_error":
+        record.status = fault.status
         record.error = "engine error (fault)"
         response = error_response(fault.status, fault.message or "The engine failed while generating this response.")
-    elif fault is not None and fault.kind == "malformed_chunk":
+    elif fired and fault is not None and fault.kind == "malformed_chunk":
         response = Response(b'{"id": "broken", "choices": [', media_type="application/json", headers=hdrs)
     else:
         usage = usage_of(seq, engine.settings.enable_prompt_tokens_details)
@@ -240,6 +258,6 @@ def _fault_error(state: ServerState, record: LedgerRecord, fault: FaultRule) -> 
     if fault.status in (429, 503) or fault.retry_after is not None:
         retry = fault.retry_after if fault.retry_after is not None else 1
         headers = {"Retry-After": f"{retry:g}"}
-    default = "The model `%s` does not exist." % record.model if fault.status == 404 else f"Injected fault: HTTP {fault.status}."
+    default = f"The model `{record.model}` does not exist." if fault.status == 404 else f"Injected fault: HTTP {fault.status}."
     return _reject(state, record, fault.status, fault.message or default, "model" if fault.status == 404 else None, headers)
 

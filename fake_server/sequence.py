@@ -10,15 +10,18 @@ import asyncio
 import time
 from typing import Any
 
+from .faults import FaultRule
 from .ledger import LedgerRecord
 from .textgen import TextStream
 
-__all__ = ["Sequence", "Event", "usage_of", "WAITING", "PREFILL", "DECODE", "DONE"]
+__all__ = ["DECODE", "DONE", "PREFILL", "WAITING", "Event", "Sequence", "usage_of"]
 
 WAITING, PREFILL, DECODE, DONE = range(4)
 
 # An event for the response writer: (kind, text, tokens, finish_reason, stop_reason).
-# kind is "role", "reasoning" or "content"; a finish_reason marks the sequence's last event.
+# kind is "role", "reasoning" or "content"; "fault" where the sequence's fault acts (the writer
+# applies it there); or "error" (text: the message) when the engine failed. A finish_reason marks
+# the sequence's last event.
 Event = tuple[str, str, int, str | None, str | None]
 
 
@@ -26,11 +29,37 @@ class Sequence:
     """One request inside the engine, and the hand-off point to its response writer."""
 
     __slots__ = (
-        "record", "prompt_ids", "hashes", "num_prompt", "max_tokens", "natural_len",
-        "reasoning_len", "text", "stop", "eligible_at", "role_on_schedule", "computed",
-        "output", "reasoning_out", "blocks", "state", "events", "finish_reason", "stop_reason",
-        "cached_tokens", "_waiter", "arrival_mono", "scheduled_mono", "first_token_mono",
-        "last_token_mono", "held", "carried", "admitted_once",
+        "_waiter",
+        "admitted_once",
+        "arrival_mono",
+        "blocks",
+        "cached_tokens",
+        "carried",
+        "computed",
+        "eligible_at",
+        "error",
+        "events",
+        "fault",
+        "fault_fired",
+        "finish_reason",
+        "first_token_mono",
+        "hashes",
+        "held",
+        "last_token_mono",
+        "max_tokens",
+        "natural_len",
+        "num_prompt",
+        "output",
+        "prompt_ids",
+        "reasoning_len",
+        "reasoning_out",
+        "record",
+        "role_on_schedule",
+        "scheduled_mono",
+        "state",
+        "stop",
+        "stop_reason",
+        "text",
     )
 
     def __init__(self, record: LedgerRecord, prompt_ids: list[int], max_tokens: int,
@@ -64,6 +93,9 @@ class Sequence:
         self.held = ""  # content held back while it may be the start of a stop string
         self.carried = 0  # tokens generated but not yet handed over (all their text held back)
         self.admitted_once = False
+        self.fault: FaultRule | None = None  # a fault the engine applies at a generated token
+        self.fault_fired = False
+        self.error: str | None = None  # why the engine ended it with an error
 
     @property
     def done(self) -> bool:
@@ -73,11 +105,11 @@ class Sequence:
     def content_tokens(self) -> int:
         return self.output - self.reasoning_out
 
-    def _push(self, event: Event) -> None:
+    def push(self, event: Event) -> None:
         self.events.append(event)
-        self._wake()
+        self.wake()
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None

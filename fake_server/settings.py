@@ -68,6 +68,7 @@ class ModelSettings:
     tokens_per_chunk: int = _opt(1, "Tokens per decode step and chunk (speculative decoding); >1 makes chunks != tokens.", min=1, max=64)
     role_chunk: str = _opt("with_first_token", "When the role-only first chunk is sent: with the first token, as vLLM; when the request is scheduled (before prefill); or on arrival (before queueing).", choices=("with_first_token", "on_schedule", "on_arrival"))
     startup_delay: float = _opt(0.0, "Seconds after start during which /health answers 503 and requests are refused with 503.", min=0, max=3600)
+    timing: str = _opt("cheap", "How the engine waits for a step's end: 'cheap' sleeps on the event loop's timer (about 1 ms late at worst, no busy-wait); 'precise' spins for the last fraction of a millisecond (a busy core, for benchmarks that ask for it).", choices=("cheap", "precise"))
     sse_line_ending: str = _opt("lf", "Line ending of streamed SSE events: lf as vLLM, crlf as sse-starlette, or cr.", choices=("lf", "crlf", "cr"))
     sse_data_space: bool = _opt(True, "Write `data: x` as vLLM (on) or `data:x` (off); both are valid SSE.")
     sse_keepalive_comments: int = _opt(0, "Write a `: keep-alive` SSE comment before every k-th event of a stream (0 = never).", min=0, max=1_000_000)

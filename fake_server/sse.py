@@ -28,7 +28,7 @@ from typing import Any
 from .ledger import LedgerRecord
 from .settings import ModelSettings
 
-__all__ = ["Framing", "FrameSender", "SPLIT_PAUSE", "LINE_ENDINGS"]
+__all__ = ["LINE_ENDINGS", "SPLIT_PAUSE", "FrameSender", "Framing"]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 

@@ -93,7 +93,9 @@ class ServerState:
         return time.perf_counter() - self.started < self.settings.model.startup_delay
 
     def health_ok(self) -> bool:
-        return self.healthy and not self.faults.unhealthy and not self.starting_up()
+        """200 on /health: not marked unhealthy, started up, and no engine has crashed."""
+        return (self.healthy and not self.faults.unhealthy and not self.starting_up()
+                and not any(engine.failed for engine in self.distinct_engines()))
 
     # -- run-time changes ---------------------------------------------------------------
     def config(self) -> dict[str, Any]:
@@ -135,6 +137,8 @@ class ServerState:
         if self.persona is not None:
             self.persona.reset()
         for name, engine in self.named_engines():
+            if engine.failed:
+                engine.start()  # a crashed step loop starts again, empty
             original = self._initial_models.get(name)
             if original is not None and not (engine.waiting or engine.running):
                 engine.reconfigure(copy.deepcopy(original))

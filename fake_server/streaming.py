@@ -15,13 +15,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .engine import Engine
-from .sequence import Sequence, usage_of
 from .faults import FaultRule
 from .ledger import Ledger, LedgerRecord
+from .sequence import Sequence, usage_of
 from .sse import FrameSender, Framing
 from .wire import DONE, ChatEncoder, CompletionEncoder, continuous_usage
 
-__all__ = ["StreamWriter", "collect", "watch_disconnect", "SSE_HEADERS"]
+__all__ = ["SSE_HEADERS", "StreamWriter", "collect", "watch_disconnect"]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -77,7 +77,7 @@ class StreamWriter:
             watcher.cancel()
             self.engine.abort(self.seq)  # no-op unless the stream ended early
             if self.fault is not None:
-                record.fault = {**self.fault.describe(), "applied": self.fault_applied}
+                record.fault = {**self.fault.describe(), "applied": self.fault_applied or self.seq.fault_fired}
             if record.error is None and self.seq.finish_reason == "abort":
                 record.error = "client disconnected"
             record.finished = time.time()
@@ -112,10 +112,13 @@ class StreamWriter:
                     continue
                 if not self.role_sent:
                     await self._send_role(send)
-                if fault is not None and not self.fault_applied and self.tokens_sent >= fault.after_tokens:
+                if kind == "fault" and fault is not None:
                     outcome = await self._apply_fault(send, fault)
                     if outcome is not None:
                         return outcome
+                    continue
+                if kind == "error":
+                    return await self._send_error(send, 500, text)
                 body = enc.delta(kind, text, finish, stop_reason, self._usage_suffix(self.tokens_sent + count))
                 await self._write(send, body, kind, count)
                 self.tokens_sent += count
@@ -137,8 +140,8 @@ class StreamWriter:
             await self._write(send, self.encoder.role(self._usage_suffix(0)), "role", 0)
 
     async def _apply_fault(self, send: Send, fault: FaultRule) -> bool | None:
-        """Apply an in-stream fault; a bool ends the stream (True: complete the body cleanly)."""
-        self.fault_applied = True
+        """Render the fault where the engine applied it; a bool ends the stream (True: complete
+        the body cleanly). The engine has already ended generation for the kinds that end it."""
         record = self.seq.record
         assert self.frames is not None
         await self.frames.flush()  # the fault acts after every token before it has left
@@ -148,16 +151,20 @@ class StreamWriter:
         if fault.kind == "malformed_chunk":
             await self._write(send, _MALFORMED, "malformed", 0)
             return None
-        self.engine.abort(self.seq, "error" if fault.kind == "stream_error" else "abort")
         if fault.kind == "cut":
             record.error = f"connection cut after {self.tokens_sent} tokens (fault)"
             return False
         if fault.kind == "no_done":
             record.error = f"stream ended without [DONE] after {self.tokens_sent} tokens (fault)"
             return True
-        message = fault.message or "The engine failed while generating this response."
         record.error = f"in-stream error after {self.tokens_sent} tokens (fault)"
-        await self._write(send, self.encoder.error(fault.status, message), "error", 0)
+        return await self._send_error(send, fault.status, fault.message or "The engine failed while generating this response.")
+
+    async def _send_error(self, send: Send, status: int, message: str) -> bool:
+        """vLLM's in-stream error event, then [DONE]."""
+        if self.seq.record.error is None:
+            self.seq.record.error = message
+        await self._write(send, self.encoder.error(status, message), "error", 0)
         await self._write(send, DONE, "done", 0)
         return True
 
@@ -186,7 +193,10 @@ async def collect(engine: Engine, seq: Sequence, receive: Receive, stall: float 
             if not events:
                 break
             for kind, text, _, _, _ in events:
-                (content if kind == "content" else reasoning).append(text)
+                if kind == "content":
+                    content.append(text)
+                elif kind == "reasoning":
+                    reasoning.append(text)
     finally:
         watcher.cancel()
     return not gone, "".join(content), "".join(reasoning)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import socket
@@ -133,7 +134,7 @@ def test_split_and_coalesced_writes_and_their_ledger_times():
     assert len(times) == len(events)
     stamped = [times[i:i + 3] for i in range(0, len(times), 3)]
     assert all(len(set(group)) == 1 for group in stamped)
-    assert all(b[0] - a[0] >= 0.002 for a, b in zip(stamped, stamped[1:]))
+    assert all(b[0] - a[0] >= 0.002 for a, b in itertools.pairwise(stamped))
 
 
 @pytest.mark.parametrize("scenario", ["sse-crlf-nospace", "sse-cr-comments", "sse-split-coalesced"])
