@@ -61,6 +61,15 @@ def _block(title: str, body: str) -> str:
     return f"<h3>{title}</h3>{inner}"
 
 
+def _accounts(c: CriterionResult) -> str:
+    """The three accounts side by side in the reader's mind: sent, reported, the ledger's truth."""
+    e = c.evidence
+    if not (e.sent.strip() or e.reported.strip() or e.truth.strip()):
+        return '<p class="empty">No record of what was sent, reported or in the ledger.</p>'
+    return (f"{_block('What the grader sent', e.sent)}{_block('What the candidate reported', e.reported)}"
+            f"{_block('What the ledger shows', e.truth)}")
+
+
 def _header(grade: Grade) -> str:
     score, max_score = totals(grade)
     counts = status_counts(grade.criteria)
@@ -150,10 +159,7 @@ def _criterion(c: CriterionResult, position: int) -> str:
             f'<a href="#{_text(c.id)}" class="mono">{_text(c.id)}</a> {_text(c.title)}{hidden}</h2>'
             f'<p class="points">{fmt_points(awarded(c))} / {fmt_points(c.weight)} points, '
             f"{fmt_seconds(c.duration_s)} s{rerun}</p>"
-            f"{_block('What the candidate sees', c.output)}{facts}"
-            f"{_block('What the grader sent', e.sent)}"
-            f"{_block('What the candidate reported', e.reported)}"
-            f"{_block('What the ledger shows', e.truth)}"
+            f"{_block('What the candidate sees', c.output)}{facts}{_accounts(c)}"
             f"{_evidence_table(e.columns, e.rows)}{_plots(c, position)}{logs}</section>")
 
 
