@@ -235,3 +235,24 @@ def test_plot_svg_is_static_and_reproducible(kind: str) -> None:
     assert "&lt;script&gt;" in svg
     drawn = {"scatter": "circle", "step": "path", "bar": "rect"}[kind]
     assert len(root.findall(f".//{{http://www.w3.org/2000/svg}}{drawn}")) > (MAX_POINTS if kind == "scatter" else 1)
+
+
+def test_odd_evidence_and_an_empty_grade_still_give_valid_reports(tmp_path: Path) -> None:
+    grade = sample_grade(sandboxed=True)
+    odd = grade.criteria[0].evidence
+    odd.rows = [[1], [1, 2, 3, 4], [None, float("nan"), float("inf")], [Path("/tmp/x"), b"\x00raw"]]
+    odd.plots = [Plot(kind="scatter", title="no series", x_label="", y_label="", series={}, diagonal=True),
+                 Plot(kind="step", title="not finite", x_label="", y_label="",
+                      series={"s": [(float("nan"), 1.0), (1.0, float("inf")), (2.0, 3.0)]})]
+    empty = sample_grade(sandboxed=True)
+    empty.criteria, empty.human_checklist, empty.contract_problems = [], [], []
+    for name, g in (("odd", grade), ("empty", empty)):
+        paths = write_reports(g, tmp_path / name)
+        document = json.loads(paths["json"].read_text(encoding="utf-8"))
+        assert _schema_errors(document) == [], name
+        JUNIT_XSD.validate(str(paths["junit"]))
+        assert paths["html"].read_text(encoding="utf-8").endswith("</html>\n")
+    rows = json.loads((tmp_path / "odd" / "report.json").read_text())["extra_data"]["kit"]["criteria"][0]
+    assert rows["evidence"]["rows"][2] == [None, "nan", "inf"]
+    assert rows["evidence"]["rows"][3] == ["/tmp/x", repr(b"\x00raw")]
+    assert json.loads((tmp_path / "empty" / "report.json").read_text())["score"] == 0

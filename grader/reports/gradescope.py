@@ -17,6 +17,7 @@ records one; `apply_human_scores` then folds those points into the totals.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,13 +36,19 @@ class HumanScoreError(ValueError):
 
 
 def _cleaned(value: Any) -> Any:
+    """JSON-safe data: text cleaned, NaN and infinities (a candidate's figures) as strings,
+    anything JSON has no type for as its text."""
     if isinstance(value, str):
         return clean(value)
     if isinstance(value, dict):
         return {clean(k): _cleaned(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_cleaned(v) for v in value]
-    return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return clean(value)
 
 
 def _test(c: CriterionResult) -> dict[str, Any]:
