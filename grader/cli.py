@@ -64,3 +64,58 @@ def contract(submission: Path, outputs: tuple[tuple[str, str], ...]) -> None:
     if problems:
         sys.exit(1)
     click.echo(f"{submission}: follows contract 1")
+
+
+@main.command()
+@click.argument("submission", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("grade-report"), show_default=True,
+              help="Folder for report.json, junit.xml and report.html.")
+@click.option("--only", "only", multiple=True, metavar="PART",
+              help="Grade only this deliverable (loadgen, tests, ...) or criterion id (repeatable).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for every fake server.")
+@click.option("--rubric", "override", type=click.Path(path_type=Path, dir_okay=False),
+              help="Override file: weights and visibility by criterion id (schemas/grader/rubric-override.schema.json).")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Sections graded at once, each in its own sandbox.")
+def grade(submission: Path, out: Path, only: tuple[str, ...], seed: int, override: Path | None, jobs: int) -> None:
+    """Grade SUBMISSION (a folder, .zip or .tar.gz) and write its reports to --out.
+
+    Exit status: 0 when a report was written, whatever the score; 2 when the grader could not run
+    (a missing submission, a bad rubric, an unwritable --out).
+    """
+    from grader.grade import GradeRun
+    from grader.grade import grade as grade_submission
+    from grader.reports import score_table
+    from grader.rubric import RubricError
+
+    if not submission.exists():
+        raise click.UsageError(f"{submission}: no such file or folder")
+    try:
+        result = grade_submission(GradeRun(submission, out, only=only, seed=seed, override=override, jobs=jobs,
+                                           echo=click.echo))
+    except RubricError as exc:
+        raise click.UsageError(str(exc)) from None
+    except OSError as exc:
+        raise click.UsageError(f"{exc.filename or out}: {exc.strerror}") from None
+    click.echo("")
+    click.echo(score_table(result))
+    click.echo(f"\nreport: {(out / 'report.html').resolve()}")
+
+
+@main.command()
+@click.option("--full", is_flag=True, help="Grade every chaff on every criterion, not its targets and a sample.")
+@click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True, help="Submissions graded at once.")
+@click.option("--only", "names", multiple=True, metavar="NAME", help="Only the reference or this chaff (repeatable).")
+def selftest(full: bool, jobs: int, names: tuple[str, ...]) -> None:
+    """Grade the reference (full marks) and every chaff (each loses exactly its targets)."""
+    from grader.selftest import SelftestError
+    from grader.selftest import selftest as run_selftest
+
+    try:
+        findings = run_selftest(full=full, jobs=jobs, names=names, echo=click.echo)
+    except SelftestError as exc:
+        raise click.UsageError(str(exc)) from None
+    bad = [f.name for f in findings if not f.ok]
+    click.echo(f"\n{len(findings) - len(bad)} of {len(findings)} graded as expected"
+               + (f"; wrong: {', '.join(bad)}" if bad else ""))
+    sys.exit(1 if bad else 0)

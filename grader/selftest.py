@@ -1,0 +1,107 @@
+"""`grader selftest`: prove the grader grades right, on submissions whose grades are known.
+
+The reference ("wheat") must score full marks. Each chaff is the reference with one known defect
+and names the criteria it must lose: it must lose each of them (score below the weight) and
+nothing else. By default a chaff is graded on its targets, on every criterion that comes free
+with the scenario runs its targets need, and on a seeded sample of two more; `--full` grades
+every chaff on every criterion.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.grade import GradeRun, grade
+from grader.outcome import Grade
+from grader.rubric import Rubric, load_rubric
+
+__all__ = ["SUBMISSIONS", "Finding", "SelftestError", "selftest"]
+
+SUBMISSIONS = Path(__file__).resolve().parent.parent / "submissions"
+
+
+class SelftestError(RuntimeError):
+    """The selftest cannot run at all (no submissions folder, a chaff that does not build)."""
+
+
+@dataclass
+class Finding:
+    name: str  # "reference" or the chaff's name
+    ok: bool
+    lines: list[str] = field(default_factory=list)  # what was wrong, criterion by criterion
+    score: float = 0.0
+    max_score: float = 0.0
+    seconds: float = 0.0
+
+
+def _criteria_for(rubric: Rubric, targets: list[str], name: str, full: bool) -> tuple[str, ...]:
+    if full:
+        return tuple(c.id for c in rubric.criteria)
+    chosen = {c.id for c in rubric.criteria if c.id in targets}
+    scenarios = {s for c in rubric.criteria if c.id in chosen for s in c.scenarios}
+    sections = {c.deliverable for c in rubric.criteria if c.id in chosen}
+    free = {c.id for c in rubric.criteria
+            if (c.scenarios and set(c.scenarios) <= scenarios) or (c.deliverable == "tests" and "tests" in sections and c.id == "tests.pass")}
+    rest = sorted(c.id for c in rubric.criteria if c.id not in chosen | free and c.deliverable in ("loadgen", "tests")
+                  and c.id not in ("tests.percentile-chaff", "tests.slot-chaff"))
+    sample = random.Random(name).sample(rest, k=min(2, len(rest)))
+    return tuple(c.id for c in rubric.criteria if c.id in chosen | free | set(sample))
+
+
+def _judge(name: str, result: Grade, targets: list[str]) -> Finding:
+    finding = Finding(name, True, score=result.score, max_score=result.max_score, seconds=result.duration_s)
+    for c in result.criteria:
+        if c.id in targets and c.score >= c.weight:
+            finding.ok = False
+            finding.lines.append(f"{c.id}: should be lost, but {c.status} ({c.score:g}/{c.weight:g})")
+        elif c.id not in targets and c.status != "passed":
+            finding.ok = False
+            first = c.output.splitlines()[0] if c.output else ""
+            finding.lines.append(f"{c.id}: should pass, but {c.status} ({c.score:g}/{c.weight:g}): {first}")
+    return finding
+
+
+def selftest(*, full: bool = False, jobs: int = 2, names: tuple[str, ...] = (), seed: int = 0,
+             echo: Callable[[str], None] = print, root: Path = SUBMISSIONS) -> list[Finding]:
+    """Grade the reference and every chaff (or those named); one Finding each."""
+    from grader.chaff import list_chaff, materialize
+
+    if not (root / "reference" / "submission.yaml").is_file():
+        raise SelftestError(f"{root}: no reference submission here; the selftest runs from the kit's checkout")
+    rubric = load_rubric()
+    chaff = [c for c in list_chaff(root / "chaff") if not names or c.name in names]
+    lock = threading.Lock()
+    findings: list[Finding] = []
+
+    def quiet(_: str) -> None:
+        return None
+
+    with tempfile.TemporaryDirectory(prefix="grader-selftest-") as tmp:
+        def one(name: str, folder: Path | None, targets: list[str]) -> None:
+            if folder is None:
+                folder = materialize(next(c.path for c in chaff if c.name == name), Path(tmp) / "chaff" / name)
+            only = () if name == "reference" else _criteria_for(rubric, targets, name, full)
+            result = grade(GradeRun(folder, Path(tmp) / "out" / name, only=only, seed=seed, echo=quiet))
+            finding = _judge(name, result, targets)
+            with lock:
+                findings.append(finding)
+                mark = "ok  " if finding.ok else "FAIL"
+                echo(f"{mark} {name:<28} {finding.score:g}/{finding.max_score:g}  ({finding.seconds:.1f} s)")
+                for line in finding.lines:
+                    echo(f"       {line}")
+
+        jobs_list: list[tuple[str, Path | None, list[str]]] = []
+        if not names or "reference" in names:
+            jobs_list.append(("reference", root / "reference", []))
+        jobs_list += [(c.name, None, list(c.targets)) for c in chaff]
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            for future in [pool.submit(one, *job) for job in jobs_list]:
+                future.result()
+    order = {name: i for i, (name, _, _) in enumerate(jobs_list)}
+    return sorted(findings, key=lambda f: order[f.name])
