@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Status", "STATUSES", "Plot", "Evidence", "CriterionResult", "Grade"]
+__all__ = ["STATUSES", "CriterionResult", "Evidence", "Grade", "Plot", "Status"]
 
 Status = Literal["passed", "failed", "inconclusive", "skipped"]
 STATUSES: tuple[Status, ...] = ("passed", "failed", "inconclusive", "skipped")
