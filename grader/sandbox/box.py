@@ -23,6 +23,7 @@ import json
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -42,6 +43,7 @@ __all__ = ["Sandbox", "isolation_available"]
 CANDIDATE_UID = 65534  # nobody/nogroup: owns nothing on the host
 _START_TIMEOUT_S = 60.0
 _OP_MARGIN_S = 30.0
+_EXIT_WAIT_S = 10.0
 _names = itertools.count(1)
 
 
@@ -65,6 +67,13 @@ def isolation_available() -> tuple[bool, str]:
         return False, f"bwrap cannot create namespaces here ({why})"
     version = subprocess.run([bwrap, "--version"], check=False, capture_output=True, text=True).stdout.strip() or "bwrap"
     return True, version
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
 
 
 class Sandbox:
@@ -162,8 +171,9 @@ class Sandbox:
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(SandboxError, OSError, ValueError):
                 self._request("shutdown", {}, timeout_s=20.0, closing=True)
-            with contextlib.suppress(OSError):
-                proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(_EXIT_WAIT_S)  # the harness has exited: bubblewrap follows with its whole namespace
+            self._kill()
         if proc is not None:
             proc.wait()
             for pipe in (proc.stdin, proc.stdout, proc.stderr):
@@ -222,9 +232,22 @@ class Sandbox:
         return " | ".join(lines[-5:]) or "no message"
 
     def _kill(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
+        """End the namespace from its top: kill bubblewrap's child (the namespace's init) so the
+        kernel kills every process in it and bubblewrap reaps it, then bubblewrap itself.
+
+        Killing only bubblewrap would orphan its child to the host's init, which may be slow
+        (or, in a container, never) to reap it.
+        """
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        for child in _children(proc.pid):
             with contextlib.suppress(OSError):
-                self._proc.kill()
+                os.kill(child, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(_EXIT_WAIT_S)
+        with contextlib.suppress(OSError):
+            proc.kill()
 
     def _request(self, op: str, args: dict[str, Any], *, timeout_s: float, closing: bool = False) -> Any:
         with self._lock:

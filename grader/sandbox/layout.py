@@ -75,6 +75,16 @@ def _system_binds() -> list[str]:
     return args
 
 
+def _ancestors(paths: list[Path]) -> list[str]:
+    """Every folder above the given paths, outermost first, except / and /tmp."""
+    out: dict[str, None] = {}
+    for path in paths:
+        for parent in reversed(path.parents):
+            if str(parent) not in ("/", BOX_ROOT):
+                out[str(parent)] = None
+    return list(out)
+
+
 def bwrap_argv(bwrap: str, kit: KitPaths, submission: Path, *, disk_bytes: int,
                cgroups: dict[str, Path], python: str) -> list[str]:
     """The full bubblewrap command line. It holds paths only, never a secret (any process may read it)."""
@@ -84,7 +94,10 @@ def bwrap_argv(bwrap: str, kit: KitPaths, submission: Path, *, disk_bytes: int,
             "--proc", "/proc", "--dev", "/dev",
             "--size", str(disk_bytes), "--perms", "1777", "--tmpfs", BOX_ROOT,
             "--perms", "0700", "--dir", HIDDEN]
-    for path in kit.candidate_binds():
+    binds = kit.candidate_binds()
+    for folder in _ancestors(binds):  # bubblewrap would make them 0700, hiding what they hold
+        args += ["--perms", "0755", "--dir", folder]
+    for path in binds:
         args += ["--ro-bind", str(path), str(path)]
     args += ["--ro-bind", str(kit.grader), f"{KIT_COPY}/grader",
              "--ro-bind", str(submission), SUBMISSION_SOURCE]
