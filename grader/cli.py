@@ -90,16 +90,18 @@ def grade(submission: Path, out: Path, only: tuple[str, ...], seed: int, overrid
 
     if not submission.exists():
         raise click.UsageError(f"{submission}: no such file or folder")
+    run = GradeRun(submission, out, only=only, seed=seed, override=override, jobs=jobs, echo=click.echo)
     try:
-        result = grade_submission(GradeRun(submission, out, only=only, seed=seed, override=override, jobs=jobs,
-                                           echo=click.echo))
+        result = grade_submission(run)
     except RubricError as exc:
         raise click.UsageError(str(exc)) from None
     except OSError as exc:
         raise click.UsageError(f"{exc.filename or out}: {exc.strerror}") from None
     click.echo("")
     click.echo(score_table(result))
-    click.echo(f"\nreport: {(out / 'report.html').resolve()}")
+    click.echo(f"\ngraded in {run.timings['total_s']:.1f} s (the submission's own commands ran "
+               f"{run.timings['inherent_s']:.1f} s)")
+    click.echo(f"report: {(out / 'report.html').resolve()}")
 
 
 @main.command()

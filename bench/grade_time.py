@@ -1,0 +1,51 @@
+"""How long `grader grade` takes on the reference submission, against the time no grader can save.
+
+The inherent duration of a grade is the time the candidate's own commands run: each load-generator
+scenario (its requests at the scenario's token rates, plus the candidate's interpreter start) and
+each run of the candidate's tests. Everything else is the grader's overhead: starting the sandbox
+and the fake servers, fetching ledgers, checking, writing reports. Run side by side in one
+process: one grade section after the other (`--jobs 1`) and both sections at once (`--jobs 2`).
+
+    python -m bench.grade_time [--repeat 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import tempfile
+from pathlib import Path
+
+from grader.grade import GradeRun, grade
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "submissions" / "reference"
+RESULTS = Path(__file__).resolve().parent / "results" / "grade_time.json"
+
+
+def measure(jobs: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as out:
+        run = GradeRun(REFERENCE, Path(out), jobs=jobs, echo=lambda _: None)
+        result = grade(run)
+    return {"jobs": jobs, "score": result.score, "max_score": result.max_score,
+            "total_s": run.timings["total_s"], "inherent_s": run.timings["inherent_s"],
+            "total_over_inherent": round(run.timings["total_s"] / run.timings["inherent_s"], 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    rows = [measure(jobs) for _ in range(args.repeat) for jobs in (1, 2)]
+    for row in rows:
+        print(f"jobs {row['jobs']}: {row['score']:g}/{row['max_score']:g}, total {row['total_s']:.1f} s, "
+              f"candidate's own commands {row['inherent_s']:.1f} s, ratio {row['total_over_inherent']:.2f}")
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps({"command": "python -m bench.grade_time --repeat %d" % args.repeat,
+                                   "machine": f"{platform.machine()}, {platform.python_version()}",
+                                   "runs": rows}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
