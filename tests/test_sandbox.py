@@ -58,7 +58,7 @@ def harness_pid():
         if name.isdigit():
             try:
                 with open(f"/proc/{name}/cmdline", "rb") as fh:
-                    if b"grader.sandbox.harness" in fh.read():
+                    if fh.read().split(b"\\0")[1:3] == [b"-m", b"grader.sandbox.harness"]:
                         return int(name)
             except OSError:
                 pass
@@ -259,7 +259,7 @@ def test_cannot_signal_the_harness_or_reach_admin(box: Sandbox) -> None:
     server = box.serve("guarded", seed=1)
     try:
         seen = run_json(box, ["signal_probe.py", server["url"]])
-        assert seen["harness"] is not None
+        assert seen["harness"] not in (None, 1)
         assert seen["harness_kill"] == seen["init_kill"] == "PermissionError"
         assert seen["harness_environ"] == seen["init_environ"] == "PermissionError"
         assert seen["admin_status"] in (401, 403, 404) and "records" not in seen["admin_body"]
@@ -443,3 +443,29 @@ def test_run_result_round_trips() -> None:
     result = RunResult(exit_code=0, timed_out=False, killed=None, stdout_tail="a", stderr_tail="", stdout_bytes=1,
                        stderr_bytes=0, wall_s=0.1)
     assert RunResult.from_dict(result.to_dict()) == result and result.ok
+
+
+def test_injected_files_and_env_are_all_the_candidate_gets(box: Sandbox) -> None:
+    os.environ["SANDBOX_OUTER_ONLY"] = SECRET
+    try:
+        script = ("import os, plugin_probe; print(plugin_probe.VALUE, os.environ.get('GIVEN'), "
+                  "os.environ.get('SANDBOX_OUTER_ONLY'), os.environ['TMPDIR'], os.environ['HOME']); "
+                  "open(plugin_probe.__file__, 'a')")
+        result = box.run(["python", "-c", script], timeout_s=20, env={"GIVEN": "yes"},
+                         inject={"plugin_probe.py": "VALUE = 42\n"})
+    finally:
+        del os.environ["SANDBOX_OUTER_ONLY"]
+    assert result.stdout_tail.split() == ["42", "yes", "None", "/tmp/tmp", "/tmp/home"]
+    assert "PermissionError" in result.stderr_tail  # the injected file is the grader's, read-only to the candidate
+
+
+def test_cpu_limit_and_a_dead_harness(host: dict[str, Path]) -> None:
+    with Sandbox(host["submission"], limits=Limits(cpu_s=1)) as sandbox:
+        result = sandbox.run(["python", "-c", "while True: pass"], timeout_s=30)
+        assert result.killed == "cpu limit" and "cpu" in result.limits_hit and result.wall_s < 25
+        harness = [pid for pid in _descendants(sandbox._proc.pid)
+                   if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", b"grader.sandbox.harness"]]
+        assert len(harness) == 1
+        os.kill(harness[0], signal.SIGKILL)
+        with pytest.raises(SandboxError, match="ended unexpectedly|not running"):
+            sandbox.run(["true"], timeout_s=5)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import sys
 import traceback
 from collections.abc import Callable
@@ -51,7 +52,7 @@ class Harness:
         """Lay out the writable area: work (the submission's copy), home, tmp, inject."""
         root = self.ctx.root
         work = self.ctx.work
-        shutil.copytree(self.config.submission, work, symlinks=True)
+        shutil.copytree(self.config.submission, work, symlinks=True, copy_function=_copy_regular)
         for name in ("home", "tmp"):
             (root / name).mkdir(mode=0o700)
         (root / "inject").mkdir(mode=0o755)
@@ -113,6 +114,14 @@ def _number(args: dict[str, Any], key: str, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         raise ValueError(f"{key} must be a number of seconds (got {value!r})")
     return float(value)
+
+
+def _copy_regular(src: str, dst: str) -> None:
+    """Copy a regular file with its mode; skip a FIFO, socket or device (opening a FIFO would block)."""
+    if stat.S_ISREG(os.lstat(src).st_mode):
+        shutil.copy2(src, dst)
+    else:
+        print(f"sandbox: not copied into the work folder (not a regular file): {src}", file=sys.stderr)
 
 
 def _chown_tree(top: Path, uid: int) -> None:
