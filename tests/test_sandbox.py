@@ -7,6 +7,7 @@ address.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -469,3 +470,18 @@ def test_cpu_limit_and_a_dead_harness(host: dict[str, Path]) -> None:
         os.kill(harness[0], signal.SIGKILL)
         with pytest.raises(SandboxError, match="ended unexpectedly|not running"):
             sandbox.run(["true"], timeout_s=5)
+
+
+def test_an_installed_wheel_hides_the_grader_inside_the_venv(tmp_path: Path) -> None:
+    from grader.sandbox.layout import KitPaths, bwrap_argv
+
+    site = tmp_path / "venv/lib/python3.11/site-packages"
+    kit = KitPaths(fake_server=site / "fake_server", grader=site / "grader", python_prefixes=(tmp_path / "venv",),
+                   python_bin=tmp_path / "venv/bin", extras=())
+    argv = bwrap_argv("bwrap", kit, tmp_path / "sub", disk_bytes=1 << 20, cgroups={}, python="python")
+    pairs = list(itertools.pairwise(argv))
+    assert ("--ro-bind", str(tmp_path / "venv")) in pairs and ("--ro-bind", str(site / "fake_server")) not in pairs
+    # The empty tmpfs over the grader must come after the venv's bind, or the bind would uncover it.
+    assert pairs.index(("--tmpfs", str(site / "grader"))) > pairs.index(("--ro-bind", str(tmp_path / "venv")))
+    assert ("--ro-bind", str(site / "grader")) in pairs  # the harness's copy, under the 0700 folder
+    assert kit.starter is None

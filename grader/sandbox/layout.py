@@ -101,9 +101,9 @@ def bwrap_argv(bwrap: str, kit: KitPaths, submission: Path, *, disk_bytes: int,
         args += ["--ro-bind", str(path), str(path)]
     args += ["--ro-bind", str(kit.grader), f"{KIT_COPY}/grader",
              "--ro-bind", str(submission), SUBMISSION_SOURCE]
-    for controller, folder in cgroups.items():
-        args += ["--bind", str(folder), f"{CGROUP_MOUNTS}/{controller}"]
-    for path in kit.candidate_binds():
+    for controller, cgroup in cgroups.items():
+        args += ["--bind", str(cgroup), f"{CGROUP_MOUNTS}/{controller}"]
+    for path in binds:
         if kit.grader.is_relative_to(path):
             args += ["--tmpfs", str(kit.grader)]
     args += ["--chdir", KIT_COPY, "--", python, "-m", "grader.sandbox.harness"]
