@@ -6,13 +6,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test bench schemas clean
 
-# The grader's sandbox needs bubblewrap: installed when missing and this is root (else it runs UNSANDBOXED, and says so).
+# Debian packages, installed when missing and this is root: bubblewrap for the grader's sandbox (else it
+# runs UNSANDBOXED, and says so), chromium for the report.html screenshot test (else it is skipped).
 $(STAMP): pyproject.toml
-	command -v bwrap >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; }
+	missing="$$(command -v bwrap >/dev/null || echo bubblewrap) $$(command -v chromium >/dev/null || echo chromium)"; \
+	[ -z "$$(echo $$missing)" ] || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; }
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
-		|| echo "warning: could not install Debian chromium; the report.html screenshot test will be skipped" >&2
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
