@@ -54,6 +54,11 @@ class Framing:
                    settings.sse_keepalive_comments, settings.sse_split_writes, settings.sse_coalesce)
 
     @property
+    def plain(self) -> bool:
+        """vLLM's framing: the canonical frames, each in a write of its own."""
+        return not (self.rewrites or self.keepalive_every or self.split_writes or self.coalesce > 1)
+
+    @property
     def rewrites(self) -> bool:
         return self.line_ending != b"\n" or not self.data_space
 
@@ -83,6 +88,11 @@ class FrameSender:
     async def event(self, canonical: bytes, kind: str, tokens: int) -> None:
         """Queue one event; it is written now unless coalescing holds it for the next ones."""
         f = self.framing
+        if f.plain:  # vLLM's framing, the common case: one write, no copies
+            self.events += 1
+            await self.send({"type": "http.response.body", "body": canonical, "more_body": True})
+            self.record.add_chunk(time.time(), kind, tokens)
+            return
         if f.keepalive_every and self.events % f.keepalive_every == 0:
             if f.coalesce > 1:
                 self._buffer.append(f.comment())
