@@ -10,6 +10,10 @@ sandbox says "UNSANDBOXED: <why>" in `note` — never silently.
 Cgroups: the sandbox's cgroup is made under this process's own (per controller on v1), bound into
 the sandbox at a root-only path, and the harness makes one child per candidate command in it.
 
+bubblewrap's outer process exits as soon as its init reports the harness's exit status, without
+waiting for it, so that init ends as a zombie of the host's init, which reaps it (here within
+seconds); no live process remains.
+
 bubblewrap's --die-with-parent ties the sandbox to the thread that opened it (the kernel's parent
 death signal follows the creating thread): open and close a Sandbox on a thread that outlives it.
 """
