@@ -91,12 +91,18 @@ def _static(chart_id: str) -> Callable[[ET.Element], ET.Element]:
     return strip
 
 
+def _short(value: float | None) -> str:
+    return "" if value is None else f"{value:.4g}"
+
+
 def _config(plot: Plot) -> dict[str, object]:
     return {
         "js": [], "disable_xml_declaration": True, "style": _STYLE, "width": 560, "height": 320,
         "explicit_size": False, "title": clean(plot.title), "x_title": clean(plot.x_label),
         "y_title": clean(plot.y_label), "legend_at_bottom": True, "truncate_legend": 40,
         "show_x_guides": False, "print_values": False, "tooltip_fancy_mode": False, "no_data_text": "no data",
+        # Axis labels: short numbers, never cut to "0.…", at most about 8 ticks an axis.
+        "truncate_label": -1, "max_scale": 8, "x_value_formatter": _short, "value_formatter": _short,
     }
 
 
