@@ -121,3 +121,7 @@ def selftest(full: bool, jobs: int, names: tuple[str, ...]) -> None:
     click.echo(f"\n{len(findings) - len(bad)} of {len(findings)} graded as expected"
                + (f"; wrong: {', '.join(bad)}" if bad else ""))
     sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

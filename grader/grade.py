@@ -75,14 +75,20 @@ def contract_problems(folder: Path) -> tuple[Submission | None, dict[str, list[s
 
 
 @contextlib.contextmanager
-def _submission_folder(path: Path) -> Iterator[Path]:
+def _submission_folder(path: Path) -> Iterator[tuple[Path | None, str]]:
+    """The folder to grade, or None and why (an archive the grader refuses to unpack)."""
     if path.is_dir():
-        yield path
+        yield path, ""
         return
-    from grader.archive import unpack
+    from grader.archive import ArchiveError, unpack
 
     with tempfile.TemporaryDirectory(prefix="grader-unpack-") as tmp:
-        yield unpack(path, Path(tmp))
+        try:
+            folder = unpack(path, Path(tmp))
+        except ArchiveError as exc:
+            yield None, str(exc)
+            return
+        yield folder, ""
 
 
 def _progress(echo: Callable[[str], None]) -> Callable[[CriterionResult], None]:
@@ -103,8 +109,8 @@ def grade(run: GradeRun) -> Grade:
     rubric = load_rubric(run.rubric, override=run.override)
     criteria = rubric.select(run.only)
     report = _progress(run.echo)
-    with _submission_folder(run.submission) as folder:
-        submission, problems = contract_problems(folder)
+    with _submission_folder(run.submission) as (folder, refused):
+        submission, problems = contract_problems(folder) if folder else (None, {"*": [refused]})
         results: dict[str, CriterionResult] = {}
         todo: dict[str, list[Criterion]] = {}
         for criterion in criteria:
