@@ -20,7 +20,7 @@ REPORT_SCHEMA = json.loads((ROOT / "schemas" / "grader" / "report.schema.json").
 
 def _grade(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "grader.cli", "grade", *map(str, args)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+                          check=False, capture_output=True, text=True, timeout=300, cwd=ROOT)
 
 
 def _copy_reference(dest: Path) -> Path:
