@@ -97,12 +97,17 @@ async def reset(request: Request, state: ServerState) -> Response:
 
 
 async def ledger(request: Request, state: ServerState) -> Response:
-    """All finished records, oldest first; `?since=N` returns records with number > N;
-    `?settle=S` first waits up to S seconds for the requests in flight to end."""
+    """The current generation's finished records, oldest first; `?since=N` returns records with
+    number > N; `?settle=S` first waits up to S seconds for the requests in flight to end;
+    `?generation=G` reads an earlier generation (one per reset) instead."""
     since_raw = request.query_params.get("since", "0")
     settle_raw = request.query_params.get("settle", "0")
+    gen_raw = request.query_params.get("generation")
     if not (since_raw.isascii() and since_raw.isdigit()):
         raise BadRequest("`since` must be a request number (a whole number >= 0).")
+    if gen_raw is not None and not (gen_raw.isascii() and gen_raw.isdigit()):
+        raise BadRequest("`generation` must be a whole number >= 0.")
+    generation = None if gen_raw is None else int(gen_raw)
     try:
         settle = float(settle_raw)
     except ValueError:
@@ -113,8 +118,8 @@ async def ledger(request: Request, state: ServerState) -> Response:
     deadline = time.monotonic() + settle
     while state.ledger.in_flight and time.monotonic() < deadline:
         await asyncio.sleep(0.005)
-    records = [r.to_dict() for r in state.ledger.records() if r.number > since]
-    return JSONResponse({"records": records})
+    records = [r.to_dict() for r in state.ledger.records(generation=generation) if r.number > since]
+    return JSONResponse({"records": records, "generation": state.ledger.generation if generation is None else generation})
 
 
 def admin_routes() -> list[Route]:

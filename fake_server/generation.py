@@ -94,10 +94,10 @@ async def _generate(request: Request, chat: bool) -> Response:
     state: ServerState = request.app.state.server
     arrival = time.perf_counter()
     number = state.next_number()
-    state.ledger.open()
-    record = LedgerRecord(id=_request_id("chatcmpl-" if chat else "cmpl-", state.settings.seed, state.generation, number),
+    generation = state.ledger.open()
+    record = LedgerRecord(id=_request_id("chatcmpl-" if chat else "cmpl-", state.settings.seed, generation, number),
                           number=number, model="", endpoint="chat" if chat else "completions",
-                          stream=False, arrival=time.time())
+                          stream=False, arrival=time.time(), generation=generation)
     try:
         return await _serve(request, state, record, chat, arrival)
     except Exception as exc:  # a bug in the fake, never bad input: still answer and close the record

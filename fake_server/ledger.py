@@ -4,6 +4,11 @@ Times are Unix epoch seconds (`time.time()`), so a client on the same machine ca
 clock with them. Chunk times are taken right after the chunk was handed to the socket, not when the
 engine produced it, so they are what a client could at best observe. A record is written when its
 request ends, whatever the ending (finished, aborted by the client, cut by a fault).
+
+A reset starts a new generation: request numbers start again at 1, and the records of requests
+that arrived before the reset (even those that end after it) belong to their own generation, so
+they never mix into the new one or collide with its numbers. Every record carries its
+`generation`; `records()` reads the current one unless asked for another.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LedgerRecord", "Ledger"]
+__all__ = ["Ledger", "LedgerRecord"]
 
 
 @dataclass(slots=True)
@@ -41,6 +46,7 @@ class LedgerRecord:
     reasoning_tokens: int = 0
     content_tokens: int = 0
     preemptions: int = 0
+    generation: int = 0
     finish_reason: str | None = None
     error: str | None = None
     step_lag_max: float = 0.0
@@ -89,17 +95,24 @@ class Ledger:
     def __init__(self, path: str | Path | None = None, keep: int = 50_000) -> None:
         self._records: deque[LedgerRecord] = deque(maxlen=keep)
         self._changed = threading.Condition()
-        self._in_flight = 0
+        self._in_flight: dict[int, int] = {}  # generation -> requests arrived and not yet ended
+        self.generation = 0
         self._file = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115
 
-    def open(self) -> None:
+    def open(self) -> int:
+        """Count a request that has arrived; returns the generation its record belongs to."""
         with self._changed:
-            self._in_flight += 1
+            self._in_flight[self.generation] = self._in_flight.get(self.generation, 0) + 1
+            return self.generation
 
     def add(self, record: LedgerRecord) -> None:
         with self._changed:
             self._records.append(record)
-            self._in_flight = max(0, self._in_flight - 1)
+            left = self._in_flight.get(record.generation, 0) - 1
+            if left > 0:
+                self._in_flight[record.generation] = left
+            else:
+                self._in_flight.pop(record.generation, None)
             if self._file is not None:
                 self._file.write(json.dumps(record.to_dict()) + "\n")
                 self._file.flush()
@@ -107,17 +120,23 @@ class Ledger:
 
     @property
     def in_flight(self) -> int:
-        return self._in_flight
+        """Requests of the current generation that have arrived and not yet ended."""
+        return self._in_flight.get(self.generation, 0)
 
-    def records(self, settle: float = 0.0) -> list[LedgerRecord]:
-        """The records, after waiting up to `settle` seconds for requests in flight to end."""
+    def records(self, settle: float = 0.0, *, generation: int | None = None) -> list[LedgerRecord]:
+        """The records of one generation (default: the current one), after waiting up to `settle`
+        seconds for that generation's requests in flight to end."""
         with self._changed:
-            self._changed.wait_for(lambda: self._in_flight == 0, timeout=settle)
-            return list(self._records)
+            gen = self.generation if generation is None else generation
+            self._changed.wait_for(lambda: not self._in_flight.get(gen), timeout=settle)
+            return [r for r in self._records if r.generation == gen]
 
-    def clear(self) -> None:
+    def new_generation(self) -> int:
+        """Start a new generation (a reset): later records are read apart from earlier ones."""
         with self._changed:
-            self._records.clear()
+            self.generation += 1
+            self._changed.notify_all()
+            return self.generation
 
     def close(self) -> None:
         if self._file is not None:

@@ -130,12 +130,14 @@ class RunningServer:
     def port(self) -> int:
         return int(self.base_url.rsplit(":", 1)[1])
 
-    def ledger(self, settle: float = 5.0) -> list[dict[str, Any]]:
+    def ledger(self, settle: float = 5.0, *, generation: int | None = None) -> list[dict[str, Any]]:
         """Every finished request's record, oldest first (see fake_server.ledger), once the requests
-        in flight have ended or `settle` seconds have passed."""
+        in flight have ended or `settle` seconds have passed. Only the current generation (since
+        the last reset) unless `generation` names an earlier one."""
         if self.state is not None:
-            return [r.to_dict() for r in self.state.ledger.records(settle)]
-        return self._admin("GET", f"/admin/ledger?settle={settle:g}")["records"]
+            return [r.to_dict() for r in self.state.ledger.records(settle, generation=generation)]
+        query = f"/admin/ledger?settle={settle:g}" + ("" if generation is None else f"&generation={generation}")
+        return self._admin("GET", query)["records"]
 
     def configure(self, model: str | None = None, **values: Any) -> None:
         """Change engine settings at run time, e.g. `configure(max_num_seqs=2)`."""

@@ -49,8 +49,7 @@ class ServerState:
             if engine is None:
                 engine = primary[id(model)] = Engine(name, model, settings.seed, ignore_slot_limit=self.ignore_slot_limit)
             self.engines[name] = engine
-        self.count = 0
-        self.generation = 0  # bumped by reset(), so request ids stay unique across resets
+        self.count = 0  # requests of the current generation (the ledger's): numbers restart at each reset
         self.persona: Any = None  # set by create_app; the API persona keeps rate-limit windows
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -127,22 +126,42 @@ class ServerState:
     def add_fault(self, raw: Any) -> None:
         self.faults.rules = self.faults.rules + parse_rules([raw], "fault")
 
+    @property
+    def generation(self) -> int:
+        return self.ledger.generation
+
     def reset(self) -> None:
-        """Back to the state at start: ledger empty, counters zero, scenario faults and settings."""
-        self.ledger.clear()
+        """Back to the state at start: a new ledger generation (numbers from 1 again), counters
+        zero, the scenario's faults and settings, health.
+
+        Requests in flight go on and their records stay in their own generation. Start-up
+        settings apply at once, to every request from the next engine step; only a KV cache of
+        another size cannot be swapped under requests in flight, and then nothing is reset and
+        the SettingsError says so.
+        """
+        staged = []
+        for name, engine in self.named_engines():
+            original = self._initial_models.get(name)
+            if original is None:
+                continue
+            try:
+                engine.check_reconfigure(original)
+            except SettingsError as exc:
+                raise SettingsError(f"reset refused, nothing was changed: {exc}; wait for them to end, then reset") from None
+            staged.append((engine, copy.deepcopy(original)))
+        self.ledger.new_generation()
         self.count = 0
-        self.generation += 1
         self.healthy = True
         self.faults.rules = list(self._initial_faults)
         if self.persona is not None:
             self.persona.reset()
-        for name, engine in self.named_engines():
+        for engine, settings in staged:
+            engine.reconfigure(settings)
+        for engine in self.distinct_engines():
             if engine.failed:
                 engine.start()  # a crashed step loop starts again, empty
-            original = self._initial_models.get(name)
-            if original is not None and not (engine.waiting or engine.running):
-                engine.reconfigure(copy.deepcopy(original))
             engine.reset()
+        self.settings.model = self.engines[self.default_model].settings
 
     def _engine(self, model: str) -> Engine:
         engine = self.engines.get(model)
