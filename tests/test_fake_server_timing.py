@@ -1,0 +1,54 @@
+"""Timing modes: the default waits on timers (no busy-wait), `precise` spins; both keep the set rate.
+
+CPU comes from /proc for the server in its own process; bounds are generous (the machine is
+shared), but a spinning default would cost several times the bound (it cost 28% of a core at
+200 tok/s before; bench/README.md has the measured figures)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from fake_server import serve_subprocess
+
+RATE = 200
+TOKENS = 400  # two seconds
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _stream_cpu(timing: str) -> tuple[float, list[float]]:
+    """(share of a core over the stream, content send times from the ledger)."""
+    with serve_subprocess("--timing", timing, "--token-rate", str(RATE), "--prefill-overhead", "0") as server:
+        assert server.process is not None
+        pid = server.process.pid
+        body = {"model": "fake-model", "messages": [{"role": "user", "content": "t"}], "max_tokens": TOKENS,
+                "ignore_eos": True, "stream": True}
+        start_cpu = start_wall = None
+        with httpx.stream("POST", server.openai_base_url + "/chat/completions", json=body, timeout=60) as r:
+            for _ in r.iter_raw():
+                if start_cpu is None:
+                    start_cpu, start_wall = _cpu_seconds(pid), time.perf_counter()
+            assert start_cpu is not None and start_wall is not None
+            cpu, wall = _cpu_seconds(pid) - start_cpu, time.perf_counter() - start_wall
+        (record,) = server.ledger()
+    return cpu / wall, [t for t, kind, _ in record["chunks"] if kind == "content"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads CPU time from /proc")
+def test_default_timing_does_not_busy_wait_and_precise_does_and_both_keep_the_rate():
+    cheap, cheap_times = _stream_cpu("cheap")
+    precise, precise_times = _stream_cpu("precise")
+    assert cheap < 0.20, f"the default timing used {cheap:.0%} of a core for one {RATE} tok/s stream"
+    assert precise > cheap
+    for times in (cheap_times, precise_times):
+        assert len(times) == TOKENS
+        span = times[-1] - times[0]
+        assert abs(span - (TOKENS - 1) / RATE) < 0.05 * (TOKENS - 1) / RATE  # absolute deadlines: no drift
