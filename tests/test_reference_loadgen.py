@@ -37,8 +37,9 @@ TEST_COMMAND = [sys.executable, "-m", "pytest", "-q", "loadgen/tests"]  # its te
 SCHEMA = json.loads((ROOT / "schemas" / "contract" / "loadgen-results.schema.json").read_text())
 
 TTFT_BELOW, TTFT_ABOVE = 0.005, 0.020  # client TTFT - ledger TTFT must lie in [-5 ms, +20 ms]
-# Per-request TPS is output tokens over the first-to-last content span; the client's span (tokens / TPS)
-# must be within 10 ms of the ledger's (an absolute bound: a burst after a stall spans well under 1 ms).
+# Per-request TPS is output tokens over the span from the first to the last non-empty content delta;
+# the client's span (tokens / TPS) must be within 10 ms of the ledger's (an absolute bound: a burst
+# after a stall spans well under 1 ms).
 TPS_SPAN = 0.010
 
 # What the ledger shows when a fault was applied, and the failure the load generator must report.
@@ -92,6 +93,20 @@ def expected_outcome(record: dict[str, Any]) -> tuple[str, str | None]:
     return ("empty", None) if record["first_content"] is None else ("ok", None)
 
 
+def text_span(record: dict[str, Any]) -> float:
+    """The ledger's first-to-last non-empty content delta span.
+
+    The ledger keeps each chunk's kind and token count, not its text. The fake server, as vLLM,
+    sends the end-of-sequence token alone as `"content": ""` with finish reason `stop` (the
+    reference sends no stop strings), so a final one-token content chunk of a request that stopped
+    is that empty finish chunk, and the span ends at the content chunk before it.
+    """
+    content = [(t, tokens) for t, kind, tokens in record["chunks"] if kind == "content"]
+    if record["finish_reason"] == "stop" and len(content) > 1 and content[-1][1] == 1:
+        content = content[:-1]
+    return content[-1][0] - content[0][0]
+
+
 def check_against_ledger(results: dict[str, Any], ledger: list[dict[str, Any]]) -> list[str]:
     """Every request against its ledger record. What must be exact is asserted; timing that is off
     the ledger is returned as problems, for the caller to retry once (a busy machine) or fail."""
@@ -116,20 +131,19 @@ def check_against_ledger(results: dict[str, Any], ledger: list[dict[str, Any]]) 
         difference = r["ttft_s"] - (record["first_content"] - record["arrival"])
         if not -TTFT_BELOW <= difference <= TTFT_ABOVE:
             problems.append(f"request {r['index']}: TTFT off the ledger by {difference * 1000:.2f} ms")
-        content_times = [t for t, kind, _ in record["chunks"] if kind == "content"]
-        span_difference = r["output_tokens"] / r["tps"] - (content_times[-1] - content_times[0])
+        span_difference = r["output_tokens"] / r["tps"] - text_span(record)
         if abs(span_difference) > TPS_SPAN:
             problems.append(f"request {r['index']}: TPS span off the ledger by {span_difference * 1000:.2f} ms")
     return problems
 
 
-def run_checked(scenario: str, tmp_path: Path, requests: int, concurrency: int,
-                max_tokens: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Run the reference in a fresh server and check it; when only timing is off, run once more
-    (DESIGN.md §8: retry once on a borderline timing result) before failing."""
+def run_checked(scenario: str | None, tmp_path: Path, requests: int, concurrency: int,
+                max_tokens: int, **settings: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run the reference in a fresh server (a scenario, and/or settings) and check it; when only
+    timing is off, run once more (timing checks retry once on a borderline result) before failing."""
     problems: list[str] = []
     for attempt in (1, 2):
-        with serve(scenario=scenario) as server:
+        with serve(scenario=scenario, **settings) as server:
             results = run_loadgen(server, tmp_path, requests, concurrency, max_tokens,
                                   name=f"results-c{concurrency}-{attempt}.json")
             ledger = server.ledger()
@@ -214,3 +228,22 @@ def test_reference_tests_pass():
     """The reference's own suite, run as the grader runs a candidate's (its test_command)."""
     done = subprocess.run(TEST_COMMAND, cwd=SUBMISSION, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_tps_ends_at_the_last_non_empty_content_delta_not_at_a_late_finish_chunk(tmp_path):
+    """TASK.md's definition, pinned: the span runs from the first to the last non-empty content
+    delta. Here the finish chunk (`"content": ""`, finish reason stop) is held back 300 ms after
+    the last word, so a span that ended at it would be 300 ms too long."""
+    words, late = 8, 0.3
+    results, ledger = run_checked(None, tmp_path, requests=2, concurrency=2, max_tokens=32, token_rate=200,
+                                  output_len_min=words, output_len_max=words,
+                                  faults=[{"kind": "stall", "after_tokens": words, "seconds": late}])
+    records = {record["id"]: record for record in ledger}
+    for r in results["requests"]:
+        record = records[r["id"]]
+        content = [t for t, kind, _ in record["chunks"] if kind == "content"]
+        assert len(content) == words + 1 and content[-1] - content[-2] >= late * 0.9  # the finish chunk came late
+        assert r["output_tokens"] == words + 1  # usage counts the end-of-sequence token
+        span = r["output_tokens"] / r["tps"]
+        assert abs(span - (content[-2] - content[0])) <= TPS_SPAN  # ends at the last word...
+        assert content[-1] - content[0] - span >= late * 0.9  # ...not at the finish chunk

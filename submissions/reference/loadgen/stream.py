@@ -6,6 +6,10 @@ The rules (the contract's definitions, and the mistakes real tools made):
   chunk (`{"role": "assistant", "content": ""}`), reasoning deltas (`reasoning`,
   `reasoning_content`), the finish chunk, the usage chunk and `[DONE]` do not stop it.
 * A usage chunk has `choices: []`; nothing here indexes `choices[0]` without looking.
+* Per-request TPS spans the first to the last non-empty content delta. The finish chunk (vLLM
+  sends the end-of-sequence token as `"content": ""` with the finish reason, and may send it late),
+  the usage chunk and `[DONE]` do not extend it; the end-of-sequence token is still counted among
+  the output tokens, as usage counts it.
 * Output tokens come from the last `usage` seen (completion minus reasoning tokens). Without
   usage they are the number of non-empty content deltas, which is a count of chunks, not of
   tokens, when a server puts several tokens in one chunk; the result says which was used.
@@ -36,9 +40,8 @@ class StreamTracker:
         self.failure: str | None = None  # "stream_error" | "malformed"
         self.message: str | None = None  # the failure in words
         self.first_content: float | None = None  # when the first non-empty content arrived (TTFT's end)
-        self.last_content: float | None = None  # last chunk with delta.content, end-of-sequence "" included
+        self.last_content: float | None = None  # when the last non-empty content arrived (the TPS span's end)
         self.content_chunks = 0  # chunks with non-empty content
-        self.span_chunks = 0  # chunks carrying delta.content from the first content on (the TPS span)
         self.reasoning_chunks = 0
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
@@ -99,8 +102,6 @@ class StreamTracker:
             self.content_chunks += 1
             if self.first_content is None:
                 self.first_content = t
-        if self.first_content is not None:
-            self.span_chunks += 1
             self.last_content = t
 
     def _fail(self, failure: str, message: str) -> None:
@@ -116,8 +117,9 @@ class StreamTracker:
         return self.content_chunks, "content_deltas"
 
     def tps(self, tokens: int) -> float | None:
-        """Output tokens over the time from the first to the last content chunk; None without a span."""
-        if self.first_content is None or self.last_content is None or self.span_chunks < 2:
+        """Output tokens over the time from the first to the last non-empty content delta; None with
+        fewer than two of them (no span to divide by)."""
+        if self.first_content is None or self.last_content is None or self.content_chunks < 2:
             return None
         span = self.last_content - self.first_content
         return tokens / span if span > 0 else None

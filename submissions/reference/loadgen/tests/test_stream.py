@@ -72,11 +72,16 @@ def test_reasoning_only_stream_has_no_first_token_and_no_content_tokens():
     assert t.finish_reason == "length" and t.tps(0) is None
 
 
-def test_tps_spans_first_to_last_content_chunk_including_the_end_of_sequence():
+def test_tps_spans_first_to_last_non_empty_content_delta_not_the_finish_chunk():
     t = track(ROLE, chunk({"content": " a"}), chunk({"content": " b"}), chunk({"content": " c"}),
               chunk({"content": ""}, finish="stop"), usage(4), "[DONE]")
-    assert (t.first_content, t.last_content) == (1.0, 4.0)
-    assert t.tps(4) == 4 / 3.0
+    assert (t.first_content, t.last_content) == (1.0, 3.0)
+    assert t.tps(4) == 4 / 2.0  # usage counts the end-of-sequence token; its empty chunk does not stretch the span
+
+
+def test_one_content_delta_and_an_empty_finish_chunk_give_no_tps():
+    t = track(chunk({"content": " a"}), chunk({"content": ""}, finish="stop"), usage(2), "[DONE]")
+    assert t.tps(2) is None
 
 
 def test_one_content_chunk_gives_no_tps():
