@@ -308,6 +308,15 @@ class Sandbox:
         """Stop a spawned command (SIGTERM, then SIGKILL) and everything it started."""
         return RunResult.from_dict(self._request("stop", {"handle": handle}, timeout_s=2 * _OP_MARGIN_S))
 
+    def http_many(self, requests: list[dict[str, Any]], *, timeout_s: float = 30.0) -> list[dict[str, Any]]:
+        """Several requests sent at once from inside the namespace; answers in the same order."""
+        return self._request("http_many", {"requests": requests, "timeout_s": timeout_s},
+                             timeout_s=2 * timeout_s + _OP_MARGIN_S)
+
+    def write_file(self, name: str, text: str) -> str:
+        """Write a file the grader chose (a gateway's config) into the work folder; returns its path inside."""
+        return self._request("write_file", {"name": name, "text": text}, timeout_s=_OP_MARGIN_S)["path"]
+
     def wait_port(self, port: int, timeout_s: float = 10.0) -> bool:
         return bool(self._request("wait_port", {"port": port, "timeout_s": timeout_s},
                                   timeout_s=timeout_s + _OP_MARGIN_S)["open"])

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .jobs import Job, JobContext, JobSpec
-from .netops import http_request, wait_port
+from .netops import http_many, http_request, wait_port
 from .protocol import HarnessConfig
 from .servers import ServerPool
 
@@ -46,6 +46,8 @@ class Harness:
             "http": lambda a: http_request(a.get("method", "GET"), _req(a, "url"), headers=a.get("headers"),
                                            json=a.get("json"), stream=bool(a.get("stream")),
                                            timeout_s=_number(a, "timeout_s", 30.0)),
+            "http_many": lambda a: http_many(_req(a, "requests"), timeout_s=_number(a, "timeout_s", 30.0)),
+            "write_file": self._write_file,
         }
 
     def prepare(self) -> None:
@@ -88,6 +90,22 @@ class Harness:
         job.start()
         self.spawned[job.name] = job
         return {"handle": job.name}
+
+    def _write_file(self, args: dict[str, Any]) -> dict[str, str]:
+        """A grader-written file (a gateway's config) in the work folder, owned by the candidate's user."""
+        name, text = _req(args, "name"), _req(args, "text")
+        if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+            raise ValueError(f"write_file: {name!r} is not a plain file name")
+        if not isinstance(text, str):
+            raise TypeError("write_file: text must be a string")
+        path = self.ctx.work / name
+        if path.is_symlink():
+            path.unlink()  # never follow a link the candidate planted
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o644)
+        if self.config.run_as is not None:
+            os.lchown(path, self.config.run_as, self.config.run_as)
+        return {"path": str(path)}
 
     def _stop(self, args: dict[str, Any]) -> dict[str, Any]:
         handle = args.get("handle")

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 
-__all__ = ["LOOPBACK_HOSTS", "http_request", "wait_port"]
+__all__ = ["LOOPBACK_HOSTS", "http_many", "http_request", "wait_port"]
 
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 _BODY_CAP = 8 * 1024 * 1024
@@ -81,6 +82,26 @@ def _read_events(response: httpx.Response, out: dict[str, Any], body: bytearray,
             return
     if data:
         out["events"].append([time.time(), "\n".join(data)])
+
+
+def http_many(requests: Any, *, timeout_s: float = 30.0) -> list[dict[str, Any]]:
+    """Send several requests at once (one thread each, at most 64) and report each as `http_request` does.
+
+    Each request is {"method", "url", "headers", "json", "stream"}; the answers come back in the same order.
+    """
+    if not isinstance(requests, list) or not all(isinstance(r, dict) for r in requests):
+        raise TypeError("http_many: requests must be a list of request objects")
+    if not 0 < len(requests) <= 64:
+        raise ValueError(f"http_many: between 1 and 64 requests (got {len(requests)})")
+    for r in requests:
+        _loopback_url(r.get("url"))
+
+    def one(r: dict[str, Any]) -> dict[str, Any]:
+        return http_request(r.get("method", "GET"), r["url"], headers=r.get("headers"), json=r.get("json"),
+                            stream=bool(r.get("stream")), timeout_s=timeout_s)
+
+    with ThreadPoolExecutor(max_workers=len(requests)) as pool:
+        return list(pool.map(one, requests))
 
 
 def wait_port(port: int, timeout_s: float) -> dict[str, Any]:
