@@ -21,14 +21,14 @@ from .scenarios import list_scenarios
 from .settings import ModelSettings, ServerSettings, SettingsError
 
 __all__ = [
-    "serve",
-    "serve_subprocess",
-    "serve_fleet",
-    "RunningServer",
-    "build_settings",
-    "ServerSettings",
     "ModelSettings",
+    "RunningServer",
+    "ServerSettings",
     "SettingsError",
-    "tokenizer",
+    "build_settings",
     "list_scenarios",
+    "serve",
+    "serve_fleet",
+    "serve_subprocess",
+    "tokenizer",
 ]

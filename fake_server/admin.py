@@ -41,7 +41,8 @@ def _admin(handler: Any) -> Any:
         if not _authorised(request, state):
             return _err(401, "The admin API needs 'Authorization: Bearer <admin token>'.")
         try:
-            return await handler(request, state)
+            response: Response = await handler(request, state)
+            return response
         except BadRequest as exc:
             return _err(exc.status, exc.message)
         except SettingsError as exc:

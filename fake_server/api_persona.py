@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 from .ledger import LedgerRecord
 from .settings import ServerSettings
 
-__all__ = ["ApiPersona", "API_DEFAULTS"]
+__all__ = ["API_DEFAULTS", "ApiPersona"]
 
 # What `--persona api` changes before a scenario file and flags are applied: a hosted API has
 # no slot limit a client could notice, and its own model name.

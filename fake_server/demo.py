@@ -52,7 +52,7 @@ def main() -> None:
     for record in sorted(ledger.values(), key=lambda r: r["number"]):
         client_view = next(c for c in seen if c["id"] == record["id"])
         ledger_ttft = (record["first_content"] - record["arrival"]) * 1e3
-        print(f"{record['number']:>7} {client_view['ttft'] * 1e3:>15.1f} {record['queue_wait'] * 1e3:>16.1f} "
+        print(f"{record['number']:>7} {float(client_view['ttft']) * 1e3:>15.1f} {record['queue_wait'] * 1e3:>16.1f} "
               f"{ledger_ttft:>15.1f} {record['completion_tokens']:>7}")
     print("\nTwo requests got the two slots at once; the rest waited in the queue, so their TTFT grew.")
     print("Client TTFT also holds the client's own time (connection set-up, parsing); the ledger's does not.")

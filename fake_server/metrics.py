@@ -14,13 +14,18 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
     from .engine import Engine
 
-__all__ = ["Histogram", "EngineMetrics", "render"]
+__all__ = ["EngineMetrics", "Histogram", "render"]
 
 # Buckets as vLLM declares them (seconds, or tokens for the size histograms).
 TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
@@ -33,7 +38,7 @@ LAG_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0)
 class Histogram:
     """Cumulative-bucket histogram that can take many equal observations at once."""
 
-    __slots__ = ("bounds", "counts", "total", "n")
+    __slots__ = ("bounds", "counts", "n", "total")
 
     def __init__(self, bounds: Sequence[float]) -> None:
         self.bounds = tuple(bounds)
@@ -47,7 +52,8 @@ class Histogram:
         self.n += times
 
     def buckets(self) -> list[tuple[str, float]]:
-        out, running = [], 0
+        out: list[tuple[str, float]] = []
+        running = 0
         for bound, count in zip(self.bounds, self.counts):
             running += count
             out.append((repr(float(bound)), running))
@@ -121,11 +127,11 @@ class _EngineCollector(Collector):
                 success.add_metric([name, reason], engine.metrics.success[reason])
         yield success
         for metric, attr, doc in _HISTOGRAMS:
-            family = HistogramMetricFamily(metric, doc, labels=["model_name"])
+            histograms = HistogramMetricFamily(metric, doc, labels=["model_name"])
             for name, engine in engines:
                 h: Histogram = getattr(engine.metrics, attr)
-                family.add_metric([name], h.buckets(), h.total)
-            yield family
+                histograms.add_metric([name], h.buckets(), h.total)
+            yield histograms
 
 
 def make_registry(engines: Callable[[], Iterable[tuple[str, Engine]]]) -> CollectorRegistry:

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BadRequest", "GenerationRequest", "parse_json", "parse_chat", "parse_completion", "MAX_BODY_BYTES"]
+__all__ = ["MAX_BODY_BYTES", "BadRequest", "GenerationRequest", "parse_chat", "parse_completion", "parse_json"]
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 _ROLES = {"system", "user", "assistant", "tool", "developer", "function"}
@@ -80,7 +80,7 @@ def _opt_int(data: dict[str, Any], key: str, minimum: int) -> int | None:
         raise BadRequest(f"`{key}` must be an integer, got {json.dumps(value)}.", key)
     if value < minimum:
         raise BadRequest(f"{key} must be at least {minimum}, got {value}.", key)
-    return value
+    return int(value)
 
 
 def _opt_bool(data: dict[str, Any], key: str) -> bool:

@@ -137,7 +137,8 @@ class RunningServer:
         if self.state is not None:
             return [r.to_dict() for r in self.state.ledger.records(settle, generation=generation)]
         query = f"/admin/ledger?settle={settle:g}" + ("" if generation is None else f"&generation={generation}")
-        return self._admin("GET", query)["records"]
+        records: list[dict[str, Any]] = self._admin("GET", query)["records"]
+        return records
 
     def configure(self, model: str | None = None, **values: Any) -> None:
         """Change engine settings at run time, e.g. `configure(max_num_seqs=2)`."""

@@ -19,15 +19,15 @@ from typing import Any
 import yaml
 
 __all__ = [
-    "SettingsError",
+    "IGNORE_SLOT_LIMIT_ENV",
     "ModelSettings",
     "ServerSettings",
-    "IGNORE_SLOT_LIMIT_ENV",
-    "slot_limit_ignored",
-    "model_fields",
-    "server_fields",
+    "SettingsError",
     "apply_overrides",
     "load_scenario_file",
+    "model_fields",
+    "server_fields",
+    "slot_limit_ignored",
 ]
 
 
@@ -35,12 +35,14 @@ class SettingsError(ValueError):
     """A setting is unknown, of the wrong type or out of range; the message names it."""
 
 
+def _meta(help: str, *, min: float | None = None, max: float | None = None,
+          choices: tuple[str, ...] | None = None, cli: bool = True) -> dict[str, Any]:
+    return {"help": help, "min": min, "max": max, "choices": choices, "cli": cli}
+
+
 def _opt(default: Any, help: str, *, min: float | None = None, max: float | None = None,
          choices: tuple[str, ...] | None = None, cli: bool = True) -> Any:
-    meta = {"help": help, "min": min, "max": max, "choices": choices, "cli": cli}
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata=meta)
-    return field(default=default, metadata=meta)
+    return field(default=default, metadata=_meta(help, min=min, max=max, choices=choices, cli=cli))
 
 
 @dataclass
@@ -87,7 +89,7 @@ class ServerSettings:
 
     host: str = _opt("127.0.0.1", "Address to bind (vLLM --host).")
     port: int = _opt(8000, "Port to bind; 0 picks a free one (vLLM --port).", min=0, max=65535)
-    served_model_name: list[str] = _opt(["fake-model"], "Model names served by the default model (vLLM --served-model-name).")
+    served_model_name: list[str] = field(default_factory=lambda: ["fake-model"], metadata=_meta("Model names served by the default model (vLLM --served-model-name)."))
     persona: str = _opt("local", "'local' behaves like vLLM; 'api' like a hosted, priced, rate-limited API.", choices=("local", "api"))
     seed: int = _opt(0, "Seed for generated text, jitter and fault rates.", min=0, max=2**63 - 1)
     ledger: str | None = _opt(None, "Append one JSON line per finished request to this file.")
@@ -99,7 +101,7 @@ class ServerSettings:
     price_output: float = _opt(20.0, "API persona: USD per million output (completion) tokens.", min=0, max=1e6)
     rpm: int = _opt(0, "API persona: requests per minute per key before 429 (0 = no limit).", min=0, max=10_000_000)
     tpm: int = _opt(0, "API persona: tokens per minute per key, counted as prompt + max_tokens (0 = no limit).", min=0, max=10_000_000_000)
-    faults: list[dict[str, Any]] = _opt([], "Fault rules (scenario file or /admin/faults).", cli=False)
+    faults: list[dict[str, Any]] = field(default_factory=list, metadata=_meta("Fault rules (scenario file or /admin/faults).", cli=False))
     model: ModelSettings = field(default_factory=ModelSettings, metadata={"cli": False, "help": ""})
     extra_models: dict[str, ModelSettings] = field(default_factory=dict, metadata={"cli": False, "help": ""})
 

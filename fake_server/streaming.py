@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from .engine import Engine
@@ -24,7 +24,7 @@ from .wire import DONE, ChatEncoder, CompletionEncoder, continuous_usage
 __all__ = ["SSE_HEADERS", "StreamWriter", "collect", "watch_disconnect"]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
 _MALFORMED = b'data: {"id": "chatcmpl-broken", "choices": [{"delta": {"content": \n\n'

@@ -11,18 +11,10 @@ from __future__ import annotations
 import random
 import zlib
 
-__all__ = ["WORDS", "REASONING_WORDS", "TextStream"]
+__all__ = ["REASONING_WORDS", "WORDS", "TextStream"]
 
-WORDS = (
-    "the of and to in is that it for on with as was at by be this from or have not are but an "
-    "they which one you were all we there can has more will if about when so some what out up "
-    "time would other into only new also could its first any these may than then them most over "
-    "model token serve batch cache queue slot prefill decode replica memory router gateway"
-).split()
-REASONING_WORDS = (
-    "hmm so first consider the user asks about this then check whether maybe wait actually "
-    "right because therefore step next options compare answer"
-).split()
+WORDS = ["the", "of", "and", "to", "in", "is", "that", "it", "for", "on", "with", "as", "was", "at", "by", "be", "this", "from", "or", "have", "not", "are", "but", "an", "they", "which", "one", "you", "were", "all", "we", "there", "can", "has", "more", "will", "if", "about", "when", "so", "some", "what", "out", "up", "time", "would", "other", "into", "only", "new", "also", "could", "its", "first", "any", "these", "may", "than", "then", "them", "most", "over", "model", "token", "serve", "batch", "cache", "queue", "slot", "prefill", "decode", "replica", "memory", "router", "gateway"]
+REASONING_WORDS = ["hmm", "so", "first", "consider", "the", "user", "asks", "about", "this", "then", "check", "whether", "maybe", "wait", "actually", "right", "because", "therefore", "step", "next", "options", "compare", "answer"]
 
 
 class TextStream:

@@ -26,13 +26,13 @@ import zlib
 from collections.abc import Iterable, Sequence
 
 __all__ = [
-    "IM_START",
     "IM_END",
-    "tokenize",
+    "IM_START",
     "count",
-    "token_ids",
-    "render_chat",
     "message_text",
+    "render_chat",
+    "token_ids",
+    "tokenize",
 ]
 
 IM_START = "<|im_start|>"
@@ -77,7 +77,9 @@ def message_text(content: object) -> str:
         return ""
     if isinstance(content, str):
         return content
-    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    if not isinstance(content, list):
+        return ""
+    return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
 
 
 def render_chat(messages: Sequence[dict[str, object]]) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["ChatEncoder", "CompletionEncoder", "error_body", "DONE", "context_length_message"]
+__all__ = ["DONE", "ChatEncoder", "CompletionEncoder", "context_length_message", "error_body"]
 
 DONE = b"data: [DONE]\n\n"
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
