@@ -1,0 +1,51 @@
+"""The public surface the grader and candidates build on, pinned; and the package's lint and type gate."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+import fake_server
+from fake_server import serve
+
+ROOT = Path(__file__).resolve().parents[1]
+
+RECORD_FIELDS = {
+    "id", "number", "model", "endpoint", "stream", "arrival", "max_tokens", "status", "fault", "headers_sent",
+    "queued", "scheduled", "prefill_start", "prefill_end", "finished", "prompt_tokens", "cached_tokens",
+    "completion_tokens", "reasoning_tokens", "content_tokens", "preemptions", "generation", "finish_reason",
+    "error", "step_lag_max", "cost_usd", "chunks", "queue_wait", "first_content",
+}
+
+
+def test_public_names_are_pinned():
+    assert sorted(fake_server.__all__) == sorted([
+        "ModelSettings", "RunningServer", "ServerSettings", "SettingsError", "build_settings", "list_scenarios",
+        "serve", "serve_fleet", "serve_subprocess", "tokenizer",
+    ])
+    for name in ("openai_base_url", "port", "ledger", "configure", "set_faults", "set_healthy", "reset", "metrics",
+                 "log_text"):
+        assert hasattr(fake_server.RunningServer, name), name
+
+
+def test_ledger_record_fields_are_pinned():
+    with serve(token_rate=500) as server:
+        httpx.post(server.openai_base_url + "/chat/completions", timeout=10,
+                   json={"model": "fake-model", "messages": [{"role": "user", "content": "x"}], "max_tokens": 2})
+        (record,) = server.ledger()
+    assert set(record) == RECORD_FIELDS
+
+
+@pytest.mark.parametrize("tool", ["ruff", "mypy"])
+def test_lint_and_type_gate(tool):
+    if shutil.which(tool, path=str(Path(sys.executable).parent)) is None:
+        pytest.skip(f"{tool} is not installed in this environment")
+    cmd = [sys.executable, "-m", "ruff", "check", "fake_server"] if tool == "ruff" else \
+        [sys.executable, "-m", "mypy", "--strict", "fake_server"]
+    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
