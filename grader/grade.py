@@ -21,14 +21,14 @@ from pathlib import Path
 from grader.contract import ContractError, Submission, read_yaml, schema_errors
 from grader.outcome import CriterionResult, Grade
 from grader.rubric import Criterion, Rubric, load_rubric
-from grader.sections import grade_loadgen, grade_tests, skipped
+from grader.sections import grade_gateway, grade_loadgen, grade_tests, skipped
 
 __all__ = ["PARTS", "GradeRun", "contract_problems", "grade"]
 
 # Which part of submission.yaml each deliverable needs.
 PARTS = {"loadgen": "loadgen", "tests": "loadgen", "gateway": "gateway", "manifests": "manifests",
          "sizing": "sizing", "memo": "memo"}
-_SECTIONS = ("loadgen", "tests")  # deliverables graded in a sandbox here; the rest come with their sections
+_SECTIONS = ("loadgen", "tests", "gateway")  # deliverables graded in a sandbox here; the rest come with their sections
 
 
 @dataclass
@@ -154,6 +154,8 @@ def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: d
                 notes.append((box.isolated, box.note))
             if name == "loadgen":
                 done, inherent = grade_loadgen(box, submission, rubric, todo[name], seed=run.seed, report=report)
+            elif name == "gateway":
+                done, inherent = grade_gateway(box, submission, rubric, todo[name], seed=run.seed, report=report)
             else:
                 done, inherent = grade_tests(box, submission, todo[name], report=report)
         with lock:

@@ -8,18 +8,21 @@ result is handed to `report` as soon as it is known, so the terminal shows progr
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
 
 from grader.contract import Submission
-from grader.criteria import candidate_tests, loadgen
+from grader.criteria import candidate_tests, gateway, loadgen
+from grader.criteria.gateway_run import CASES, run_gateway
+from grader.criteria.gateway_run import Box as GatewayBox
 from grader.criteria.loadgen_run import Box, LoadgenRun, run_loadgen
 from grader.criteria.verdict import Verdict, is_borderline
 from grader.outcome import CriterionResult
 from grader.rubric import Criterion, Rubric
 
-__all__ = ["grade_loadgen", "grade_tests", "result_of", "skipped"]
+__all__ = ["grade_gateway", "grade_loadgen", "grade_tests", "result_of", "skipped"]
 
 Report = Callable[[CriterionResult], None]
 
@@ -95,6 +98,41 @@ def grade_tests(box: Box, submission: Submission, criteria: list[Criterion], *,
     for criterion in criteria:
         check, _ = candidate_tests.CHECKS[criterion.id]
         result = result_of(criterion, check(runs, criterion), duration_s=per_criterion)
+        report(result)
+        results.append(result)
+    return results, inherent
+
+
+def grade_gateway(box: GatewayBox, submission: Submission, rubric: Rubric, criteria: list[Criterion], *, seed: int,
+                  report: Report) -> tuple[list[CriterionResult], float]:
+    """Every gateway criterion from one gateway run through the cases they need (in the fixed order).
+
+    A borderline timing check reruns, once, the gateway on the cases of that criterion only.
+    """
+    wanted = {name for c in criteria for name in gateway.CASES_OF.get(c.id, ())}
+    everything = any(c.id not in gateway.CASES_OF for c in criteria)  # the checks over all cases
+    cases = tuple(case for case in CASES if everything or case.name in wanted or case.kind == "startup")
+    started = time.perf_counter()
+    run = run_gateway(box, submission, seed=seed, cases=cases)
+    inherent = run.inherent_s
+    per_criterion = (time.perf_counter() - started) / max(len(criteria), 1)
+    results = []
+    for criterion in criteria:
+        named = dataclasses.replace(criterion, scenarios=gateway.CASES_OF.get(criterion.id, ("every case",)))
+        check = gateway.CHECKS[criterion.id]
+        verdict = check(run, criterion)
+        attempts, inconclusive, took = 1, False, per_criterion
+        if is_borderline(verdict):
+            attempts = 2
+            again_started = time.perf_counter()
+            names = set(gateway.CASES_OF.get(criterion.id, ()))
+            again = run_gateway(box, submission, seed=seed,
+                                cases=tuple(c for c in CASES if c.name in names or c.kind == "startup"))
+            inherent += again.inherent_s
+            verdict = check(again, criterion)
+            inconclusive = is_borderline(verdict)
+            took += time.perf_counter() - again_started
+        result = result_of(named, verdict, duration_s=took, attempts=attempts, inconclusive=inconclusive)
         report(result)
         results.append(result)
     return results, inherent

@@ -287,7 +287,8 @@ def _run_one(session: _Session, case: Case, run: CaseRun) -> None:
         while time.monotonic() < until:
             session.send(warm)
             time.sleep(0.05)
-        box.reset(session.local_name)      # the warm-up's records are not this case's
+        run.extra["warm_local"] = box.ledger(session.local_name, settle=2.0)  # kept apart: not this case's
+        box.reset(session.local_name)
         box.reset(session.api_name)
         run.stats_before = session.stats()
     box.set_faults(session.local_name, list(case.local_faults)) if not session.local_stopped else None
@@ -394,11 +395,10 @@ def _run_case(session: _Session, case: Case, run: CaseRun) -> CaseRun:
         return run
     session.prepare(case)
     run.local_stopped = session.local_stopped
+    run.stats_before = session.stats()
     if case.kind == "concurrent":
         _run_concurrent(session, case, run)
         return run
-    if run.stats_before is None:
-        run.stats_before = session.stats()
     if case.kind == "recover":
         _run_recover(session, case, run)
     elif case.kind == "require-bad":
