@@ -41,15 +41,23 @@ class Finding:
 
 
 def _criteria_for(rubric: Rubric, targets: list[str], name: str, full: bool) -> tuple[str, ...]:
+    """The criteria a chaff is graded on: its targets, what their runs give for free, and a sample.
+
+    A scenario run feeds every criterion that names it, so those cost nothing more. The sample
+    comes from the targets' own deliverables, and never includes the test-suite chaff criteria
+    (each a handful of full test runs); `--full` covers everything.
+    """
     if full:
         return tuple(c.id for c in rubric.criteria)
     chosen = {c.id for c in rubric.criteria if c.id in targets}
     scenarios = {s for c in rubric.criteria if c.id in chosen for s in c.scenarios}
-    sections = {c.deliverable for c in rubric.criteria if c.id in chosen}
-    free = {c.id for c in rubric.criteria
-            if (c.scenarios and set(c.scenarios) <= scenarios) or (c.deliverable == "tests" and "tests" in sections and c.id == "tests.pass")}
-    rest = sorted(c.id for c in rubric.criteria if c.id not in chosen | free and c.deliverable in ("loadgen", "tests")
-                  and c.id not in ("tests.percentile-chaff", "tests.slot-chaff"))
+    deliverables = {c.deliverable for c in rubric.criteria if c.id in chosen}
+    free = {c.id for c in rubric.criteria if c.scenarios and set(c.scenarios) <= scenarios}
+    if "tests" in deliverables:
+        free.add("tests.pass")
+    expensive = {"tests.percentile-chaff", "tests.slot-chaff"}
+    rest = sorted(c.id for c in rubric.criteria
+                  if c.deliverable in deliverables and c.id not in chosen | free | expensive)
     sample = random.Random(name).sample(rest, k=min(2, len(rest)))
     return tuple(c.id for c in rubric.criteria if c.id in chosen | free | set(sample))
 
