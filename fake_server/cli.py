@@ -55,7 +55,7 @@ def main() -> None:
 @_settings_options
 def serve(model: str | None, scenario: str | None, **values: Any) -> None:
     """Serve MODEL (like `vllm serve MODEL`); flags override the scenario, which overrides defaults."""
-    from .runner import build_settings
+    from .scenarios import build_settings
 
     given = {k: v for k, v in values.items() if v is not None and v != ()}
     if model and "served_model_name" not in given:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .runner import build_settings
+from .scenarios import build_settings
 from .settings import ServerSettings, SettingsError, read_scenario_file
 
 __all__ = ["fleet_settings"]

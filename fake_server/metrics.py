@@ -11,7 +11,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -22,10 +22,28 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-if TYPE_CHECKING:
-    from .engine import Engine
+__all__ = ["EngineMetrics", "Histogram", "MeteredEngine", "render"]
 
-__all__ = ["EngineMetrics", "Histogram", "render"]
+
+class _KV(Protocol):
+    def usage(self) -> float: ...
+
+
+class MeteredEngine(Protocol):
+    """What the exporter reads off an engine at scrape time."""
+
+    @property
+    def num_running(self) -> int: ...
+
+    @property
+    def num_waiting(self) -> int: ...
+
+    @property
+    def kv(self) -> _KV: ...
+
+    @property
+    def metrics(self) -> EngineMetrics: ...
+
 
 # Buckets as vLLM declares them (seconds, or tokens for the size histograms).
 TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
@@ -103,7 +121,7 @@ _COUNTERS = (
 
 
 class _EngineCollector(Collector):
-    def __init__(self, engines: Callable[[], Iterable[tuple[str, Engine]]]) -> None:
+    def __init__(self, engines: Callable[[], Iterable[tuple[str, MeteredEngine]]]) -> None:
         self._engines = engines
 
     def collect(self) -> Iterable[Metric]:
@@ -134,7 +152,7 @@ class _EngineCollector(Collector):
             yield histograms
 
 
-def make_registry(engines: Callable[[], Iterable[tuple[str, Engine]]]) -> CollectorRegistry:
+def make_registry(engines: Callable[[], Iterable[tuple[str, MeteredEngine]]]) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_EngineCollector(engines))
     return registry

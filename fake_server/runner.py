@@ -29,7 +29,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .app import create_app
 from .generation import Persona
-from .settings import ServerSettings, SettingsError, apply_scenario, read_scenario_file
+from .scenarios import build_settings
+from .settings import ServerSettings, SettingsError
 from .state import ServerState
 
 __all__ = ["RunningServer", "bind", "build_settings", "make_server", "new_loop", "serve", "serve_fleet", "serve_subprocess"]
@@ -86,28 +87,6 @@ def _persona_for(settings: ServerSettings) -> Persona | None:
         from .api_persona import ApiPersona
         return ApiPersona(settings)
     return None
-
-
-def build_settings(scenario: str | Path | None = None, **overrides: Any) -> ServerSettings:
-    """Settings from defaults, the persona's defaults, a scenario (built-in name or file), then
-    keyword overrides, in that order. Keyword names are settings names; default-model settings
-    and server settings may be mixed.
-    """
-    from .api_persona import API_DEFAULTS
-    from .scenarios import scenario_path
-
-    data: dict[str, Any] = {}
-    where = "scenario"
-    if scenario is not None:
-        path = scenario_path(str(scenario))
-        data, where = read_scenario_file(path), str(path)
-    settings = ServerSettings()
-    if overrides.get("persona", data.get("persona")) == "api":
-        apply_scenario(API_DEFAULTS, settings, "API persona defaults")
-    apply_scenario(data, settings, where)
-    apply_scenario(overrides, settings, "overrides")
-    settings.validate()
-    return settings
 
 
 class RunningServer:

@@ -1,14 +1,17 @@
-"""Built-in scenarios: named YAML files under `fake_server/scenarios/`, one per edge case."""
+"""Built-in scenarios (named YAML files under `fake_server/scenarios/`, one per edge case), and
+settings built from a scenario and keyword overrides."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from .settings import SettingsError
+from .api_persona import API_DEFAULTS
+from .settings import ServerSettings, SettingsError, apply_scenario, read_scenario_file
 
-__all__ = ["SCENARIO_DIR", "list_scenarios", "scenario_path"]
+__all__ = ["SCENARIO_DIR", "build_settings", "list_scenarios", "scenario_path"]
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
@@ -32,3 +35,22 @@ def scenario_path(name_or_path: str) -> Path:
         return path
     names = ", ".join(name for name, _ in list_scenarios())
     raise SettingsError(f"scenario `{name_or_path}` is neither a built-in ({names}) nor a file")
+
+
+def build_settings(scenario: str | Path | None = None, **overrides: Any) -> ServerSettings:
+    """Settings from defaults, the persona's defaults, a scenario (built-in name or file), then
+    keyword overrides, in that order. Keyword names are settings names; default-model settings
+    and server settings may be mixed.
+    """
+    data: dict[str, Any] = {}
+    where = "scenario"
+    if scenario is not None:
+        path = scenario_path(str(scenario))
+        data, where = read_scenario_file(path), str(path)
+    settings = ServerSettings()
+    if overrides.get("persona", data.get("persona")) == "api":
+        apply_scenario(API_DEFAULTS, settings, "API persona defaults")
+    apply_scenario(data, settings, where)
+    apply_scenario(overrides, settings, "overrides")
+    settings.validate()
+    return settings

@@ -18,6 +18,9 @@ from typing import Any
 
 import yaml
 
+from .errors import SettingsError
+from .faults import parse_rules
+
 __all__ = [
     "IGNORE_SLOT_LIMIT_ENV",
     "ModelSettings",
@@ -30,9 +33,6 @@ __all__ = [
     "slot_limit_ignored",
 ]
 
-
-class SettingsError(ValueError):
-    """A setting is unknown, of the wrong type or out of range; the message names it."""
 
 
 def _meta(help: str, *, min: float | None = None, max: float | None = None,
@@ -110,8 +110,6 @@ class ServerSettings:
         if not self.served_model_name or not all(isinstance(n, str) and n for n in self.served_model_name):
             raise SettingsError("settings: `served_model_name` needs at least one non-empty name")
         self.model.validate("settings")
-        from .faults import parse_rules  # faults.py imports SettingsError from here
-
         parse_rules(self.faults, "faults")
         for name, settings in self.extra_models.items():
             if name in self.served_model_name:

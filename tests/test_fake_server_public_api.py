@@ -49,3 +49,33 @@ def test_lint_and_type_gate(tool):
         [sys.executable, "-m", "mypy", "--strict", "fake_server"]
     result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _relative_imports() -> dict[str, set[str]]:
+    """Module -> the fake_server modules it imports, lazily or not, read from the source."""
+    import ast
+
+    out = {}
+    for path in (ROOT / "fake_server").glob("*.py"):
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                deps |= {node.module} if node.module else {alias.name for alias in node.names}
+        out[path.stem] = deps
+    return out
+
+
+def test_no_import_cycles_in_the_package():
+    graph = _relative_imports()
+    assert {"engine", "settings", "faults", "runner", "fleet", "metrics"} <= set(graph)
+    cycles = []
+    for start in graph:
+        stack = [(start, (start,))]
+        while stack:
+            module, path = stack.pop()
+            for dep in graph.get(module, ()):
+                if dep == start:
+                    cycles.append(path + (dep,))
+                elif dep not in path:
+                    stack.append((dep, (*path, dep)))
+    assert cycles == []
