@@ -136,8 +136,8 @@ CASES: tuple[Case, ...] = (
          (_error(404, "grader: The model `z` does not exist (require local)."),), send=Send(require="local")),
     Case("rl-too-long", f"require: local; prompt + max_tokens over max_model_len {MAX_MODEL_LEN}",
          send=Send(require="local", words=_LONG_WORDS)),
-    Case("rl-unhealthy-stall", "require: local; /health turns 503 and the route stalls, sent at once",
-         (_UNHEALTHY, _STALL_BEFORE), send=Send(require="local")),
+    Case("rl-unhealthy-stall", "require: local; /health answers 503 (the probe has seen it) and the route stalls",
+         (_UNHEALTHY, _STALL_BEFORE), send=Send(require="local"), wait_probe=True),
     Case("rl-unhealthy", "require: local; /health answers 503 (the probe has seen it)", (_UNHEALTHY,),
          send=Send(require="local"), wait_probe=True),
     Case("rl-health-stale", "require: local; after 1 s of healthy traffic /health turns 503", (_UNHEALTHY,),
@@ -231,10 +231,13 @@ class _Session:
 
     def stats(self) -> Any:
         answer = self.box.http("GET", self.url + "/stats", timeout_s=5.0)
+        if answer["status"] is None:  # a busy machine: one more try before calling it missing
+            time.sleep(0.2)
+            answer = self.box.http("GET", self.url + "/stats", timeout_s=5.0)
         try:
             return json.loads(answer["body"]) if answer["status"] == 200 else {"_status": answer["status"]}
         except (json.JSONDecodeError, TypeError):
-            return {"_status": answer["status"], "_body": (answer.get("body") or "")[:200]}
+            return {"_status": answer["status"], "_body": (answer.get("body") or "")[:200], "_error": answer.get("error")}
 
     def prepare(self, case: Case) -> None:
         if case.stop_local and not self.local_stopped:
@@ -287,7 +290,9 @@ def _run_one(session: _Session, case: Case, run: CaseRun) -> None:
         while time.monotonic() < until:
             session.send(warm)
             time.sleep(0.05)
-        run.extra["warm_local"] = box.ledger(session.local_name, settle=2.0)  # kept apart: not this case's
+        # kept apart, not this case's: the first ones may go to the API while the last case's "unhealthy" is fresh
+        run.extra["warm_local"] = box.ledger(session.local_name, settle=2.0)
+        run.extra["warm_api"] = box.ledger(session.api_name, settle=2.0)
         box.reset(session.local_name)
         box.reset(session.api_name)
         run.stats_before = session.stats()
