@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench schemas clean
+.PHONY: demo demo-server test selftest bench schemas clean
 
 # Debian packages, installed when missing and this is root: bubblewrap for the grader's sandbox (else it
 # runs UNSANDBOXED, and says so), chromium for the report.html screenshot test (else it is skipped).
@@ -17,8 +17,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# The main job: grade the bundled reference submission; prints the score table and the report's path.
 demo: $(STAMP)
+	$(BIN)/grader grade submissions/reference --out grade-report --jobs 2
+
+# Start the fake vLLM server, stream through it, and show its ledger and metrics.
+demo-server: $(STAMP)
 	$(BIN)/python -m fake_server.demo
+
+selftest: $(STAMP)
+	$(BIN)/grader selftest
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
@@ -26,9 +34,10 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.fidelity
 	$(BIN)/python -m bench.loadgen_ttft
+	$(BIN)/python -m bench.grade_time
 
 schemas: $(STAMP)
 	$(BIN)/python -m grader.schemas_build
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache grade-report
