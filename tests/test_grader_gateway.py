@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grader.chaff import list_chaff, materialize
-from grader.contract import load_submission
+from grader.contract import Submission, load_submission
 from grader.criteria import gateway
 from grader.criteria.gateway_run import CASES, GatewayRun, run_gateway
 from grader.rubric import load_rubric
@@ -89,8 +89,7 @@ def test_a_gateway_that_never_listens_fails_every_criterion_with_the_reason(tmp_
     folder = tmp_path / "silent"
     (folder / "gateway").mkdir(parents=True)
     (folder / "gateway" / "gateway.py").write_text("import time\ntime.sleep(60)\n")
-    (folder / "submission.yaml").write_text("contract: 1\ngateway:\n  command: [python, gateway/gateway.py]\n")
-    submission = load_submission(folder)
+    submission = Submission(folder, {"contract": 1, "gateway": {"command": ["python", "gateway/gateway.py"]}})
     with Sandbox(folder) as box:
         from grader.criteria import gateway_run
 
