@@ -287,8 +287,11 @@ def _run_one(session: _Session, case: Case, run: CaseRun) -> None:
     if case.warm_s:
         until = time.monotonic() + case.warm_s
         warm = body_for(case, Send(max_tokens=2))
+        durations = run.extra.setdefault("warm_durations", [])
         while time.monotonic() < until:
-            session.send(warm)
+            answer = session.send(warm)
+            if answer["status"] == 200:
+                durations.append(answer["done_at"] - answer["sent_at"])
             time.sleep(0.05)
         # kept apart, not this case's: the first ones may go to the API while the last case's "unhealthy" is fresh
         run.extra["warm_local"] = box.ledger(session.local_name, settle=2.0)
