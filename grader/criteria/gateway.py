@@ -101,6 +101,13 @@ def answer_route(run: CaseRun, answer: dict[str, Any]) -> str:
     return "none"
 
 
+def _whole(record: dict[str, Any]) -> bool:
+    """The server sent a whole answer: 200, and no fault that ended or broke the stream."""
+    fault = (record.get("fault") or {}).get("kind")
+    return (record.get("status") == 200 and fault not in ("cut", "no_done", "stream_error", "malformed_chunk")
+            and record.get("finish_reason") not in ("abort", "error"))
+
+
 def success_records(run: CaseRun) -> dict[str, list[dict[str, Any]]]:
     """Per route, the ledger records of attempts that gave the client a whole successful answer."""
     out: dict[str, list[dict[str, Any]]] = {"local": [], "api": []}
@@ -111,7 +118,7 @@ def success_records(run: CaseRun) -> dict[str, list[dict[str, Any]]]:
         for i, answer in enumerate(run.answers):
             if _complete(run, answer, i):
                 route = answer_route(run, answer)
-                records = [r for r in (run.api if route == "api" else run.local) if r.get("status") == 200]
+                records = [r for r in (run.api if route == "api" else run.local) if _whole(r)]
                 if records:
                     out[route].append(records[min(len(out[route]), len(records) - 1)])
     for route in ("local", "api"):
