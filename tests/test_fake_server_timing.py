@@ -50,5 +50,7 @@ def test_default_timing_does_not_busy_wait_and_precise_does_and_both_keep_the_ra
     assert precise > cheap
     for times in (cheap_times, precise_times):
         assert len(times) == TOKENS
-        span = times[-1] - times[0]
-        assert abs(span - (TOKENS - 1) / RATE) < 0.05 * (TOKENS - 1) / RATE  # absolute deadlines: no drift
+        span, nominal = times[-1] - times[0], (TOKENS - 1) / RATE
+        # steps on absolute deadlines never run ahead of the set rate; on a loaded machine a late
+        # step restarts the timeline (and says so in step_lag), so the bound above is generous
+        assert 0.97 * nominal <= span < 1.5 * nominal
