@@ -17,9 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.criteria import gateway
 from grader.grade import GradeRun, grade
 from grader.outcome import Grade
-from grader.rubric import Rubric, load_rubric
+from grader.rubric import Criterion, Rubric, load_rubric
 
 __all__ = ["SUBMISSIONS", "Finding", "SelftestError", "selftest"]
 
@@ -40,26 +41,37 @@ class Finding:
     seconds: float = 0.0
 
 
+def _runs_of(criterion: Criterion) -> frozenset[str] | None:
+    """The runs a criterion is judged from (scenarios, gateway cases); None: every run of its section."""
+    if criterion.deliverable == "gateway":
+        cases = gateway.CASES_OF.get(criterion.id)
+        return frozenset(f"case {c}" for c in cases) if cases else None
+    return frozenset(criterion.scenarios) if criterion.scenarios else None
+
+
 def _criteria_for(rubric: Rubric, targets: list[str], name: str, full: bool) -> tuple[str, ...]:
     """The criteria a chaff is graded on: its targets, what their runs give for free, and a sample.
 
-    A scenario run feeds every criterion that names it, so those cost nothing more. The sample
-    comes from the targets' own deliverables, and never includes the test-suite chaff criteria
-    (each a handful of full test runs); `--full` covers everything.
+    A scenario run (or a gateway case) feeds every criterion judged from it, so those cost
+    nothing more; a target judged from every run of its section makes the whole section free.
+    The sample comes from the targets' own deliverables and never includes the test-suite chaff
+    criteria (each a handful of full test runs); `--full` covers everything.
     """
     if full:
         return tuple(c.id for c in rubric.criteria)
-    chosen = {c.id for c in rubric.criteria if c.id in targets}
-    scenarios = {s for c in rubric.criteria if c.id in chosen for s in c.scenarios}
-    deliverables = {c.deliverable for c in rubric.criteria if c.id in chosen}
-    free = {c.id for c in rubric.criteria if c.scenarios and set(c.scenarios) <= scenarios}
+    chosen = [c for c in rubric.criteria if c.id in targets]
+    deliverables = {c.deliverable for c in chosen}
+    runs = {r for c in chosen for r in (_runs_of(c) or ())}
+    whole = {c.deliverable for c in chosen if _runs_of(c) is None and c.deliverable != "tests"}
+    free = {c.id for c in rubric.criteria
+            if c.deliverable in whole or ((r := _runs_of(c)) is not None and r <= runs)}
     if "tests" in deliverables:
         free.add("tests.pass")
     expensive = {"tests.percentile-chaff", "tests.slot-chaff"}
-    rest = sorted(c.id for c in rubric.criteria
-                  if c.deliverable in deliverables and c.id not in chosen | free | expensive)
+    taken = {c.id for c in chosen} | free
+    rest = sorted(c.id for c in rubric.criteria if c.deliverable in deliverables and c.id not in taken | expensive)
     sample = random.Random(name).sample(rest, k=min(2, len(rest)))
-    return tuple(c.id for c in rubric.criteria if c.id in chosen | free | set(sample))
+    return tuple(c.id for c in rubric.criteria if c.id in taken | set(sample))
 
 
 def _judge(name: str, result: Grade, targets: list[str]) -> Finding:
