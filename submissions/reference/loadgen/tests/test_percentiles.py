@@ -56,6 +56,9 @@ def test_one_to_ten_differs_from_linear():
 
 def test_order_of_input_does_not_matter():
     assert percentiles([5, 1, 4, 2, 3]) == percentiles([1, 2, 3, 4, 5])
+    # The function itself sorts: the values come in the order the requests finished.
+    assert [nearest_rank([5, 1, 4, 2, 3], p) for p in (20, 40, 60, 80, 100)] == [1, 2, 3, 4, 5]
+    assert nearest_rank(EIGHT_TTFTS, 50) == 0.24 and nearest_rank(EIGHT_TTFTS, 90) == 0.95
 
 
 def test_rank_is_exact_where_floats_are_not():
