@@ -1,0 +1,157 @@
+"""Chaff: known-defective submissions, each a copy of a good one with a few exact text edits.
+
+A chaff lives in `submissions/chaff/NAME/chaff.yaml`:
+
+    base: reference               # a folder beside chaff/ under submissions/
+    defect: TTFT stopped by the role-only chunk
+    targets: [loadgen.role-chunk] # the rubric criteria it must lose, and only those
+    edits:                        # applied in order to a copy of the base
+      - file: loadgen/stream.py
+        find: |                   # exact text; must occur exactly once in the file as edited so far
+          ...
+        replace: |
+          ...
+
+Edits are find-and-replace rather than diffs so that a chaff states its defect in the words of
+the code, and so that a change to the base that moves the text breaks the chaff loudly (the find
+no longer occurs) instead of applying it somewhere else.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+__all__ = ["Chaff", "ChaffError", "Edit", "list_chaff", "materialize", "read_chaff"]
+
+_CRITERION = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$")
+_KEYS = {"base", "defect", "targets", "edits"}
+_EDIT_KEYS = {"file", "find", "replace"}
+_NOT_COPIED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache")
+
+
+class ChaffError(ValueError):
+    """A chaff that cannot be read or built; the message names the chaff, the field and the edit."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    file: str  # relative to the submission, POSIX separators
+    find: str
+    replace: str
+
+
+@dataclass(frozen=True)
+class Chaff:
+    name: str
+    defect: str
+    targets: tuple[str, ...]
+    path: Path  # the chaff's folder (holding chaff.yaml)
+    base: str
+    edits: tuple[Edit, ...]
+
+    @property
+    def base_path(self) -> Path:
+        return self.path.parent.parent / self.base
+
+
+def read_chaff(chaff_dir: Path) -> Chaff:
+    """Read and check `chaff_dir/chaff.yaml` (its shape only; `materialize` checks the edits apply)."""
+    chaff_dir = Path(chaff_dir)
+    source = chaff_dir / "chaff.yaml"
+    try:
+        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ChaffError(f"{source}: cannot read ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}:" if mark is not None else ""
+        raise ChaffError(f"{source}:{line} not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if not isinstance(data, dict):
+        raise ChaffError(f"{source}: must be a mapping with {', '.join(sorted(_KEYS))}")
+    unknown, missing = sorted(set(map(str, data)) - _KEYS), sorted(_KEYS - set(data))
+    if unknown or missing:
+        raise ChaffError(f"{source}: " + "; ".join(
+            ([f"unknown key(s) {', '.join(unknown)}"] if unknown else [])
+            + ([f"missing key(s) {', '.join(missing)}"] if missing else [])))
+    base = data["base"]
+    if not isinstance(base, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", base) or base == "chaff":
+        raise ChaffError(f"{source}: base: must name a folder under submissions/ (got {base!r})")
+    defect = data["defect"]
+    if not isinstance(defect, str) or not defect.strip() or "\n" in defect.strip():
+        raise ChaffError(f"{source}: defect: must be one line saying what is wrong")
+    targets = data["targets"]
+    if not isinstance(targets, list) or not targets:
+        raise ChaffError(f"{source}: targets: must be a non-empty list of rubric criterion ids")
+    for i, target in enumerate(targets):
+        if not isinstance(target, str) or not _CRITERION.match(target):
+            raise ChaffError(f"{source}: targets[{i}]: {target!r} is not a criterion id such as loadgen.ttft")
+    edits = data["edits"]
+    if not isinstance(edits, list) or not edits:
+        raise ChaffError(f"{source}: edits: must be a non-empty list of {{file, find, replace}}")
+    return Chaff(name=chaff_dir.name, defect=defect.strip(), targets=tuple(targets), path=chaff_dir, base=base,
+                 edits=tuple(_edit(raw, f"{source}: edits[{i}]") for i, raw in enumerate(edits)))
+
+
+def _edit(raw: Any, where: str) -> Edit:
+    if not isinstance(raw, dict) or set(map(str, raw)) != _EDIT_KEYS:
+        keys = sorted(map(str, raw)) if isinstance(raw, dict) else type(raw).__name__
+        raise ChaffError(f"{where}: must have exactly the keys file, find, replace (got {keys})")
+    file, find, replace = raw["file"], raw["find"], raw["replace"]
+    if not isinstance(file, str) or not file:
+        raise ChaffError(f"{where}: file: must be a path relative to the submission")
+    posix = PurePosixPath(file)
+    if posix.is_absolute() or ".." in posix.parts or "\\" in file:
+        raise ChaffError(f"{where}: file: {file!r} must stay inside the submission (relative, no '..')")
+    if not isinstance(find, str) or not find:
+        raise ChaffError(f"{where} ({file}): find: must be non-empty text")
+    if not isinstance(replace, str):
+        raise ChaffError(f"{where} ({file}): replace: must be text (use '' to delete)")
+    return Edit(file=posix.as_posix(), find=find, replace=replace)
+
+
+def list_chaff(root: Path) -> list[Chaff]:
+    """Every chaff under `root` (e.g. submissions/chaff), by name; a broken one raises ChaffError."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ChaffError(f"{root}: no such folder of chaff")
+    return [read_chaff(folder) for folder in sorted(root.iterdir()) if (folder / "chaff.yaml").is_file()]
+
+
+def materialize(chaff_dir: Path, dest: Path) -> Path:
+    """Build the chaff as a submission at `dest/NAME` (a copy of its base with its edits applied)
+    and return that folder. `dest/NAME` must not exist yet; on any error nothing is left there."""
+    chaff = read_chaff(chaff_dir)
+    base = chaff.base_path
+    if not (base / "submission.yaml").is_file():
+        raise ChaffError(f"{chaff.path / 'chaff.yaml'}: base: {base} is not a submission (no submission.yaml)")
+    target = Path(dest) / chaff.name
+    if target.exists():
+        raise ChaffError(f"{target}: already exists; materialize into a fresh folder")
+    shutil.copytree(base, target, ignore=_NOT_COPIED)
+    try:
+        for i, edit in enumerate(chaff.edits):
+            _apply(chaff, i, edit, target)
+    except BaseException:
+        shutil.rmtree(target, ignore_errors=True)
+        raise
+    return target
+
+
+def _apply(chaff: Chaff, index: int, edit: Edit, target: Path) -> None:
+    where = f"chaff {chaff.name}: edits[{index}] ({edit.file})"
+    path = target / edit.file
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ChaffError(f"{where}: no such file in base {chaff.base}") from None
+    count = text.count(edit.find)
+    if count != 1:
+        first = edit.find.strip().splitlines()[0][:60] if edit.find.strip() else repr(edit.find)
+        raise ChaffError(f"{where}: `find` occurs {count} times, must occur exactly once (it begins {first!r})")
+    path.write_text(text.replace(edit.find, edit.replace), encoding="utf-8")
