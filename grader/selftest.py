@@ -90,7 +90,7 @@ def _judge(name: str, result: Grade, targets: list[str]) -> Finding:
 def selftest(*, full: bool = False, jobs: int = 2, names: tuple[str, ...] = (), seed: int = 0,
              echo: Callable[[str], None] = print, root: Path = SUBMISSIONS) -> list[Finding]:
     """Grade the reference and every chaff (or those named); one Finding each."""
-    from grader.chaff import list_chaff, materialize
+    from grader.chaff import ChaffError, list_chaff, materialize
 
     if not (root / "reference" / "submission.yaml").is_file():
         raise SelftestError(f"{root}: no reference submission here; the selftest runs from the kit's checkout")
@@ -104,11 +104,15 @@ def selftest(*, full: bool = False, jobs: int = 2, names: tuple[str, ...] = (), 
 
     with tempfile.TemporaryDirectory(prefix="grader-selftest-") as tmp:
         def one(name: str, folder: Path | None, targets: list[str]) -> None:
-            if folder is None:
-                folder = materialize(next(c.path for c in chaff if c.name == name), Path(tmp) / "chaff" / name)
-            only = () if name == "reference" else _criteria_for(rubric, targets, name, full)
-            result = grade(GradeRun(folder, Path(tmp) / "out" / name, only=only, seed=seed, echo=quiet))
-            finding = _judge(name, result, targets)
+            try:
+                if folder is None:
+                    folder = materialize(next(c.path for c in chaff if c.name == name), Path(tmp) / "chaff" / name)
+            except ChaffError as exc:
+                finding = Finding(name, False, [f"does not build: {exc}"])
+            else:
+                only = () if name == "reference" else _criteria_for(rubric, targets, name, full)
+                result = grade(GradeRun(folder, Path(tmp) / "out" / name, only=only, seed=seed, echo=quiet))
+                finding = _judge(name, result, targets)
             with lock:
                 findings.append(finding)
                 mark = "ok  " if finding.ok else "FAIL"
