@@ -124,13 +124,13 @@ def list_chaff(root: Path) -> list[Chaff]:
 
 
 def materialize(chaff_dir: Path, dest: Path) -> Path:
-    """Build the chaff as a submission at `dest/NAME` (a copy of its base with its edits applied)
-    and return that folder. `dest/NAME` must not exist yet; on any error nothing is left there."""
+    """Build the chaff as a submission in the folder `dest` (a copy of its base with its edits
+    applied) and return `dest`. `dest` must not exist yet; on any error nothing is left there."""
     chaff = read_chaff(chaff_dir)
     base = chaff.base_path
     if not (base / "submission.yaml").is_file():
         raise ChaffError(f"{chaff.path / 'chaff.yaml'}: base: {base} is not a submission (no submission.yaml)")
-    target = Path(dest) / chaff.name
+    target = Path(dest)
     if target.exists():
         raise ChaffError(f"{target}: already exists; materialize into a fresh folder")
     shutil.copytree(base, target, ignore=_NOT_COPIED)
