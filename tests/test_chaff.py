@@ -3,8 +3,9 @@
 The defects are shown cheaply: each load-generator chaff runs once, as the grader runs it (its
 `loadgen.command` from its folder), against a fake server in the scenario where its defect shows,
 and the one figure it gets wrong is held to the server's ledger. The test-suite chaff run their
-own tests the way the grader will: with a wrong percentile method swapped in for the function
-`loadgen.percentile` names, or with the fake server's slot limit removed.
+own tests the way the grader does: with a wrong percentile method swapped in for the function
+`loadgen.percentile` names (by the grader's injected `sitecustomize`), or with the fake server's
+slot limit removed.
 """
 
 from __future__ import annotations
@@ -283,58 +284,31 @@ def test_every_load_generator_chaff_has_its_defect_shown():
 
 # --- the test-suite chaff, run as the grader runs a candidate's tests -----------------------------
 
-SWAP_PLUGIN = '''
-"""Swaps a wrong percentile method in for the submission's `loadgen.percentile` function."""
-import importlib, os, sys
-
-
-def floor_rank(values, p):
-    import math
-    if not 0 < p <= 100:
-        raise ValueError(f"percentile must be in (0, 100], got {p}")
-    ordered = sorted(values)
-    return ordered[max(math.floor(p * len(ordered) / 100), 1) - 1] if ordered else None
-
-
-def linear(values, p):
-    if not 0 < p <= 100:
-        raise ValueError(f"percentile must be in (0, 100], got {p}")
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    h = (len(ordered) - 1) * p / 100
-    lo = int(h)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
-
-
-def pytest_configure(config):
-    module, name = os.environ["SWAP_TARGET"].split(":")
-    sys.path.insert(0, os.getcwd())
-    function = getattr(importlib.import_module(module), name)
-    function.__code__ = globals()[os.environ["SWAP_METHOD"]].__code__  # every name bound to it sees the swap
-'''
+# The grader's own swap: an injected sitecustomize replaces the `loadgen.percentile` function when its
+# module is first imported, in the test process and in any child process, and leaves a marker.
+INJECTED = ROOT / "grader" / "criteria" / "injected"
 
 
 def _pytest(folder: Path, test_file: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *(["-p", "swap_percentile"] if
-            "SWAP_METHOD" in env else []), f"loadgen/tests/{test_file}"]
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"loadgen/tests/{test_file}"]
     return subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=120, check=False,
                           env={**os.environ, **env})
 
 
-def _swap(tmp_path: Path, folder: Path, method: str) -> dict[str, str]:
-    (tmp_path / "swap_percentile.py").write_text(SWAP_PLUGIN)
-    return {"SWAP_METHOD": method, "SWAP_TARGET": load_submission(folder).percentile.spec,
-            "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+def _swap(marker: Path, folder: Path, method: str) -> dict[str, str]:
+    return {"GRADER_PERCENTILE": load_submission(folder).percentile.spec, "GRADER_PERCENTILE_METHOD": method,
+            "GRADER_PERCENTILE_MARKER": str(marker),
+            "PYTHONPATH": os.pathsep.join([str(INJECTED), os.environ.get("PYTHONPATH", "")])}
 
 
 def test_weak_percentile_tests_let_floor_rank_through_where_the_reference_tests_do_not(built, tmp_path):
-    weak = built["weak-percentile-tests"]
+    weak, marker = built["weak-percentile-tests"], tmp_path / "swapped"
     assert _pytest(weak, "test_percentiles.py", {}).returncode == 0  # they pass on the right method
-    assert _pytest(weak, "test_percentiles.py", _swap(tmp_path, weak, "floor_rank")).returncode == 0
-    assert _pytest(weak, "test_percentiles.py", _swap(tmp_path, weak, "linear")).returncode != 0
-    assert _pytest(REFERENCE, "test_percentiles.py", _swap(tmp_path, REFERENCE, "floor_rank")).returncode != 0
+    assert _pytest(weak, "test_percentiles.py", _swap(marker, weak, "floor")).returncode == 0
+    assert marker.read_text().split() == ["loadgen.percentiles:nearest_rank"]  # the swap did happen
+    assert _pytest(weak, "test_percentiles.py", _swap(marker, weak, "linear")).returncode != 0
+    for method in ("floor", "linear", "off-by-one", "unsorted"):
+        assert _pytest(REFERENCE, "test_percentiles.py", _swap(marker, REFERENCE, method)).returncode != 0, method
 
 
 def test_no_slot_test_passes_on_a_server_without_a_slot_limit_where_the_reference_test_fails(built):
