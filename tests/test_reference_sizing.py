@@ -23,7 +23,7 @@ COMMAND = [sys.executable, "sizing/sizing.py"]  # the submission.yaml command, r
 
 # The seed's outline: 2,000 chats a day; turns, tokens, hours and peak are this test's assumptions.
 SEED: dict[str, Any] = {
-    "throughput": 595, "gpu-hour-usd": [2.99, 6.88], "utilisation": [1.0, 0.25],
+    "throughput": 595, "concurrency": 16, "gpu-hour-usd": [2.99, 6.88], "utilisation": [1.0, 0.25],
     "chats-per-day": 2000, "turns-per-chat": 4, "output-tokens-per-turn": 300, "input-tokens-per-turn": 1500,
     "active-hours": 12, "peak-factor": 3, "api-input-usd-per-million": 4, "api-output-usd-per-million": 20,
     "gpu-memory-gb": 80, "weights-gb": 27, "overhead-gb": 5, "kv-bytes-per-token": 65536,
@@ -50,9 +50,7 @@ def size(**changes: Any) -> dict[str, Any]:
     """Run with SEED's flags, some changed; the one JSON object printed."""
     done = run({**SEED, **changes})
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert len(lines) == 1, "one JSON object on one line"
-    result: dict[str, Any] = json.loads(lines[0])
+    result: dict[str, Any] = json.loads(done.stdout)  # the contract: one JSON object, nothing else on stdout
     return result
 
 
@@ -110,20 +108,20 @@ def test_outline_one_million_output_tokens_take_28_minutes() -> None:
 @pytest.mark.parametrize(("weights_gb", "tokens", "sequences_at_8k"), [(54, 222_778, 27), (27, 634_765, 77)])
 def test_answer_2_kv_cache_tokens_for_27b_in_bf16_and_fp8(weights_gb: int, tokens: int, sequences_at_8k: int) -> None:
     result = size(**{"weights-gb": weights_gb})
-    assert result["kv_cache"] == {"tokens": tokens, "sequences_at_context": sequences_at_8k}
+    assert (result["kv_cache"]["tokens"], result["kv_cache"]["sequences_at_context"]) == (tokens, sequences_at_8k)
 
 
 def test_answer_2_bf16_holds_less_than_one_native_context_sequence() -> None:
     done = run({**SEED, "weights-gb": 54, "context-tokens": 262_144})
     assert done.returncode == 0
-    assert json.loads(done.stdout)["kv_cache"]["sequences_at_context"] == 0
-    assert "cannot hold one sequence" in done.stderr
+    kv = json.loads(done.stdout)["kv_cache"]
+    assert kv["sequences_at_context"] == 0 and kv["holds_concurrency"] is False
 
 
 # --- unseen inputs, arithmetic written out here --------------------------------------------------
 
 UNSEEN: dict[str, Any] = {
-    "throughput": 1234.5, "gpu-hour-usd": [1.85, 4.10], "utilisation": [0.6, 0.9], "gpus-per-replica": 2,
+    "throughput": 1234.5, "concurrency": 32, "gpu-hour-usd": [1.85, 4.10], "utilisation": [0.6, 0.9], "gpus-per-replica": 2,
     "chats-per-day": 15000, "turns-per-chat": 6, "output-tokens-per-turn": 250, "input-tokens-per-turn": 2200,
     "active-hours": 10, "peak-factor": 4, "min-replicas": 2, "hours-per-month": 730,
     "api-input-usd-per-million": 3, "api-output-usd-per-million": 15, "gpu-memory-gb": 141,
@@ -145,13 +143,19 @@ def test_unseen_inputs_match_hand_arithmetic() -> None:
             assert per_million(r, price, u) == pytest.approx(price * 2 / (1234.5 * u * 3600 / 1e6), rel=1e-9)
         assert monthly(r, price, 1) == pytest.approx(price * 2 * 730, rel=1e-9)
         assert monthly(r, price, 3) == pytest.approx(price * 2 * 3 * 730, rel=1e-9)
-        assert per_chat(r, price) == pytest.approx(price * 2 * 3 * 730 / (15000 * 30), rel=1e-9)
+        # one month is --hours-per-month / 24 days: 730 h is 30.4167 days of chats
+        assert per_chat(r, price) == pytest.approx(price * 2 * 3 * 730 / (15000 * 730 / 24), rel=1e-9)
     assert per_million(r, 1.85, 0.6) == pytest.approx(1.387577, rel=1e-6)
     assert monthly(r, 1.85, 3) == pytest.approx(8103.0)
     assert r["api"]["cost_per_chat_usd"] == pytest.approx(6 * (2200 * 3 + 250 * 15) / 1e6)  # 0.0621: input billed
-    assert r["api"]["monthly_usd"] == pytest.approx(0.0621 * 15000 * 30)
-    assert r["api"]["cost_per_million_output_tokens_usd"] == 15
-    assert r["kv_cache"] == {"tokens": 298_461, "sequences_at_context": 18}  # (126.9 - 78) GB / 163,840 B
+    assert r["chats_per_month"] == pytest.approx(15000 * 730 / 24)
+    assert r["api"]["monthly_usd"] == pytest.approx(0.0621 * 15000 * 730 / 24)
+    assert r["api"]["list_usd_per_million_output_tokens"] == 15
+    assert r["api"]["usd_per_million_output_tokens_with_input"] == pytest.approx(0.0621 / (6 * 250) * 1e6)  # 41.4
+    assert r["per_stream_output_tokens_per_s"] == pytest.approx(1234.5 / 32)
+    # two GPUs, each 141 x 0.9 - 8 overhead, less 70 GB of weights: 167.8 GB / 163,840 B
+    assert r["kv_cache"] == {"bytes_per_token": 163840, "tokens": 1_024_169, "sequences_at_context": 62,
+                             "holds_concurrency": True}
     assert r["batch_hours"] == pytest.approx(5e6 / 1234.5 / 3600, rel=1e-9)
 
 
@@ -162,9 +166,10 @@ def test_inputs_are_echoed_with_defaults_filled_in() -> None:
     assert r["inputs"]["min_replicas"] == 2 and r["inputs"]["hours_per_month"] == 720
     assert r["inputs"]["gpu_memory_utilization"] == 0.92 and r["inputs"]["gpus_per_replica"] == 1
     assert r["inputs"]["batch_output_tokens"] is None and r["batch_hours"] is None
-    assert set(r) == {"contract", "inputs", "peak_output_tokens_per_s", "replicas_for_load", "replicas",
-                      "cost_per_million_output_tokens", "monthly_cost", "cost_per_chat_usd", "api", "kv_cache",
-                      "batch_hours"}
+    assert r["inputs"]["kv_cache_dtype"] == "auto" and r["inputs"]["concurrency"] == 16
+    assert set(r) == {"contract", "inputs", "peak_output_tokens_per_s", "per_stream_output_tokens_per_s",
+                      "replicas_for_load", "replicas", "cost_per_million_output_tokens", "monthly_cost",
+                      "cost_per_chat_usd", "chats_per_month", "api", "kv_cache", "batch_hours"}
 
 
 @pytest.mark.parametrize("flags", [SEED, UNSEEN, {**SEED, "batch-output-tokens": None, "weights-gb": 140}])
@@ -188,13 +193,14 @@ def test_kv_budget_that_divides_exactly_is_not_floored_one_short() -> None:
     # 24 GB x 0.95 - 14 - 2 = 6.8 GB = 265,625 x 25,600 bytes; floats give 265,624.9999...
     r = size(**{"gpu-memory-gb": 24, "gpu-memory-utilization": 0.95, "weights-gb": 14, "overhead-gb": 2,
                 "kv-bytes-per-token": 25600, "context-tokens": 4096})
-    assert r["kv_cache"] == {"tokens": 265_625, "sequences_at_context": 64}
+    assert (r["kv_cache"]["tokens"], r["kv_cache"]["sequences_at_context"]) == (265_625, 64)
 
 
 def test_weights_larger_than_the_gpu_leave_no_cache() -> None:
     done = run({**SEED, "weights-gb": 140})
     assert done.returncode == 0
-    assert json.loads(done.stdout)["kv_cache"] == {"tokens": 0, "sequences_at_context": 0}
+    kv = json.loads(done.stdout)["kv_cache"]
+    assert (kv["tokens"], kv["sequences_at_context"]) == (0, 0)
 
 
 # --- price, utilisation and throughput are inputs, not constants -----------------------------------
@@ -266,7 +272,6 @@ def test_all_missing_flags_are_named_at_once() -> None:
     assert done.returncode == 2 and "Traceback" not in done.stderr
     for flag in ("--gpu-hour-usd", "--utilisation", "--chats-per-day", "--weights-gb", "--context-tokens"):
         assert flag in done.stderr
-    assert "--min-replicas" not in done.stderr  # has a default
 
 
 def test_an_unknown_flag_exits_2() -> None:
@@ -277,5 +282,47 @@ def test_an_unknown_flag_exits_2() -> None:
 def test_json_has_no_infinities_or_nans_even_at_the_edges() -> None:
     r = size(**{"api-input-usd-per-million": 0, "api-output-usd-per-million": 0, "input-tokens-per-turn": 0,
                 "utilisation": [1e-6], "batch-output-tokens": 0})
-    assert r["api"] == {"cost_per_chat_usd": 0, "cost_per_million_output_tokens_usd": 0, "monthly_usd": 0}
+    assert r["api"] == {"cost_per_chat_usd": 0, "list_usd_per_million_output_tokens": 0,
+                        "usd_per_million_output_tokens_with_input": 0, "monthly_usd": 0}
     assert r["batch_hours"] == 0 and math.isfinite(r["cost_per_million_output_tokens"][0]["usd"])
+
+
+# --- multi-GPU replicas, the fp8 cache, the month and the API's two per-million figures ---------------
+
+@pytest.mark.parametrize(("flags", "tokens"), [
+    # two 141 GB GPUs at 0.9, 70 GB of weights split over them, 6 GB overhead on each: 171.8 GB of cache
+    ({"gpus-per-replica": 2, "gpu-memory-gb": 141, "gpu-memory-utilization": 0.9, "weights-gb": 70,
+      "overhead-gb": 6, "kv-bytes-per-token": 163840}, 1_048_583),
+    # the same on one GPU: 126.9 - 76 = 50.9 GB
+    ({"gpus-per-replica": 1, "gpu-memory-gb": 141, "gpu-memory-utilization": 0.9, "weights-gb": 70,
+      "overhead-gb": 6, "kv-bytes-per-token": 163840}, 310_668),
+    # 240 GB of weights fit four 80 GB GPUs: 4 x (73.6 - 5) - 240 = 34.4 GB
+    ({"gpus-per-replica": 4, "weights-gb": 240}, 524_902),
+])
+def test_kv_cache_counts_every_gpu_of_a_replica(flags: dict[str, Any], tokens: int) -> None:
+    assert size(**flags)["kv_cache"]["tokens"] == tokens
+
+
+def test_an_fp8_kv_cache_doubles_the_tokens() -> None:
+    fp8 = size(**{"kv-cache-dtype": "fp8"})["kv_cache"]
+    assert fp8["bytes_per_token"] == 32768 and fp8["tokens"] == 1_269_531  # 41.6e9 / 32,768
+    assert fp8["sequences_at_context"] == 154
+
+
+def test_one_month_is_hours_per_month_over_24_days_everywhere() -> None:
+    r = size(**{"hours-per-month": 730})
+    assert r["chats_per_month"] == pytest.approx(2000 * 730 / 24)
+    assert per_chat(r, 2.99) == pytest.approx(2 * 2.99 * 730 / (2000 * 730 / 24))  # the month cancels out
+    assert r["api"]["monthly_usd"] == pytest.approx(0.048 * 2000 * 730 / 24)
+
+
+def test_the_api_list_price_and_its_price_with_input_are_both_reported() -> None:
+    api = size()["api"]
+    assert api["list_usd_per_million_output_tokens"] == 20
+    assert api["usd_per_million_output_tokens_with_input"] == pytest.approx(40)  # $0.048 over 1,200 output tokens
+
+
+def test_holds_concurrency_compares_sequences_with_the_concurrency() -> None:
+    assert size(concurrency=77)["kv_cache"]["holds_concurrency"] is True
+    assert size(concurrency=78)["kv_cache"]["holds_concurrency"] is False
+    assert size(concurrency=16)["per_stream_output_tokens_per_s"] == pytest.approx(595 / 16)

@@ -13,13 +13,12 @@ from typing import Any
 
 from inputs import Inputs
 
-__all__ = ["DAYS_PER_MONTH", "size"]
+__all__ = ["days_per_month", "size"]
 
 SECONDS_PER_HOUR = 3600
+HOURS_PER_DAY = 24
 PER_MILLION = 1_000_000
 BYTES_PER_GB = 10**9
-#: Chats per month = chats per day x 30, as the contract defines it (720 h = 30 days).
-DAYS_PER_MONTH = 30
 
 
 def exact(value: float | int) -> Fraction:
@@ -49,8 +48,13 @@ def monthly_cost(gpu_hour_usd: float, gpus: int, replicas: int, hours_per_month:
     return exact(gpu_hour_usd) * gpus * replicas * exact(hours_per_month)
 
 
-def chats_per_month(i: Inputs) -> int:
-    return i.chats_per_day * DAYS_PER_MONTH
+def days_per_month(i: Inputs) -> Fraction:
+    """One month, as the contract defines it: --hours-per-month over 24 (720 h = 30 days, 730 h = 30.42)."""
+    return exact(i.hours_per_month) / HOURS_PER_DAY
+
+
+def chats_per_month(i: Inputs) -> Fraction:
+    return i.chats_per_day * days_per_month(i)
 
 
 def api_cost_per_chat(i: Inputs) -> Fraction:
@@ -60,13 +64,28 @@ def api_cost_per_chat(i: Inputs) -> Fraction:
     return per_turn * i.turns_per_chat
 
 
-def kv_cache_tokens(i: Inputs) -> int:
-    """Tokens of KV cache left on one GPU: its usable memory less weights and overhead, over bytes per token.
+def api_usd_per_million_output_tokens_with_input(i: Inputs) -> Fraction:
+    """The API's price per million output tokens once each output token carries its share of the input.
 
-    Zero when weights and overhead already exceed the budget (vLLM would not start).
+    Like for like with the self-hosted figure, whose GPU time already includes the prefill.
     """
-    free_gb = exact(i.gpu_memory_gb) * exact(i.gpu_memory_utilization) - exact(i.weights_gb) - exact(i.overhead_gb)
-    return max(0, math.floor(free_gb * BYTES_PER_GB / i.kv_bytes_per_token))
+    return api_cost_per_chat(i) / (i.turns_per_chat * i.output_tokens_per_turn) * PER_MILLION
+
+
+def kv_bytes_per_token(i: Inputs) -> Fraction:
+    """Bytes per token as stored: --kv-bytes-per-token is at 16 bits; an fp8 cache holds half."""
+    return Fraction(i.kv_bytes_per_token) / (1 if i.kv_cache_dtype == "auto" else 2)
+
+
+def kv_cache_tokens(i: Inputs) -> int:
+    """Tokens of KV cache one replica holds: every GPU's usable memory less its overhead, less the weights.
+
+    With tensor parallelism the weights are split over the replica's GPUs and each GPU keeps its own
+    overhead, so the cache is N x (G x F - O) - W. Zero when that is not positive (vLLM would not start).
+    """
+    usable = exact(i.gpu_memory_gb) * exact(i.gpu_memory_utilization) - exact(i.overhead_gb)
+    free_gb = i.gpus_per_replica * usable - exact(i.weights_gb)
+    return max(0, math.floor(free_gb * BYTES_PER_GB / kv_bytes_per_token(i)))
 
 
 def batch_hours(output_tokens: int | None, throughput: float) -> Fraction | None:
@@ -93,11 +112,13 @@ def size(i: Inputs) -> dict[str, Any]:
                for price in i.gpu_hour_usd for n in counts}
     api_chat = api_cost_per_chat(i)
     kv_tokens = kv_cache_tokens(i)
+    sequences = kv_tokens // i.context_tokens
     batch = batch_hours(i.batch_output_tokens, i.throughput)
     return {
         "contract": 1,
         "inputs": i.to_dict(),
         "peak_output_tokens_per_s": _num(peak),
+        "per_stream_output_tokens_per_s": _num(exact(i.throughput) / i.concurrency),
         "replicas_for_load": for_load,
         "replicas": replicas,
         "cost_per_million_output_tokens": [
@@ -108,9 +129,12 @@ def size(i: Inputs) -> dict[str, Any]:
                          for price in i.gpu_hour_usd for n in counts],
         "cost_per_chat_usd": [{"gpu_hour_usd": price, "usd": _num(monthly[price, replicas] / month_chats)}
                               for price in i.gpu_hour_usd],
+        "chats_per_month": _num(month_chats),
         "api": {"cost_per_chat_usd": _num(api_chat),
-                "cost_per_million_output_tokens_usd": _num(exact(i.api_output_usd_per_million)),
+                "list_usd_per_million_output_tokens": _num(exact(i.api_output_usd_per_million)),
+                "usd_per_million_output_tokens_with_input": _num(api_usd_per_million_output_tokens_with_input(i)),
                 "monthly_usd": _num(api_chat * month_chats)},
-        "kv_cache": {"tokens": kv_tokens, "sequences_at_context": kv_tokens // i.context_tokens},
+        "kv_cache": {"bytes_per_token": _num(kv_bytes_per_token(i)), "tokens": kv_tokens,
+                     "sequences_at_context": sequences, "holds_concurrency": sequences >= i.concurrency},
         "batch_hours": None if batch is None else _num(batch),
     }

@@ -13,7 +13,10 @@ from typing import Any
 
 import click
 
-__all__ = ["FLAGS", "Flag", "Inputs", "Number"]
+__all__ = ["FLAGS", "KV_CACHE_DTYPES", "Flag", "Inputs", "Number"]
+
+#: vLLM's --kv-cache-dtype values: "auto" stores the cache in the model's 16-bit dtype, the rest in 8 bits.
+KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
 
 
 class Number(click.ParamType):
@@ -63,7 +66,7 @@ class Flag:
     help: str
     metavar: str
     required: bool = True
-    default: float | int | None = None
+    default: float | int | str | None = None
     multiple: bool = False
 
     @property
@@ -76,7 +79,10 @@ _NON_NEGATIVE = Number(0)
 _FRACTION = Number(0, 1, low_open=True)
 
 FLAGS: tuple[Flag, ...] = (
-    Flag("throughput", _POSITIVE, "Output tokens/s of one replica at the operating point (aggregate).", "TOK_S"),
+    Flag("throughput", _POSITIVE, "Output tokens/s of one replica at the operating point (aggregate over "
+         "--concurrency streams).", "TOK_S"),
+    Flag("concurrency", _count(1), "Streams in flight on one replica at that operating point (the measured "
+         "concurrency, chosen for the TTFT target).", "C"),
     Flag("gpu_hour_usd", _POSITIVE, "Price of one GPU-hour in USD; repeat for several prices.", "PRICE",
          multiple=True),
     Flag("utilisation", _FRACTION, "Share of billed hours the replica is busy at that throughput, 0 < U <= 1; "
@@ -97,9 +103,11 @@ FLAGS: tuple[Flag, ...] = (
     Flag("gpu_memory_gb", _POSITIVE, "Memory of one GPU in GB (1 GB = 1e9 bytes).", "G"),
     Flag("gpu_memory_utilization", _FRACTION, "vLLM's --gpu-memory-utilization.", "F",
          required=False, default=0.92),
-    Flag("weights_gb", _NON_NEGATIVE, "Model weights in GB on one replica.", "W"),
-    Flag("overhead_gb", _NON_NEGATIVE, "Activations, CUDA graphs and other non-KV memory in GB.", "O"),
-    Flag("kv_bytes_per_token", _count(1), "KV-cache bytes per token (all layers, K and V).", "B"),
+    Flag("weights_gb", _NON_NEGATIVE, "Model weights in GB on one replica (all its GPUs together).", "W"),
+    Flag("overhead_gb", _NON_NEGATIVE, "Activations, CUDA graphs and other non-KV memory in GB, on each GPU.", "O"),
+    Flag("kv_bytes_per_token", _count(1), "KV-cache bytes per token at 16 bits (all layers, K and V).", "B"),
+    Flag("kv_cache_dtype", click.Choice(KV_CACHE_DTYPES), "vLLM's --kv-cache-dtype: auto keeps 16 bits, "
+         "an fp8 dtype halves the bytes per token.", "DTYPE", required=False, default="auto"),
     Flag("context_tokens", _count(1), "Tokens one sequence may hold (the deployment's --max-model-len).", "T"),
     Flag("batch_output_tokens", _count(0), "Output tokens of a batch job, for its hours on one replica.", "N",
          required=False),
@@ -111,6 +119,7 @@ class Inputs:
     """Every value the arithmetic uses, as given on the command line."""
 
     throughput: float
+    concurrency: int
     gpu_hour_usd: tuple[float, ...]
     utilisation: tuple[float, ...]
     gpus_per_replica: int
@@ -129,6 +138,7 @@ class Inputs:
     weights_gb: float
     overhead_gb: float
     kv_bytes_per_token: int
+    kv_cache_dtype: str
     context_tokens: int
     batch_output_tokens: int | None
 
