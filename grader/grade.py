@@ -13,6 +13,7 @@ import datetime as dt
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from pathlib import Path
 from grader.contract import ContractError, Submission, read_yaml, schema_errors
 from grader.outcome import CriterionResult, Grade
 from grader.rubric import Criterion, Rubric, load_rubric
-from grader.sections import grade_gateway, grade_loadgen, grade_tests, skipped
+from grader.sections import grade_gateway, grade_loadgen, grade_tests, skipped, unjudged
 
 __all__ = ["PARTS", "GradeRun", "contract_problems", "grade"]
 
@@ -148,19 +149,29 @@ def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: d
     notes: list[tuple[bool, str]] = []
     lock = threading.Lock()
 
-    def section(name: str) -> None:
-        with Sandbox(submission.folder) as box:
-            with lock:
-                notes.append((box.isolated, box.note))
-            if name == "loadgen":
-                done, inherent = grade_loadgen(box, submission, rubric, todo[name], seed=run.seed, report=report)
-            elif name == "gateway":
-                done, inherent = grade_gateway(box, submission, rubric, todo[name], seed=run.seed, report=report)
-            else:
-                done, inherent = grade_tests(box, submission, todo[name], report=report)
+    def record(result: CriterionResult) -> None:
         with lock:
-            results.update({r.id: r for r in done})
-            run.inherent_s += inherent
+            results[result.id] = result
+        report(result)
+
+    def section(name: str) -> None:
+        try:
+            with Sandbox(submission.folder) as box:
+                with lock:
+                    notes.append((box.isolated, box.note))
+                if name == "loadgen":
+                    _, inherent = grade_loadgen(box, submission, rubric, todo[name], seed=run.seed, report=record)
+                elif name == "gateway":
+                    _, inherent = grade_gateway(box, submission, rubric, todo[name], seed=run.seed, report=record)
+                else:
+                    _, inherent = grade_tests(box, submission, todo[name], report=record)
+            with lock:
+                run.inherent_s += inherent
+        except Exception as exc:  # noqa: BLE001 - the grader's own failure: the rest of the grade goes on
+            why = f"the grader could not finish the {name} section ({type(exc).__name__}: {exc}); a person should look"
+            for criterion in todo[name]:
+                if criterion.id not in results:
+                    record(unjudged(criterion, why, logs=traceback.format_exc()))
 
     names = list(todo)
     if run.jobs > 1 and len(names) > 1:

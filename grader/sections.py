@@ -19,10 +19,10 @@ from grader.criteria.gateway_run import CASES, run_gateway
 from grader.criteria.gateway_run import Box as GatewayBox
 from grader.criteria.loadgen_run import Box, LoadgenRun, run_loadgen
 from grader.criteria.verdict import Verdict, is_borderline
-from grader.outcome import CriterionResult
+from grader.outcome import CriterionResult, Evidence
 from grader.rubric import Criterion, Rubric
 
-__all__ = ["grade_gateway", "grade_loadgen", "grade_tests", "result_of", "skipped"]
+__all__ = ["grade_gateway", "grade_loadgen", "grade_tests", "result_of", "skipped", "unjudged"]
 
 Report = Callable[[CriterionResult], None]
 
@@ -48,6 +48,17 @@ def skipped(criterion: Criterion, why: str) -> CriterionResult:
         id=criterion.id, title=criterion.text, deliverable=criterion.deliverable, weight=criterion.weight,
         visibility=criterion.visibility, status="skipped", score=0.0, output=why,  # type: ignore[arg-type]
         tolerance=criterion.tolerance_text, scenario=", ".join(criterion.scenarios),
+    )
+
+
+def unjudged(criterion: Criterion, why: str, *, logs: str = "") -> CriterionResult:
+    """A criterion the grader could not judge (its own failure, not the submission's): no points,
+    flagged for a person, never a guessed pass or fail."""
+    return CriterionResult(
+        id=criterion.id, title=criterion.text, deliverable=criterion.deliverable, weight=criterion.weight,
+        visibility=criterion.visibility, status="inconclusive", score=0.0,  # type: ignore[arg-type]
+        output=f"INCONCLUSIVE: {why}", tolerance=criterion.tolerance_text, scenario=", ".join(criterion.scenarios),
+        evidence=Evidence(logs=logs),
     )
 
 
