@@ -18,6 +18,8 @@ import yaml
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
+from grader.kit_files import schemas_dir
+
 __all__ = [
     "CONTRACT_VERSION",
     "KINDS",
@@ -26,13 +28,14 @@ __all__ = [
     "PercentileRef",
     "Submission",
     "check_output",
+    "command_problems",
     "load_submission",
     "read_yaml",
     "schema_errors",
 ]
 
 CONTRACT_VERSION = 1
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas" / "contract"
+SCHEMA_DIR = schemas_dir() / "contract"
 KINDS = ("submission", "loadgen-results", "gateway-config", "gateway-stats", "sizing-output", "memo-front-matter",
          "manifest-report")
 
@@ -145,9 +148,44 @@ def load_submission(folder: Path) -> Submission:
     if not submission.path("memo").is_file():
         missing.append(f"memo: {data['memo']} does not exist")
     missing += _percentile_problems(submission)
+    missing += command_problems(submission)
     if missing:
         raise ContractError(f"{path}:\n  " + "\n  ".join(missing))
     return submission
+
+
+_PYTHONS = ("python", "python3")
+_COMMANDS = (("loadgen", "command"), ("loadgen", "test_command"), ("gateway", "command"), ("sizing", "command"))
+
+
+def command_problems(submission: Submission) -> list[str]:
+    """Each command's script exists under the submission: `python x.py` needs x.py, `./run.sh` needs run.sh.
+
+    Only what the argv names as a file is checked (`python -m pytest` names a module, which may
+    come from anywhere on the path); the commands themselves are not run here.
+    """
+    problems = []
+    for part, key in _COMMANDS:
+        argv = submission.data.get(part, {}).get(key) if isinstance(submission.data.get(part), dict) else None
+        if not argv:
+            continue
+        script = _script_of([str(a) for a in argv])
+        if script is not None and not (submission.folder / script).is_file():
+            problems.append(f"{part}.{key}: {script} does not exist under the submission (commands run from its folder)")
+    return problems
+
+
+def _script_of(argv: list[str]) -> str | None:
+    """The file a command runs, if it names one: python's script argument, or a relative program."""
+    program = Path(argv[0]).name
+    if program in _PYTHONS or program.startswith("python3."):
+        for arg in argv[1:]:
+            if arg in ("-m", "-c"):
+                return None
+            if not arg.startswith("-"):
+                return arg
+        return None
+    return argv[0] if "/" in argv[0] and not Path(argv[0]).is_absolute() else None
 
 
 def _module_file(folder: Path, module: str) -> Path:

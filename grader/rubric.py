@@ -16,11 +16,12 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from grader.contract import ContractError, read_yaml
+from grader.kit_files import schemas_dir
 
 __all__ = ["DEFAULT_RUBRIC", "Criterion", "Rubric", "RubricError", "Scenario", "load_rubric"]
 
 DEFAULT_RUBRIC = Path(__file__).resolve().parent / "rubric.yaml"
-_SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas" / "grader"
+_SCHEMA_DIR = schemas_dir() / "grader"
 
 
 class RubricError(ValueError):

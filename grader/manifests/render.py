@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .loader import Document, LoadProblem, PathKey, display_name, load_text
 
-__all__ = ["RELEASE_NAME", "RenderOutcome", "render_chart"]
+__all__ = ["RELEASE_NAME", "RenderOutcome", "render_chart", "template_file"]
 
 #: Release name and namespace used for offline rendering.
 RELEASE_NAME = "vllm"
@@ -69,6 +69,16 @@ def _values(values_file: Path, outcome: RenderOutcome) -> dict[str, object] | No
     return docs[0].data if docs else {}
 
 
+def template_file(chart_dir: Path, template: str) -> str:
+    """Helm's template name (`<chart name>/templates/x.yaml`) as the file a person opens.
+
+    Helm prefixes the name from Chart.yaml, which need not be the folder's name; findings name
+    the folder instead (`chart/templates/x.yaml`), relative to the working folder when inside it.
+    """
+    _, _, inside = template.partition("/")
+    return f"{display_name(chart_dir)}/{inside or template}"
+
+
 def render_chart(chart_dir: Path, values_file: Path | None = None) -> RenderOutcome:
     """Render every template of `chart_dir` with `values_file` over the chart's defaults."""
     import helm_python  # noqa: PLC0415 - see the module docstring
@@ -89,7 +99,7 @@ def render_chart(chart_dir: Path, values_file: Path | None = None) -> RenderOutc
         text = rendered[template]
         if template.endswith("NOTES.txt") or not text.strip():
             continue
-        docs, problems = load_text(text, template)
+        docs, problems = load_text(text, template_file(chart_dir, template))
         outcome.documents.extend(docs)
         outcome.yaml_problems.extend(problems)
     return outcome

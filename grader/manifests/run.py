@@ -111,6 +111,8 @@ def check_manifests(paths: Sequence[Path], *, values: Path | None = None, schema
     for path in [*paths, *([values] if values else [])]:
         if not path.exists():
             raise ManifestInputError(f"{path}: no such file or folder")
+    if schemas is not None and not Path(schemas).is_dir():
+        raise ManifestInputError(f"--schemas {schemas}: no such folder (give a folder laid out like the kit's schemas/)")
     store = SchemaStore(schemas) if schemas else SchemaStore()
     docs, source, reading = _read(paths, values)
     validation = CheckResult("schema-valid", f"Strict schema validation (Kubernetes {store.version} and CRDs)",

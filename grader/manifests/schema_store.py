@@ -33,8 +33,10 @@ KUBERNETES_VERSION = "1.37.0"
 
 
 def default_schemas_dir() -> Path:
-    """The kit's `schemas/` folder, beside the `grader` package."""
-    return Path(__file__).resolve().parents[2] / "schemas"
+    """The kit's `schemas/` folder (packaged in a wheel, at the top of a checkout)."""
+    from grader.kit_files import schemas_dir
+
+    return schemas_dir()
 
 
 def builtin_dir_name(version: str = KUBERNETES_VERSION) -> str:

@@ -1,0 +1,32 @@
+"""Where the kit's data folders are: `schemas/` and `chart/`, in a wheel or in a checkout.
+
+A wheel carries them inside the `grader` package (`grader/_kit/`, copied there by setup.py at
+build time), found with importlib.resources; a checkout keeps them at the top of the repository,
+beside the package. Every module that reads a schema or the chart asks here, so an installed kit
+and a checkout behave the same.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+__all__ = ["chart_dir", "kit_dir", "schemas_dir"]
+
+_PACKED = "_kit"
+
+
+def kit_dir(name: str) -> Path:
+    """The kit's `name` folder ("schemas" or "chart"): packaged if installed, else the checkout's."""
+    packed = resources.files("grader") / _PACKED / name
+    if packed.is_dir():
+        return Path(str(packed))
+    return Path(str(resources.files("grader"))).resolve().parent / name
+
+
+def schemas_dir() -> Path:
+    return kit_dir("schemas")
+
+
+def chart_dir() -> Path:
+    return kit_dir("chart")

@@ -1,0 +1,28 @@
+"""Build hook: the wheel carries the kit's `schemas/` and `chart/` inside the `grader` package.
+
+They live at the top of the repository (the candidate and the chart tooling use them there), so
+the build copies them to `grader/_kit/`; `grader.kit_files` finds them in either place. Every
+other setting is in pyproject.toml.
+"""
+
+import shutil
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+KIT_FOLDERS = ("schemas", "chart")
+
+
+class BuildWithKitFolders(build_py):
+    def run(self) -> None:
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return  # an editable install reads them from the checkout
+        for name in KIT_FOLDERS:
+            target = Path(self.build_lib) / "grader" / "_kit" / name
+            shutil.copytree(name, target, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+
+setup(cmdclass={"build_py": BuildWithKitFolders})
