@@ -3,6 +3,7 @@ settings built from a scenario and keyword overrides."""
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ from .settings import ServerSettings, SettingsError, apply_scenario, read_scenar
 
 __all__ = ["SCENARIO_DIR", "build_settings", "list_scenarios", "scenario_path"]
 
-SCENARIO_DIR = Path(__file__).parent / "scenarios"
+# Package data, found the way an installed wheel and a checkout both provide it.
+SCENARIO_DIR = Path(str(resources.files("fake_server") / "scenarios"))
 
 
 def list_scenarios() -> list[tuple[str, str]]:
