@@ -88,3 +88,22 @@ def test_the_grader_says_what_stopped_it(tmp_path):
     assert bad.returncode == 2 and "criteria.loadgen.ttft.weight" in bad.stderr and "Traceback" not in bad.stderr
     unknown = _grade(REFERENCE, "--out", tmp_path / "out", "--only", "loadgen.nothing")
     assert unknown.returncode == 2 and "loadgen.nothing" in unknown.stderr
+
+
+def test_a_section_the_grader_cannot_run_is_inconclusive_and_the_grade_goes_on(tmp_path):
+    from grader.grade import GradeRun, grade
+    from grader.rubric import DEFAULT_RUBRIC
+
+    rubric = yaml.safe_load(DEFAULT_RUBRIC.read_text())
+    rubric["scenarios"]["role-chunk"]["server"]["no_such_setting"] = 1  # the fake server refuses to start
+    path = tmp_path / "rubric.yaml"
+    path.write_text(yaml.safe_dump(rubric))
+    lines: list[str] = []
+    result = grade(GradeRun(REFERENCE, tmp_path / "out", only=("loadgen.runs", "loadgen.role-chunk"), rubric=path,
+                            echo=lines.append))
+    by_id = {c.id: c for c in result.criteria}
+    broken = by_id["loadgen.role-chunk"]
+    assert broken.status == "inconclusive" and broken.score == 0
+    assert "no_such_setting" in broken.output and "Traceback" in broken.evidence.logs
+    assert by_id["loadgen.runs"].status == "passed"  # judged before the failure, and kept
+    assert (tmp_path / "out" / "report.html").is_file()
