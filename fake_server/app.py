@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from . import tokenizer
 from .admin import admin_routes
+from .control import ServerControl
 from .generation import Persona, chat_completions, completions, error_response
 from .metrics import make_registry, render
 from .protocol import BadRequest, parse_chat, parse_json
@@ -125,7 +126,10 @@ class _GenerationFastPath:
         await response(scope, receive, send)
 
 
-def create_app(state: ServerState, persona: Persona | None = None) -> _GenerationFastPath:
+def create_app(control: ServerControl, persona: Persona | None = None) -> _GenerationFastPath:
+    """The app serving `control.state`; `/admin/*` drives that same control when the settings enable it."""
+    state = control.state
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         state.start()
@@ -144,7 +148,7 @@ def create_app(state: ServerState, persona: Persona | None = None) -> _Generatio
         Route("/v1/completions", completions, methods=["POST"]),
     ]
     if state.settings.admin:
-        routes += admin_routes()
+        routes += admin_routes(control)
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
     app.state.server = state
     app.state.persona = persona

@@ -68,13 +68,12 @@ def serve(model: str | None, scenario: str | None, **values: Any) -> None:
 
 
 def _run(settings: ServerSettings) -> None:
-    from .runner import bind, make_server, new_loop
+    from .server import bind, make_server, new_loop, url_for
 
     sock = bind(settings.host, settings.port)
-    server, state = make_server(settings)
-    host, port = sock.getsockname()[:2]
-    names = ", ".join(state.engines)
-    click.echo(f"fake-server ({settings.persona}) serving {names} on http://{host}:{port}", nl=True)
+    server, control = make_server(settings)
+    names = ", ".join(control.state.engines)
+    click.echo(f"fake-server ({settings.persona}) serving {names} on {url_for(sock)}", nl=True)
     sys.stdout.flush()
     loop = new_loop()
     asyncio.set_event_loop(loop)
