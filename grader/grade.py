@@ -20,16 +20,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.contract import ContractError, Submission, read_yaml, schema_errors
+from grader.criteria.memo import HUMAN_CHECKLIST
 from grader.outcome import CriterionResult, Grade
 from grader.rubric import Criterion, Rubric, load_rubric
-from grader.sections import grade_gateway, grade_loadgen, grade_tests, skipped, unjudged
+from grader.sections import (
+    grade_gateway,
+    grade_loadgen,
+    grade_manifests,
+    grade_memo,
+    grade_sizing,
+    grade_tests,
+    skipped,
+    unjudged,
+)
 
 __all__ = ["PARTS", "GradeRun", "contract_problems", "grade"]
 
 # Which part of submission.yaml each deliverable needs.
 PARTS = {"loadgen": "loadgen", "tests": "loadgen", "gateway": "gateway", "manifests": "manifests",
          "sizing": "sizing", "memo": "memo"}
-_SECTIONS = ("loadgen", "tests", "gateway")  # deliverables graded in a sandbox here; the rest come with their sections
+_SECTIONS = ("loadgen", "tests", "gateway", "sizing", "manifests", "memo")
+_UNBOXED = ("manifests", "memo")  # graded from the submission's files, no sandbox of their own
+_UNTIMED = ("sizing", "manifests", "memo")  # no timing checks: graded beside the timed sections
 
 
 @dataclass
@@ -133,6 +145,7 @@ def grade(run: GradeRun) -> Grade:
         seed=run.seed, started=started_at.isoformat(), duration_s=round(time.perf_counter() - t0, 3),
         sandboxed=sandboxed, sandbox_note=note, rubric=str(rubric.path),
         contract_problems=[p for lines in problems.values() for p in lines], criteria=ordered,
+        human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in criteria) else [],
     )
     run.timings["total_s"] = grade_.duration_s
     run.timings["inherent_s"] = round(run.inherent_s, 3)
@@ -156,6 +169,12 @@ def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: d
 
     def section(name: str) -> None:
         try:
+            if name in _UNBOXED:  # read from the submission's files; the memo opens a sandbox only to size
+                _, inherent = (grade_manifests if name == "manifests" else grade_memo)(submission, todo[name],
+                                                                                       report=record)
+                with lock:
+                    run.inherent_s += inherent
+                return
             with Sandbox(submission.folder) as box:
                 with lock:
                     notes.append((box.isolated, box.note))
@@ -163,6 +182,8 @@ def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: d
                     _, inherent = grade_loadgen(box, submission, rubric, todo[name], seed=run.seed, report=record)
                 elif name == "gateway":
                     _, inherent = grade_gateway(box, submission, rubric, todo[name], seed=run.seed, report=record)
+                elif name == "sizing":
+                    _, inherent = grade_sizing(box, submission, todo[name], report=record)
                 else:
                     _, inherent = grade_tests(box, submission, todo[name], report=record)
             with lock:
@@ -173,7 +194,10 @@ def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: d
                 if criterion.id not in results:
                     record(unjudged(criterion, why, logs=traceback.format_exc()))
 
-    names = list(todo)
+    # Untimed sections (no timing checks) run beside the timed ones, whatever --jobs says.
+    side = threading.Thread(target=lambda: [section(n) for n in todo if n in _UNTIMED], daemon=True)
+    side.start()
+    names = [n for n in todo if n not in _UNTIMED]
     if run.jobs > 1 and len(names) > 1:
         with ThreadPoolExecutor(max_workers=min(run.jobs, len(names))) as pool:
             for future in [pool.submit(section, n) for n in names]:
@@ -181,6 +205,7 @@ def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: d
     else:
         for name in names:
             section(name)
+    side.join()
     isolated = all(i for i, _ in notes)
     note = next((n for i, n in notes if not i), notes[0][1] if notes else "")
     return isolated, note

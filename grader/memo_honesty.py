@@ -4,7 +4,11 @@ A memo (Markdown) opens with YAML front matter listing every figure it quotes, e
 a unit, a provenance and, for speeds, a scope. These checks catch the dishonest numbers the seed
 names: a percentile without its sample size, a p99 from fewer than 100 requests not called the
 maximum, aggregate throughput passed off as one user's speed, production sized on a laptop or
-fake-server run. They read labels, not prose; a person still reads the memo.
+fake-server run. They read the labels first (a figure's unit, scope, provenance, status and what it is derived from)
+and then the prose: a speed or a latency quoted in the text must be one of the front matter's
+figures, and a sentence that sells an aggregate throughput as one user's speed is caught by its
+meaning (a tokens/s figure whose scope is aggregate, in a sentence about a user), not by a word.
+A person still reads the memo.
 
 Each finding has a `severity`: "error" for the contract's rules (the grader scores them) and
 "advice" for checks the contract does not state (reported, never scored).
@@ -19,17 +23,31 @@ from typing import Any
 
 import yaml
 
-__all__ = ["PROVENANCES", "SCOPES", "Finding", "MemoError", "check_figures", "check_memo", "errors",
+__all__ = ["PROVENANCES", "SCOPES", "STATUSES", "Finding", "MemoError", "check_figures", "check_memo", "errors",
            "split_front_matter"]
 
 PROVENANCES = ("measured on fake server", "laptop", "target GPU", "invented sample", "assumption")
 SCOPES = ("aggregate", "per_user", "n/a")
+#: How far a figure is from a measurement: a placeholder may stand in for one, honestly labelled.
+STATUSES = ("measured", "placeholder", "not measured", "derived")
 #: Provenances that describe this machine, not the production GPU.
 LOCAL = ("measured on fake server", "laptop")
 #: Provenances a production sizing may rest on, the last two only as a stated placeholder.
 SIZING_OK = ("target GPU", "invented sample", "assumption")
 
-_FIELDS = frozenset({"name", "value", "unit", "provenance", "scope", "sample_size", "percentile"})
+_FIELDS = frozenset({"name", "value", "unit", "provenance", "scope", "sample_size", "percentile", "status",
+                     "derived_from"})
+_TOP = frozenset({"contract", "figures", "sizing_inputs", "loadgen_results"})
+_TOKEN_RATE = re.compile(r"(tok(en)?s?\s*/\s*s(ec)?\b|tok(en)?s?\s+per\s+second)", re.IGNORECASE)
+_SPEED_IN_TEXT = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(?:output\s+)?(?:tokens?|tok)\s*(?:/\s*s(?:ec)?\b|per\s+second)",
+                            re.IGNORECASE)
+_TIME_IN_TEXT = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(ms|s)\b")
+_LATENCY_WORDS = re.compile(r"\b(ttft|latency|p\d{2}|percentile)\b", re.IGNORECASE)
+_PERCENTILE_WORD = re.compile(r"\bp(50|90|95|99)\b", re.IGNORECASE)
+_N_STATED = re.compile(r"\bn\s*=\s*\d|\b\d[\d,]*\s+(requests|samples|runs|streams)\b", re.IGNORECASE)
+_USER = re.compile(r"\b(per[- ]user|each user|a user|one user|every user|user's|users'|per[- ]request|"
+                   r"each request|per[- ]stream|each stream|one stream's|each chat|per chat)\b", re.IGNORECASE)
+_NEGATION = re.compile(r"\b(not|never|no|isn't|is not|aren't)\b", re.IGNORECASE)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _RATE = re.compile(r"(/\s*s\b|/\s*sec|per\s+second|tok/s|tokens/s)", re.IGNORECASE)
 _THROUGHPUT = re.compile(r"throughput|aggregate", re.IGNORECASE)
@@ -49,6 +67,8 @@ class Finding:
     figure: str | None
     message: str
     severity: str = "error"
+    line: int | None = None  # 1-based line of the memo the finding quotes
+    quote: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,6 +112,13 @@ def _fields(fig: dict[str, Any], label: str) -> list[Finding]:
     percentile = fig.get("percentile")
     if percentile is not None and (not _number(percentile) or not 0 < percentile <= 100):
         out.append(Finding("figure-fields", label, "percentile must be a number in (0, 100]"))
+    if fig.get("status") is not None and fig["status"] not in STATUSES:
+        out.append(Finding("figure-fields", label, f"status must be one of {', '.join(STATUSES)}"))
+    derived = fig.get("derived_from")
+    if derived is not None and not (isinstance(derived, str) or (
+            isinstance(derived, list) and all(isinstance(d, str) for d in derived))):
+        out.append(Finding("figure-fields", label, "derived_from must be a figure name, a sizing:/loadgen: field, "
+                                                   "or a list of them"))
     size = fig.get("sample_size")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
         out.append(Finding("figure-fields", label, "sample_size must be an integer >= 1"))
@@ -100,6 +127,19 @@ def _fields(fig: dict[str, Any], label: str) -> list[Finding]:
 
 def _is_rate(fig: dict[str, Any]) -> bool:
     return isinstance(fig.get("unit"), str) and bool(_RATE.search(fig["unit"]))
+
+
+def _is_token_rate(fig: dict[str, Any]) -> bool:
+    return isinstance(fig.get("unit"), str) and bool(_TOKEN_RATE.search(fig["unit"]))
+
+
+def _placeholder(fig: dict[str, Any]) -> bool:
+    return fig.get("status") == "placeholder"
+
+
+def _sources(fig: dict[str, Any]) -> list[str]:
+    derived = fig.get("derived_from")
+    return [derived] if isinstance(derived, str) else [d for d in derived or [] if isinstance(d, str)]
 
 
 def _percentile_rules(fig: dict[str, Any], label: str) -> list[Finding]:
@@ -126,22 +166,33 @@ def _scope_rules(fig: dict[str, Any], label: str, aggregates: list[dict[str, Any
             out.append(Finding("per-user-not-aggregate", label,
                                "a per-user speed named or measured as (aggregate) throughput"))
         for agg in aggregates:
-            if agg.get("value") == fig.get("value") and agg.get("unit") == fig.get("unit"):
+            same = agg.get("value") == fig.get("value") and (agg.get("unit") == fig.get("unit") or (
+                _is_token_rate(agg) and _is_token_rate(fig)))
+            if same or (agg.get("name") in _sources(fig) and agg.get("value") == fig.get("value")):
                 out.append(Finding("per-user-not-aggregate", label,
                                    f"the same value as aggregate figure '{agg.get('name')}' presented per user"))
+                break
     return out
 
 
-def _sizing_rules(figures: list[dict[str, Any]], body: str) -> list[Finding]:
+def _sizing_rules(figures: list[dict[str, Any]], body: str, sizing_inputs: Any = None) -> list[Finding]:
     out = []
     sizing = [f for f in figures if _SIZES_PRODUCTION.search(str(f.get("name", "")))]
+    used = sizing_inputs.get("throughput") if isinstance(sizing_inputs, dict) else None
+    for fig in figures:
+        # By meaning: the throughput the memo's sizing was run with, whatever the figure is called.
+        if (used is not None and fig.get("value") == used and _is_token_rate(fig) and fig.get("provenance") in LOCAL
+                and not _placeholder(fig) and fig not in sizing):
+            out.append(Finding("production-provenance", str(fig.get("name")),
+                               f"the sizing's --throughput {used:g} is this figure, {fig['provenance']!r}; a laptop or "
+                               "fake-server run sizes nothing in production unless labelled status: placeholder"))
     for fig in sizing:
-        if fig.get("provenance") in LOCAL:
+        if fig.get("provenance") in LOCAL and not _placeholder(fig):
             out.append(Finding("production-provenance", str(fig.get("name")),
                                f"production sizing rests on a figure {fig['provenance']!r}; "
                                "laptop and fake-server runs test the client, not the GPU"))
     throughputs = [f for f in figures if _is_rate(f) and f.get("scope") == "aggregate"]
-    if throughputs and not any(f.get("provenance") in SIZING_OK for f in throughputs):
+    if throughputs and not any(f.get("provenance") in SIZING_OK or _placeholder(f) for f in throughputs):
         out.append(Finding("production-provenance", None,
                            "every aggregate throughput comes from a laptop or the fake server, "
                            "so any replica count rests on one"))
@@ -151,7 +202,7 @@ def _sizing_rules(figures: list[dict[str, Any]], body: str) -> list[Finding]:
     return out
 
 
-def check_figures(front: dict[str, Any], body: str = "") -> list[Finding]:
+def check_figures(front: dict[str, Any], body: str = "", *, first_line: int = 1) -> list[Finding]:
     """Every rule on parsed front matter (and the body, for the advice that reads it)."""
     out = []
     if front.get("contract") != 1:
@@ -159,7 +210,7 @@ def check_figures(front: dict[str, Any], body: str = "") -> list[Finding]:
     figures = front.get("figures")
     if not isinstance(figures, list) or not figures:
         return out + [Finding("front-matter", None, "figures must be a non-empty list")]
-    unknown = set(front) - {"contract", "figures"}
+    unknown = set(front) - _TOP
     if unknown:
         out.append(Finding("front-matter", None, f"unknown keys: {', '.join(sorted(map(str, unknown)))}"))
     good = [f for f in figures if isinstance(f, dict)]
@@ -173,7 +224,81 @@ def check_figures(front: dict[str, Any], body: str = "") -> list[Finding]:
             out.append(Finding("figure-fields", label, "name used twice"))
         seen.add(label)
         out += _fields(fig, label) + _percentile_rules(fig, label) + _scope_rules(fig, label, aggregates)
-    return out + _sizing_rules(good, body)
+    return out + _sizing_rules(good, body, front.get("sizing_inputs")) + _text_rules(good, body, first_line)
+
+
+def _number_in_text(text: str) -> tuple[float, int]:
+    """The number as written and its decimals (so 1.40 matches 1.3959, and 2,000 is 2000)."""
+    clean = text.replace(",", "")
+    return float(clean), len(clean.split(".")[1]) if "." in clean else 0
+
+
+def _matches(written: str, value: Any, scale: float = 1.0) -> bool:
+    if not _number(value):
+        return False
+    number, decimals = _number_in_text(written)
+    shown = value * scale
+    return abs(shown - number) <= 0.5 * 10 ** -decimals + 1e-9 or abs(shown - number) <= 0.005 * abs(shown)
+
+
+def _sentences(body: str, first_line: int) -> list[tuple[int, str]]:
+    """(line, sentence) pairs: sentences never cross a blank line, and a table row is one sentence."""
+    out = []
+    for index, line in enumerate(body.splitlines()):
+        for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z*(])", line):
+            if sentence.strip():
+                out.append((first_line + index, sentence.strip()))
+    return out
+
+
+def _time_scale(unit: str) -> float | None:
+    """How to show a latency figure in seconds, or None when its unit is not a time."""
+    head = unit.strip().split(" ")[0].lower()
+    return {"s": 1.0, "ms": 0.001, "seconds": 1.0}.get(head)
+
+
+def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1) -> list[Finding]:
+    """Speeds and latencies the text quotes must be front-matter figures, and honest about scope."""
+    out: list[Finding] = []
+    speeds = [f for f in figures if _is_token_rate(f)]
+    aggregates = [f for f in speeds if f.get("scope") == "aggregate"]
+    times = [f for f in figures if isinstance(f.get("unit"), str) and _time_scale(f["unit"]) is not None]
+    for line, sentence in _sentences(body, first_line):
+        for match in _SPEED_IN_TEXT.finditer(sentence):
+            written = match.group(1)
+            if not any(_matches(written, f.get("value")) for f in speeds):
+                out.append(Finding("text-matches-front-matter", None, f"{written} tokens/s in the text is not a "
+                                   "figure of the front matter", line=line, quote=sentence))
+            agg = next((f for f in aggregates if _matches(written, f.get("value"))), None)
+            if agg and _USER.search(sentence) and not _NEGATION.search(sentence):
+                out.append(Finding("per-user-not-aggregate", str(agg.get("name")),
+                                   f"{written} tokens/s is aggregate figure '{agg.get('name')}' presented as one "
+                                   "user's speed", line=line, quote=sentence))
+        if _LATENCY_WORDS.search(sentence):
+            for match in _TIME_IN_TEXT.finditer(sentence):
+                written, unit = match.group(1), match.group(2)
+                scale = 1000.0 if unit == "ms" else 1.0
+                if not any(_matches(written, f.get("value"), scale * (_time_scale(f["unit"]) or 1.0)) for f in times):
+                    out.append(Finding("text-matches-front-matter", None, f"{written} {unit} in the text is not a "
+                                       "latency figure of the front matter", line=line, quote=sentence))
+            if _PERCENTILE_WORD.search(sentence) and _TIME_IN_TEXT.search(sentence) and not _N_STATED.search(sentence):
+                out.append(Finding("percentile-sample-size", None, "a percentile quoted without its n",
+                                   line=line, quote=sentence))
+    return out
+
+
+def locate(findings: list[Finding], text: str) -> list[Finding]:
+    """Findings about a front-matter figure get the line that declares it, quoted."""
+    lines = text.splitlines()
+    out = []
+    for f in findings:
+        if f.line is None and f.figure:
+            hit = next((i for i, line in enumerate(lines) if re.search(rf"\bname:\s*['\"]?{re.escape(f.figure)}\b", line)),
+                       None)
+            if hit is not None:
+                f = Finding(f.rule, f.figure, f.message, f.severity, hit + 1, lines[hit].strip())
+        out.append(f)
+    return out
 
 
 def check_memo(text: str) -> list[Finding]:
@@ -182,7 +307,10 @@ def check_memo(text: str) -> list[Finding]:
         front, body = split_front_matter(text)
     except MemoError as exc:
         return [Finding("front-matter", None, str(exc))]
-    return check_figures(front, body)
+    head = text.lstrip("\ufeff")
+    first_line = head[: len(head) - len(body)].count("\n") + 1
+    findings = check_figures(front, body, first_line=first_line)
+    return locate(findings, text)
 
 
 def errors(findings: list[Finding]) -> list[Finding]:

@@ -15,6 +15,9 @@ from typing import Any
 
 from grader.contract import Submission
 from grader.criteria import candidate_tests, gateway, loadgen
+from grader.criteria import manifests as manifest_criteria
+from grader.criteria import memo as memo_criteria
+from grader.criteria import sizing as sizing_criteria
 from grader.criteria.gateway_run import CASES, run_gateway
 from grader.criteria.gateway_run import Box as GatewayBox
 from grader.criteria.loadgen_run import Box, LoadgenRun, run_loadgen
@@ -22,7 +25,7 @@ from grader.criteria.verdict import Verdict, is_borderline
 from grader.outcome import CriterionResult, Evidence
 from grader.rubric import Criterion, Rubric
 
-__all__ = ["grade_gateway", "grade_loadgen", "grade_tests", "result_of", "skipped", "unjudged"]
+__all__ = ["grade_gateway", "grade_loadgen", "grade_manifests", "grade_memo", "grade_sizing", "grade_tests", "result_of", "skipped", "unjudged"]
 
 Report = Callable[[CriterionResult], None]
 
@@ -147,3 +150,54 @@ def grade_gateway(box: GatewayBox, submission: Submission, rubric: Rubric, crite
         report(result)
         results.append(result)
     return results, inherent
+
+
+def _plain(criteria: list[Criterion], facts: Any, checks: dict[str, Any], started: float,
+           report: Report) -> list[CriterionResult]:
+    """Criteria judged from one set of facts, each reported as soon as it is judged."""
+    per_criterion = (time.perf_counter() - started) / max(len(criteria), 1)
+    results = []
+    for criterion in criteria:
+        result = result_of(criterion, checks[criterion.id](facts, criterion), duration_s=per_criterion)
+        report(result)
+        results.append(result)
+    return results
+
+
+def grade_manifests(submission: Submission, criteria: list[Criterion], *,
+                    report: Report) -> tuple[list[CriterionResult], float]:
+    """Every manifests criterion from one run of the offline checker (no candidate code runs)."""
+    started = time.perf_counter()
+    checked = manifest_criteria.run_checker(submission)
+    return _plain(criteria, checked, {c.id: manifest_criteria.check for c in criteria}, started, report), 0.0
+
+
+def grade_sizing(box: Box, submission: Submission, criteria: list[Criterion], *,
+                 report: Report) -> tuple[list[CriterionResult], float]:
+    """Every sizing criterion from one run per input set (and, for a failure, runs that name the ignored input)."""
+    started = time.perf_counter()
+    runs = sizing_criteria.run_sizing(box, submission)
+    results = _plain(criteria, runs, sizing_criteria.CHECKS, started, report)
+    return results, runs.wall_s
+
+
+def grade_memo(submission: Submission, criteria: list[Criterion], *,
+               report: Report) -> tuple[list[CriterionResult], float]:
+    """Every memo criterion from one read of the memo; the sizing command runs once, in a sandbox, on the
+    memo's own inputs when a figure cites its output."""
+    from grader.sandbox import Sandbox
+
+    started = time.perf_counter()
+    inherent = 0.0
+
+    def run_sizing(flags: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+        nonlocal inherent
+        if "sizing" not in submission.data:
+            return None, "submission.yaml has no sizing command"
+        with Sandbox(submission.folder) as box:
+            run = sizing_criteria.run_set(box, submission, "memo", dict(flags))
+        inherent += run.wall_s
+        return (run.output, "") if not run.problem else (None, f"the sizing command on sizing_inputs: {run.problem}")
+
+    facts = memo_criteria.read_memo(submission, run_sizing)
+    return _plain(criteria, facts, memo_criteria.CHECKS, started, report), inherent

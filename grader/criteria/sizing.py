@@ -1,0 +1,275 @@
+"""Sizing criteria: the candidate's `sizing.command` on the seed's inputs and on sets it never saw.
+
+Each set (grader/hidden/sizing_sets.yaml) is sent as flags; the one JSON object printed is compared,
+field by field, with the contract's arithmetic (`sizing_truth`) within the criterion's relative
+tolerance (counts exact). A criterion that fails is then diagnosed: one input of a base set is
+moved at a time, and an output that stays put while the arithmetic says it should move names the
+input the command ignores (a constant where an input belongs). Two stated conventions are graded
+by what the output says: its own default month (`inputs.hours_per_month`, when the flag was left
+out) and `units.memory: GiB`; each is accepted with a note.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from grader.contract import Submission, schema_errors
+from grader.criteria.sizing_truth import DEFAULTS, Conventions, expected
+from grader.criteria.verdict import Verdict
+from grader.outcome import Evidence
+from grader.rubric import Criterion
+
+__all__ = ["CHECKS", "GROUPS", "SETS_FILE", "SizingRun", "SizingRuns", "argv", "load_sets", "run_set"]
+
+SETS_FILE = Path(__file__).resolve().parent.parent / "hidden" / "sizing_sets.yaml"
+TIMEOUT_S = 30.0
+_EXACT = {"replicas_for_load", "replicas", "sequences_at_context", "holds_concurrency"}
+
+# Each criterion: the output fields it grades, and the inputs those fields depend on.
+GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "sizing.replicas": (("peak_output_tokens_per_s", "replicas_for_load", "replicas"),
+                        ("throughput", "chats-per-day", "turns-per-chat", "output-tokens-per-turn", "active-hours",
+                         "peak-factor", "min-replicas")),
+    "sizing.cost-per-million": (("cost_per_million_output_tokens",),
+                                ("gpu-hour-usd", "utilisation", "throughput", "gpus-per-replica")),
+    "sizing.monthly": (("monthly_cost", "cost_per_chat_usd", "chats_per_month"),
+                       ("gpu-hour-usd", "gpus-per-replica", "hours-per-month", "min-replicas", "chats-per-day",
+                        "peak-factor")),
+    "sizing.api": (("api",), ("api-input-usd-per-million", "api-output-usd-per-million", "input-tokens-per-turn",
+                              "output-tokens-per-turn", "turns-per-chat", "chats-per-day", "hours-per-month")),
+    "sizing.kv-cache": (("kv_cache",), ("gpu-memory-gb", "gpu-memory-utilization", "weights-gb", "overhead-gb",
+                                        "kv-bytes-per-token", "kv-cache-dtype", "context-tokens", "gpus-per-replica",
+                                        "concurrency")),
+    "sizing.batch": (("batch_hours", "per_stream_output_tokens_per_s"),
+                     ("batch-output-tokens", "throughput", "concurrency")),
+}
+
+
+class Box(Protocol):
+    def run(self, argv: list[str], *, timeout_s: float, files_back: list[str]) -> Any: ...
+
+
+@dataclass
+class SizingRun:
+    """One run of the command on one set: its output, or why there is none."""
+
+    name: str
+    flags: dict[str, Any]
+    output: dict[str, Any] | None
+    problem: str  # empty when the output is a schema-valid object
+    stderr_tail: str = ""
+    wall_s: float = 0.0
+
+
+@dataclass
+class SizingRuns:
+    """Every set's run, plus the perturbation runs made on demand."""
+
+    box: Box
+    submission: Submission
+    runs: list[SizingRun]
+    perturb_base: str
+    perturb: dict[str, Any]
+    extra: dict[str, SizingRun] = field(default_factory=dict)
+
+    def perturbed(self, flag: str) -> SizingRun:
+        if flag not in self.extra:
+            base = next(r for r in self.runs if r.name == self.perturb_base).flags
+            self.extra[flag] = run_set(self.box, self.submission, f"{self.perturb_base}+{flag}",
+                                       {**base, flag: self.perturb[flag]})
+        return self.extra[flag]
+
+    @property
+    def wall_s(self) -> float:
+        return sum(r.wall_s for r in [*self.runs, *self.extra.values()])
+
+
+def load_sets(path: Path = SETS_FILE) -> tuple[dict[str, dict[str, Any]], str, dict[str, Any]]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return data["sets"], data["perturb_base"], data["perturb"]
+
+
+def argv(flags: dict[str, Any]) -> list[str]:
+    """Flags as appended to the command: a list repeats its flag; None leaves the flag out."""
+    out: list[str] = []
+    for name, value in flags.items():
+        for item in value if isinstance(value, list) else [value]:
+            if item is not None:
+                out += [f"--{name}", str(item)]
+    return out
+
+
+def run_set(box: Box, submission: Submission, name: str, flags: dict[str, Any]) -> SizingRun:
+    """Run the command once; a crash, a timeout or output that is not the contract's object is a problem."""
+    done = box.run(submission.command("sizing") + argv(flags), timeout_s=TIMEOUT_S, files_back=[])
+    tail = done.stderr_tail[-1500:].strip()
+    if done.timed_out or done.killed:
+        return SizingRun(name, flags, None, f"killed ({done.killed or 'wall timeout'} after {TIMEOUT_S:g} s)",
+                         tail, done.wall_s)
+    if done.exit_code != 0:
+        return SizingRun(name, flags, None, f"exited {done.exit_code}", tail, done.wall_s)
+    try:
+        data = json.loads(done.stdout_tail)
+    except ValueError as exc:
+        first = done.stdout_tail.strip().splitlines()[:1]
+        return SizingRun(name, flags, None, f"stdout is not one JSON object ({exc}); it begins {first[0][:80]!r}"
+                         if first else "stdout is empty", tail, done.wall_s)
+    problems = schema_errors("sizing-output", data)
+    if problems:
+        return SizingRun(name, flags, data if isinstance(data, dict) else None,
+                         "does not follow sizing-output.schema.json: " + "; ".join(problems[:3]), tail, done.wall_s)
+    return SizingRun(name, flags, data, "", tail, done.wall_s)
+
+
+def run_sizing(box: Box, submission: Submission, *, sets_file: Path = SETS_FILE) -> SizingRuns:
+    sets, base, perturb = load_sets(sets_file)
+    return SizingRuns(box, submission, [run_set(box, submission, name, flags) for name, flags in sets.items()],
+                      base, perturb)
+
+
+# --- comparing one output with the arithmetic ------------------------------------------------------
+
+def _key(row: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v:g}" for k, v in row.items() if k != "usd")
+
+
+def _leaves(value: Any, path: str) -> dict[str, Any]:
+    """path -> leaf; rows of a table are addressed by their key columns, not their position."""
+    if isinstance(value, dict):
+        return {k: v for name, item in value.items() for k, v in _leaves(item, f"{path}.{name}").items()}
+    if isinstance(value, list):
+        return {f"{path}[{_key(row)}].usd": row.get("usd") for row in value if isinstance(row, dict)}
+    return {path: value}
+
+
+def _candidate_rows(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, list):
+        return _leaves(value, path)
+    out = {}
+    for row in value:
+        if isinstance(row, dict) and all(isinstance(v, (int, float)) for v in row.values()):
+            out[f"{path}[{_key(row)}].usd"] = row.get("usd")
+    return out
+
+
+def _close(got: Any, want: Any, name: str, rel: float) -> bool:
+    if want is None or isinstance(want, bool) or name.rsplit(".", 1)[-1] in _EXACT:
+        return bool(got == want and type(got) is type(want)) if isinstance(want, bool) else got == want
+    if not isinstance(got, (int, float)) or isinstance(got, bool) or not math.isfinite(got):
+        return False
+    return abs(got - want) <= rel * abs(want) + 1e-12
+
+
+def conventions_of(run: SizingRun) -> tuple[Conventions, list[str]]:
+    """The conventions an output states, and a note for each one accepted."""
+    out = run.output or {}
+    notes, hours, gib = [], None, False
+    stated = (out.get("inputs") or {}).get("hours_per_month") if isinstance(out.get("inputs"), dict) else None
+    if "hours-per-month" not in run.flags and isinstance(stated, (int, float)) and stated != DEFAULTS["hours-per-month"]:
+        hours = float(stated)
+        notes.append(f"set {run.name}: a {stated:g}-hour month, as the output's inputs state, accepted "
+                     f"(the contract's default is {DEFAULTS['hours-per-month']})")
+    if isinstance(out.get("units"), dict) and out["units"].get("memory") == "GiB":
+        gib = True
+        notes.append(f"set {run.name}: memory read as GiB (2^30 bytes), as the output's units state, accepted")
+    return Conventions(hours, gib), notes
+
+
+def compare(run: SizingRun, fields: tuple[str, ...], rel: float) -> tuple[list[list[Any]], list[str]]:
+    """Evidence rows (set, field, expected, got, ok) and the notes of accepted conventions."""
+    conventions, notes = conventions_of(run)
+    want = expected(run.flags, conventions)
+    rows = []
+    for name in fields:
+        expect = _leaves(want[name], name)
+        got = _candidate_rows((run.output or {}).get(name), name)
+        for path, value in expect.items():
+            have = got.get(path, "(missing)")
+            rows.append([run.name, path, value, have, _close(have, value, path, rel)])
+    month_fields = {"monthly_cost", "cost_per_chat_usd", "chats_per_month", "api"}
+    return rows, [n for n in notes if ("month" in n and month_fields & set(fields)) or ("GiB" in n and "kv_cache" in fields)]
+
+
+def _values(run: SizingRun, fields: tuple[str, ...]) -> list[Any]:
+    """The group's figures in order (row keys left out), to see whether an output moved at all."""
+    out = []
+    for name in fields:
+        value = (run.output or {}).get(name)
+        rows = value if isinstance(value, list) else [value]
+        for row in rows:
+            out += [v for k, v in row.items() if k == "usd" or name == "kv_cache" or name == "api"] \
+                if isinstance(row, dict) else [row]
+    return out
+
+
+def _ignored(runs: SizingRuns, criterion_id: str) -> list[str]:
+    """Inputs whose change moves the arithmetic's answer but not the candidate's."""
+    fields, deps = GROUPS[criterion_id]
+    base = next(r for r in runs.runs if r.name == runs.perturb_base)
+    if base.output is None:
+        return []
+    ignored = []
+    for flag in deps:
+        moved = runs.perturbed(flag)
+        if moved.output is None:
+            continue
+        want_base = [expected(base.flags)[f] for f in fields]
+        want_moved = [expected(moved.flags)[f] for f in fields]
+        if want_base != want_moved and _values(base, fields) == _values(moved, fields):
+            ignored.append(f"--{flag}")
+    return ignored
+
+
+def check_group(runs: SizingRuns, criterion: Criterion) -> Verdict:
+    fields, _ = GROUPS[criterion.id]
+    rel = criterion.rel if criterion.rel is not None else 0.005
+    rows: list[list[Any]] = []
+    notes: list[str] = []
+    broken = [r for r in runs.runs if r.output is None or r.problem]
+    for run in runs.runs:
+        if run.output is not None and not run.problem:
+            got_rows, got_notes = compare(run, fields, rel)
+            rows += got_rows
+            notes += got_notes
+    wrong = [row for row in rows if not row[4]]
+    evidence = Evidence(sent=f"{len(runs.runs)} input sets: " + ", ".join(r.name for r in runs.runs),
+                        columns=["set", "field", "expected", "got", "ok"], rows=wrong[:40] + [r for r in rows if r[4]][:20],
+                        logs="\n".join(f"{r.name}: {r.problem}\n{r.stderr_tail}" for r in broken)[:4000])
+    if broken:
+        return Verdict(False, "no output to compare on " + ", ".join(f"set {r.name} ({r.problem})" for r in broken)
+                       + (f"\nstderr tail: {broken[0].stderr_tail[-400:]}" if broken[0].stderr_tail else ""),
+                       evidence=evidence)
+    if not wrong:
+        text = f"every field matches the arithmetic within {rel * 100:g}% on {len(runs.runs)} input sets"
+        return Verdict(True, "\n".join([text, *sorted(set(notes))]), evidence=evidence)
+    ignored = _ignored(runs, criterion.id)
+    lines = [f"{len(wrong)} of {len(rows)} figures differ from the arithmetic by more than {rel * 100:g}%"]
+    if ignored:
+        lines.append(f"the output does not move when {', '.join(ignored)} moves: a constant stands where an input "
+                     "belongs")
+    lines += [f"set {s}: {path}: expected {want:.6g}, got {got}" if isinstance(want, float)
+              else f"set {s}: {path}: expected {want}, got {got}" for s, path, want, got, _ in wrong[:6]]
+    return Verdict(False, "\n".join(lines + sorted(set(notes))), evidence=evidence)
+
+
+def check_runs(runs: SizingRuns, criterion: Criterion) -> Verdict:
+    """Every set ran: exit 0 and one JSON object that follows the schema."""
+    rows = [[r.name, " ".join(argv(r.flags))[:120], r.problem or "ok", f"{r.wall_s:.2f}"] for r in runs.runs]
+    evidence = Evidence(columns=["set", "flags", "result", "seconds"], rows=rows,
+                        logs="\n".join(f"{r.name}: {r.stderr_tail}" for r in runs.runs if r.problem)[:4000])
+    broken = [r for r in runs.runs if r.problem]
+    if not broken:
+        return Verdict(True, f"the command printed a contract JSON object on all {len(runs.runs)} input sets",
+                       evidence=evidence)
+    lines = [f"set {r.name}: {r.problem}" + (f"\n  stderr: {r.stderr_tail[-300:]}" if r.stderr_tail else "")
+             for r in broken]
+    return Verdict(False, "\n".join(lines), evidence=evidence)
+
+
+CHECKS = {"sizing.runs": check_runs, **{cid: check_group for cid in GROUPS}}
