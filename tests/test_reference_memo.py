@@ -123,6 +123,7 @@ FROM_SCRIPT: dict[str, Callable[[Output], float]] = {
     "workload_cost_per_million_low": lambda o: _row(o["main"]["cost_per_chat_usd"], gpu_hour_usd=2.99) / (
         o["main"]["inputs"]["turns_per_chat"] * o["main"]["inputs"]["output_tokens_per_turn"]) * 1e6,
     "api_cost_per_chat": lambda o: o["main"]["api"]["cost_per_chat_usd"],
+    "api_cost_per_million_with_input": lambda o: o["main"]["api"]["usd_per_million_output_tokens_with_input"],
     "api_monthly": lambda o: o["main"]["api"]["monthly_usd"],
     # Chats a day at which two replicas' month equals the API's: monthly / 30 days / API per chat.
     "break_even_chats_per_day": lambda o: _row(o["main"]["monthly_cost"], gpu_hour_usd=2.99, replicas=2)
