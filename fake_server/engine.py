@@ -147,10 +147,9 @@ class Engine:
         return len(self.waiting)
 
     # -- requests -------------------------------------------------------------------------
-    def submit(self, record: LedgerRecord, prompt_ids: list[int], max_tokens: int,
-               ignore_eos: bool, reasoning: bool, stop: tuple[str, ...], text: TextStream,
-               role_on_schedule: bool = False, min_tokens: int = 0, arrival: float | None = None,
-               *, fault: FaultRule | None = None) -> Sequence:
+    def submit(self, record: LedgerRecord, prompt_ids: list[int], text: TextStream, *, max_tokens: int,
+               stop: tuple[str, ...] = (), min_tokens: int = 0, ignore_eos: bool = False, reasoning: bool = False,
+               role_on_schedule: bool = False, arrival: float | None = None, fault: FaultRule | None = None) -> Sequence:
         """Queue a request. `fault`, if it acts at a generated token, is applied by this engine."""
         s = self.settings
         if self.failure is not None:
@@ -159,9 +158,9 @@ class Engine:
             raise QueueFull(f"the waiting queue of `{self.name}` is full ({s.max_waiting} requests)")
         natural = None if ignore_eos else max(min_tokens, text.natural_length(s.output_len_min, s.output_len_max))
         now = time.perf_counter()
-        seq = Sequence(record, prompt_ids, max_tokens, natural,
-                       s.reasoning_tokens if reasoning else 0, text, stop,
-                       now + s.queue_delay, role_on_schedule)
+        seq = Sequence(record, prompt_ids, text, max_tokens=max_tokens, natural_len=natural,
+                       reasoning_len=s.reasoning_tokens if reasoning else 0, stop=stop,
+                       eligible_at=now + s.queue_delay, role_on_schedule=role_on_schedule)
         seq.arrival_mono = now if arrival is None else arrival
         if fault is not None and fault.at_token:
             seq.fault = fault

@@ -18,7 +18,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from . import tokenizer
-from .engine import Engine, EngineFailed, QueueFull
+from .engine import EngineFailed, QueueFull
 from .faults import FaultRule
 from .ledger import LedgerRecord
 from .protocol import (
@@ -28,13 +28,11 @@ from .protocol import (
     parse_completion,
     parse_json,
 )
-from .sequence import Sequence, usage_of
+from .sequence import usage_of
 from .state import ServerState
-from .streaming import StreamWriter, collect
+from .streaming import Reply, StreamWriter, collect
 from .textgen import TextStream
 from .wire import (
-    ChatEncoder,
-    CompletionEncoder,
     chat_response,
     completion_response,
     context_length_message,
@@ -159,30 +157,25 @@ async def _serve(request: Request, state: ServerState, record: LedgerRecord, cha
         await asyncio.sleep(fault.seconds)
     text = TextStream(state.settings.seed, req.seed, zlib.crc32(repr(prompt_ids).encode()))
     try:
-        seq = engine.submit(record, prompt_ids, max_tokens, req.ignore_eos, chat and settings.reasoning,
-                            req.stop, text, role_on_schedule=chat and settings.role_chunk == "on_schedule",
-                            min_tokens=req.min_tokens, arrival=arrival, fault=fault)
+        seq = engine.submit(record, prompt_ids, text, max_tokens=max_tokens, stop=req.stop, min_tokens=req.min_tokens,
+                            ignore_eos=req.ignore_eos, reasoning=chat and settings.reasoning,
+                            role_on_schedule=chat and settings.role_chunk == "on_schedule", arrival=arrival, fault=fault)
     except QueueFull as exc:
         return _reject(state, record, 429, str(exc), headers={"Retry-After": "1"})
     except EngineFailed as exc:
         return _reject(state, record, 500, str(exc))
-    created = int(record.arrival)
-    extra_headers = persona.headers(record) if persona is not None else []
-    on_finish = persona.on_finish if persona is not None else None
+    reply = Reply(engine, seq, state.ledger, fault, chat=chat, created=int(record.arrival), model=model,
+                  headers=persona.headers(record) if persona is not None else [],
+                  on_finish=persona.on_finish if persona is not None else None)
     if req.stream:
-        encoder: ChatEncoder | CompletionEncoder = (
-            ChatEncoder(record.id, created, model, settings.vllm_profile) if chat else CompletionEncoder(record.id, created, model))
-        include_usage = req.include_usage or persona is not None
-        return StreamWriter(engine, seq, encoder, state.ledger, fault, include_usage, req.continuous_usage,  # type: ignore[return-value]
-                            role_on_arrival=chat and settings.role_chunk == "on_arrival",
-                            headers=extra_headers, on_finish=on_finish)
-    return await _whole(request, state, engine, seq, record, fault, chat, created, model, extra_headers, on_finish)
+        return StreamWriter(reply, include_usage=req.include_usage or persona is not None,  # type: ignore[return-value]
+                            continuous=req.continuous_usage, role_on_arrival=chat and settings.role_chunk == "on_arrival")
+    return await _whole(request, reply)
 
 
-async def _whole(request: Request, state: ServerState, engine: Engine, seq: Sequence, record: LedgerRecord,
-                 fault: FaultRule | None, chat: bool, created: int, model: str,
-                 headers: list[tuple[bytes, bytes]], on_finish: Any) -> Response:
+async def _whole(request: Request, reply: Reply) -> Response:
     """A non-streamed answer; in-stream faults map to what a whole response can show."""
+    engine, seq, record, fault = reply.engine, reply.seq, reply.record, reply.fault
     stall = 0.0
     if fault is not None and fault.kind in ("stall_after_headers", "stall"):
         record.fault = {**fault.describe(), "applied": True}
@@ -192,7 +185,7 @@ async def _whole(request: Request, state: ServerState, engine: Engine, seq: Sequ
     fired = fault is not None and seq.fault_fired  # the engine applied it at token `after_tokens`
     if fault is not None and fault.kind in ("cut", "no_done", "stream_error", "malformed_chunk", "engine_crash"):
         record.fault = {**fault.describe(), "applied": fired}
-    hdrs = {k.decode(): v.decode() for k, v in headers}
+    hdrs = {k.decode(): v.decode() for k, v in reply.headers}
     response: Response
     if seq.error is not None:  # the engine failed under this request
         record.status, record.error = 500, seq.error
@@ -208,17 +201,18 @@ async def _whole(request: Request, state: ServerState, engine: Engine, seq: Sequ
         response = Response(b'{"id": "broken", "choices": [', media_type="application/json", headers=hdrs)
     else:
         usage = usage_of(seq, engine.settings.enable_prompt_tokens_details)
-        if chat:
-            body = chat_response(record.id, created, model, content, reasoning if seq.reasoning_len else None,
+        if reply.chat:
+            body = chat_response(record.id, reply.created, reply.model, content, reasoning if seq.reasoning_len else None,
                                  engine.settings.vllm_profile, seq.finish_reason, seq.stop_reason, usage)
         else:
-            body = completion_response(record.id, created, model, content, seq.finish_reason, seq.stop_reason, usage)
+            body = completion_response(record.id, reply.created, reply.model, content, seq.finish_reason,
+                                       seq.stop_reason, usage)
         response = JSONResponse(body, headers=hdrs)
     if not still_there and record.error is None:
         record.error = "client disconnected"
-    if on_finish is not None:
-        on_finish(record)
-    state.ledger.add(record)
+    if reply.on_finish is not None:
+        reply.on_finish(record)
+    reply.ledger.add(record)
     return response
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from .engine import Engine
@@ -21,7 +22,7 @@ from .sequence import Sequence, usage_of
 from .sse import FrameSender, Framing
 from .wire import DONE, ChatEncoder, CompletionEncoder, continuous_usage
 
-__all__ = ["SSE_HEADERS", "StreamWriter", "collect", "watch_disconnect"]
+__all__ = ["SSE_HEADERS", "Reply", "StreamWriter", "collect", "watch_disconnect"]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -38,25 +39,44 @@ async def watch_disconnect(receive: Receive, on_disconnect: Callable[[], None]) 
             return
 
 
+@dataclass(frozen=True)
+class Reply:
+    """One admitted generation and what its answer needs, streamed or whole."""
+
+    engine: Engine
+    seq: Sequence
+    ledger: Ledger
+    fault: FaultRule | None
+    chat: bool  # /v1/chat/completions, else /v1/completions
+    created: int  # the answer's `created`
+    model: str  # the answer's `model`: the first served name
+    headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # the persona's extra headers
+    on_finish: Callable[[LedgerRecord], None] | None = None  # the persona's, just before the record is added
+
+    @property
+    def record(self) -> LedgerRecord:
+        return self.seq.record
+
+
 class StreamWriter:
     """The ASGI response of one streamed generation."""
 
-    def __init__(self, engine: Engine, seq: Sequence, encoder: ChatEncoder | CompletionEncoder,
-                 ledger: Ledger, fault: FaultRule | None, include_usage: bool, continuous: bool,
-                 role_on_arrival: bool, headers: list[tuple[bytes, bytes]] | None = None,
-                 on_finish: Callable[[LedgerRecord], None] | None = None) -> None:
+    def __init__(self, reply: Reply, *, include_usage: bool, continuous: bool, role_on_arrival: bool) -> None:
+        engine = reply.engine
         self.engine = engine
-        self.seq = seq
-        self.encoder = encoder
-        self.ledger = ledger
-        self.fault = fault if fault is not None and fault.in_stream else None
+        self.seq = reply.seq
+        self.encoder: ChatEncoder | CompletionEncoder = (
+            ChatEncoder(reply.record.id, reply.created, reply.model, engine.settings.vllm_profile) if reply.chat
+            else CompletionEncoder(reply.record.id, reply.created, reply.model))
+        self.ledger = reply.ledger
+        self.fault = reply.fault if reply.fault is not None and reply.fault.in_stream else None
         self.include_usage = include_usage
         self.continuous = continuous
-        self.chat = isinstance(encoder, ChatEncoder)
+        self.chat = reply.chat
         self.role_sent = not self.chat
         self.role_on_arrival = role_on_arrival
-        self.headers = SSE_HEADERS + (headers or [])
-        self.on_finish = on_finish
+        self.headers = SSE_HEADERS + reply.headers
+        self.on_finish = reply.on_finish
         self.tokens_sent = 0
         self.fault_applied = False
         self.framing = Framing.of(engine.settings)  # fixed for the whole stream
