@@ -10,13 +10,20 @@ the usage, the cost in USD from the API's price table, and the latency.
     reply = client.chat([{"role": "user", "content": "Hello"}], model="opus-5.5", max_tokens=64)
     reply.text, reply.usage.output_tokens, reply.cost_usd, reply.latency_s
 
-    for piece in client.stream_chat(messages, model="opus-5.5", max_tokens=64):
-        if piece.text: ...                  # content deltas, as they arrive
-        if piece.result: piece.result.cost_usd  # the last item carries the whole result
+    with client.stream_chat(messages, model="opus-5.5", max_tokens=64) as stream:
+        for piece in stream:
+            if piece.text: ...                  # content deltas, as they arrive
+            if piece.result: piece.result.cost_usd  # the last item carries the whole result
 
     async with AsyncApiClient(base_url, api_key=...) as client:
         reply = await client.chat(...)
-        async for piece in client.stream_chat(...): ...
+        async with client.stream_chat(...) as stream:
+            async for piece in stream: ...
+
+A stream is also a plain iterator (`for piece in client.stream_chat(...)`); the `with` block
+closes its connection at once if you stop early (a relay whose own client left, say), where an
+abandoned iterator would hold it until it is garbage-collected. `SSEDecoder` is the
+server-sent-events parser the streams use, for any other SSE you read.
 
 Errors, by kind (every one is an `ApiError`):
 
@@ -47,16 +54,30 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
 __all__ = [
-    "ApiClient", "AsyncApiClient", "Prices", "Usage", "ChatResult", "StreamPiece", "Timeouts",
-    "ApiError", "ApiStatusError", "ApiClientError", "ApiServerError", "ApiStreamError", "ApiTimeout",
+    "ApiClient",
+    "ApiClientError",
     "ApiConnectionError",
+    "ApiError",
+    "ApiServerError",
+    "ApiStatusError",
+    "ApiStreamError",
+    "ApiTimeout",
+    "AsyncApiClient",
+    "AsyncChatStream",
+    "ChatResult",
+    "ChatStream",
+    "Prices",
+    "SSEDecoder",
+    "StreamPiece",
+    "Timeouts",
+    "Usage",
 ]
 
 
@@ -203,8 +224,41 @@ def _translate(exc: Exception, timeouts: Timeouts, answered: bool, streaming: bo
     return ApiConnectionError(f"{type(exc).__name__}: {exc}")
 
 
+class SSEDecoder:
+    """Server-sent events, parsed as the HTML standard says, fed text as it arrives.
+
+    Lines end with CRLF, LF or CR (also when a CRLF is split between two reads); `data:x` and
+    `data: x` are the same field; lines starting with ":" are comments; several `data:` lines of
+    one event are joined with newlines; a blank line ends the event. `feed` returns the data of
+    every event the text completed; an event left unfinished when the stream ends is dropped.
+    """
+
+    def __init__(self) -> None:
+        self._partial = ""  # the start of a line whose end has not arrived yet
+        self._data: list[str] = []  # the current event's `data:` lines
+        self._after_cr = False  # the last text ended in CR: a LF starting the next one is part of it
+
+    def feed(self, text: str) -> list[str]:
+        if self._after_cr and text.startswith("\n"):
+            text = text[1:]
+        self._after_cr = text.endswith("\r")
+        lines = (self._partial + text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        self._partial = lines.pop()
+        events = []
+        for line in lines:
+            if not line:
+                if self._data:
+                    events.append("\n".join(self._data))
+                self._data = []
+            elif not line.startswith(":"):
+                name, _, value = line.partition(":")
+                if name == "data":
+                    self._data.append(value.removeprefix(" "))
+        return events
+
+
 class _StreamParser:
-    """Reads SSE lines of a chat stream into text deltas and the final usage."""
+    """Reads the events of a chat stream into text deltas and the final usage."""
 
     def __init__(self, start: float) -> None:
         self.start = start
@@ -215,11 +269,8 @@ class _StreamParser:
         self.model = ""
         self.done = False
 
-    def feed(self, line: str) -> str:
-        """One line in; the content it carries (maybe "") out."""
-        if not line.startswith("data:"):
-            return ""
-        data = line[5:].strip()
+    def feed(self, data: str) -> str:
+        """One event's data in; the content it carries (maybe "") out."""
         if data == "[DONE]":
             self.done = True
             return ""
@@ -243,6 +294,56 @@ class _StreamParser:
             if self.ttft is None:
                 self.ttft = time.perf_counter() - self.start
         return piece
+
+
+class ChatStream:
+    """The pieces of one streamed call, as they arrive (what `ApiClient.stream_chat` returns).
+
+    Iterate it; use it as a context manager (or call `close()`) when you may stop before the end:
+    leaving the block closes the connection at once, as httpx's `stream()` does, so the API stops
+    generating and the connection is not left half-read. The request is sent on the first
+    iteration.
+    """
+
+    def __init__(self, pieces: Generator[StreamPiece, None, None]) -> None:
+        self._pieces = pieces
+
+    def __iter__(self) -> ChatStream:
+        return self
+
+    def __next__(self) -> StreamPiece:
+        return next(self._pieces)
+
+    def close(self) -> None:
+        self._pieces.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncChatStream:
+    """`ChatStream` for asyncio (what `AsyncApiClient.stream_chat` returns): `async for`, `async with`, `aclose()`."""
+
+    def __init__(self, pieces: AsyncGenerator[StreamPiece, None]) -> None:
+        self._pieces = pieces
+
+    def __aiter__(self) -> AsyncChatStream:
+        return self
+
+    async def __anext__(self) -> StreamPiece:
+        return await self._pieces.__anext__()
+
+    async def aclose(self) -> None:
+        await self._pieces.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 class _Base:
@@ -311,7 +412,7 @@ class ApiClient(_Base):
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> ApiClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -341,7 +442,12 @@ class ApiClient(_Base):
         return self._whole_result(response, model, start)
 
     def stream_chat(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None = None,
-                    **extra: Any) -> Iterator[StreamPiece]:
+                    **extra: Any) -> ChatStream:
+        """Content deltas as they arrive, then the whole result; see `ChatStream`."""
+        return ChatStream(self._stream(messages, model, max_tokens, extra))
+
+    def _stream(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None,
+                extra: dict[str, Any]) -> Generator[StreamPiece, None, None]:
         self._ensure_prices()
         start = time.perf_counter()
         parser, answered, first_byte = _StreamParser(start), False, False
@@ -352,13 +458,15 @@ class ApiClient(_Base):
                     response.read()
                     raise _status_error(response)
                 answered = True
-                for line in response.iter_lines():
+                decoder = SSEDecoder()
+                for text in response.iter_text():
                     first_byte = True
                     if time.perf_counter() - start > self.timeouts.total:
                         raise ApiTimeout("total", self.timeouts.total)
-                    piece = parser.feed(line)
-                    if piece:
-                        yield StreamPiece(text=piece)
+                    for data in decoder.feed(text):
+                        piece = parser.feed(data)
+                        if piece:
+                            yield StreamPiece(text=piece)
         except httpx.HTTPError as exc:
             raise self._billed(_translate(exc, self.timeouts, answered, True, first_byte), parser) from exc
         except (ApiStreamError, ApiTimeout) as exc:
@@ -376,7 +484,7 @@ class AsyncApiClient(_Base):
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def __aenter__(self) -> AsyncApiClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -409,8 +517,13 @@ class AsyncApiClient(_Base):
             raise _translate(exc, self.timeouts, answered, False, False) from exc
         return self._whole_result(response, model, start)
 
-    async def stream_chat(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None = None,
-                          **extra: Any) -> AsyncIterator[StreamPiece]:
+    def stream_chat(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None = None,
+                    **extra: Any) -> AsyncChatStream:
+        """Content deltas as they arrive, then the whole result; see `AsyncChatStream`."""
+        return AsyncChatStream(self._stream(messages, model, max_tokens, extra))
+
+    async def _stream(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None,
+                      extra: dict[str, Any]) -> AsyncGenerator[StreamPiece, None]:
         await self._ensure_prices()
         start = time.perf_counter()
         deadline = start + self.timeouts.total
@@ -422,22 +535,24 @@ class AsyncApiClient(_Base):
                     await response.aread()
                     raise _status_error(response)
                 answered = True
-                lines = response.aiter_lines()
+                decoder = SSEDecoder()
+                texts = response.aiter_text()
                 while True:
                     remaining = deadline - time.perf_counter()
                     if remaining <= 0:
                         raise ApiTimeout("total", self.timeouts.total)
                     try:
                         async with asyncio.timeout(remaining):
-                            line = await anext(lines)
+                            text = await anext(texts)
                     except StopAsyncIteration:
                         break
                     except TimeoutError:
                         raise ApiTimeout("total", self.timeouts.total) from None
                     first_byte = True
-                    piece = parser.feed(line)
-                    if piece:
-                        yield StreamPiece(text=piece)
+                    for data in decoder.feed(text):
+                        piece = parser.feed(data)
+                        if piece:
+                            yield StreamPiece(text=piece)
         except httpx.HTTPError as exc:
             raise self._billed(_translate(exc, self.timeouts, answered, True, first_byte), parser) from exc
         except (ApiStreamError, ApiTimeout) as exc:
