@@ -6,17 +6,13 @@ import json
 from typing import Any
 
 import httpx
+from api_client import SSEDecoder
 from prometheus_client.parser import text_string_to_metric_families
 
 
 def sse_events(raw: bytes) -> list[str]:
-    """The `data:` payloads of an SSE body, in order."""
-    out = []
-    for block in raw.decode().split("\n\n"):
-        for line in block.splitlines():
-            if line.startswith("data: "):
-                out.append(line[len("data: "):])
-    return out
+    """The data of each complete event of an SSE body, in order (the stub client's decoder)."""
+    return SSEDecoder().feed(raw.decode())
 
 
 def chat_body(content: str = "Hello", max_tokens: int | None = 8, stream: bool = True, **extra: Any) -> dict[str, Any]:

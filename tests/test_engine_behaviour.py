@@ -9,6 +9,7 @@ import time
 
 import httpx
 
+from api_client import SSEDecoder
 from conftest import chat_body, metric_values
 
 
@@ -16,12 +17,14 @@ async def _timed_stream(client: httpx.AsyncClient, base: str, body: dict) -> tup
     """(TTFT to first non-empty content, end), both relative to the request's send."""
     start = time.perf_counter()
     ttft = math.nan
+    decoder = SSEDecoder()
     async with client.stream("POST", base + "/v1/chat/completions", json=body) as r:
-        async for line in r.aiter_lines():
-            if line.startswith("data: {") and math.isnan(ttft):
-                delta = json.loads(line[6:])["choices"][0]["delta"]
-                if delta.get("content"):
-                    ttft = time.perf_counter() - start
+        async for text in r.aiter_text():
+            for data in decoder.feed(text):
+                if data.startswith("{") and math.isnan(ttft):
+                    delta = json.loads(data)["choices"][0]["delta"]
+                    if delta.get("content"):
+                        ttft = time.perf_counter() - start
     return ttft, time.perf_counter() - start
 
 
@@ -119,10 +122,10 @@ def test_clients_that_disconnect_free_their_slots_and_blocks(fake_server):
     async def read_two_then_leave(client: httpx.AsyncClient) -> None:
         async with client.stream("POST", server.base_url + "/v1/chat/completions",
                                  json=chat_body(max_tokens=1000, ignore_eos=True)) as r:
-            seen = 0
-            async for line in r.aiter_lines():
-                seen += line.startswith("data:")
-                if seen == 2:
+            seen, decoder = 0, SSEDecoder()
+            async for text in r.aiter_text():
+                seen += len(decoder.feed(text))
+                if seen >= 2:
                     break
 
     async def run() -> None:

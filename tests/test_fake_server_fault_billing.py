@@ -8,6 +8,7 @@ import asyncio
 import json
 
 import httpx
+from conftest import sse_events
 
 from fake_server import serve
 
@@ -31,12 +32,13 @@ async def _one(client: httpx.AsyncClient, url: str, i: int) -> dict:
                 raw += part
     except httpx.RemoteProtocolError:
         pass  # the cut fault closes the connection mid-body
-    chunks = [json.loads(line[6:]) for line in raw.decode().split("\n") if line.startswith("data: {")]
+    events = sse_events(raw)
+    chunks = [json.loads(data) for data in events if data.startswith("{")]
     ids = {c["id"] for c in chunks if "id" in c}
     content = [c for c in chunks if c.get("choices") and c["choices"][0]["delta"].get("content")]
     usages = [c["usage"]["completion_tokens"] for c in chunks if c.get("usage")]
     return {"id": ids.pop() if len(ids) == 1 else None, "content_chunks": len(content),
-            "last_usage": usages[-1] if usages else None, "done": b"data: [DONE]" in raw}
+            "last_usage": usages[-1] if usages else None, "done": "[DONE]" in events}
 
 
 async def _burst(base_url: str) -> list[dict]:

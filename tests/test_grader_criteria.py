@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from api_client import SSEDecoder
 from conftest import chat_body
 
 from grader.criteria.candidate_tests import PERCENTILE_METHODS
@@ -46,9 +47,9 @@ def _stream(base_url: str, content: str = "hello", max_tokens: int = 6) -> str |
     ids = []
     try:
         with httpx.stream("POST", f"{base_url}/chat/completions", json=chat_body(content, max_tokens=max_tokens)) as r:
-            for line in r.iter_lines():
-                if line.startswith("data: {"):
-                    ids.append(json.loads(line[6:]).get("id"))
+            decoder = SSEDecoder()
+            for text in r.iter_text():
+                ids += [json.loads(data).get("id") for data in decoder.feed(text) if data.startswith("{")]
     except httpx.RemoteProtocolError:
         pass
     return ids[0] if ids else None

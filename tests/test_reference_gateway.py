@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from api_client import SSEDecoder
 
 from fake_server import RunningServer, serve, tokenizer
 from grader.contract import SCHEMA_DIR, schema_errors
@@ -90,14 +91,10 @@ class Gateway:
             if r.status_code != 200 or not r.headers["content-type"].startswith("text/event-stream"):
                 out.body = r.read()
                 return out
-            buffer = ""
+            decoder = SSEDecoder()
             for text in r.iter_text():
                 now = time.time()
-                buffer += text
-                while "\n\n" in buffer:
-                    event, buffer = buffer.split("\n\n", 1)
-                    out.events += [(now, line[len("data: "):]) for line in event.splitlines()
-                                   if line.startswith("data: ")]
+                out.events += [(now, data) for data in decoder.feed(text)]
             return out
 
     def stats(self) -> dict[str, Any]:
