@@ -211,7 +211,8 @@ def _percentile_problems(submission: Submission) -> list[str]:
     try:
         tree = ast.parse(ref.file.read_bytes(), filename=str(ref.file))
     except (SyntaxError, ValueError) as exc:
-        line = f" line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+        lineno = getattr(exc, "lineno", None)  # a SyntaxError's; a ValueError (a NUL byte) has none
+        line = f" line {lineno}" if lineno else ""
         return [(f"{where}: {ref.file.relative_to(submission.folder).as_posix()}:{line} is not valid Python "
                  f"({getattr(exc, 'msg', exc)})")]
     names = _top_level_names(tree)

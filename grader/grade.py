@@ -195,7 +195,12 @@ def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: d
                     record(unjudged(criterion, why, logs=traceback.format_exc()))
 
     # Untimed sections (no timing checks) run beside the timed ones, whatever --jobs says.
-    side = threading.Thread(target=lambda: [section(n) for n in todo if n in _UNTIMED], daemon=True)
+    def untimed() -> None:
+        for n in todo:
+            if n in _UNTIMED:
+                section(n)
+
+    side = threading.Thread(target=untimed, daemon=True)
     side.start()
     names = [n for n in todo if n not in _UNTIMED]
     if run.jobs > 1 and len(names) > 1:

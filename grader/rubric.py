@@ -132,5 +132,8 @@ def _apply_override(criteria: list[Criterion], path: Path) -> list[Criterion]:
     if unknown:
         raise RubricError(f"{path}: criteria.{unknown[0]}: the rubric has no such criterion"
                           + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""))
-    return [replace(c, **{k: (float(v) if k == "weight" else v) for k, v in changes.get(c.id, {}).items()})
-            for c in criteria]
+    out = []
+    for c in criteria:
+        values: dict[str, Any] = {k: (float(v) if k == "weight" else v) for k, v in changes.get(c.id, {}).items()}
+        out.append(replace(c, **values))
+    return out

@@ -152,8 +152,8 @@ def _timeline(run: CaseRun, *, limit: int = 12) -> list[list[Any]]:
     for i, answer in enumerate(run.answers[:limit]):
         events = _events(answer)
         tail = events[-1][1][:70] if events else (answer.get("body") or "")[:70]
-        at = answer.get("done_at", run.t0) - run.t0 if "done_at" in answer else ""
-        rows.append([run.case.name, round(at, 3) if at != "" else "", "gateway -> client",
+        at = answer["done_at"] - run.t0 if "done_at" in answer else None
+        rows.append([run.case.name, round(at, 3) if at is not None else "", "gateway -> client",
                      f"HTTP {answer.get('status')} route={_header(answer, 'x-gateway-route')} "
                      f"attempts={_header(answer, 'x-gateway-attempts')!r}" + (f" {len(events)} events" if events else "")
                      + f"; ends {tail!r}" + (f"; transport: {answer['error']}" if answer.get("error") else "")])
@@ -530,7 +530,8 @@ def _stats_latency(gw: GatewayRun, criterion: Criterion) -> Verdict:
                 problems.append(f"{route}.latency_s.{key} is {value!r}, expected a number")
                 continue
             upper = nearest_rank(uppers, p) if len(uppers) == len(latencies) else truth
-            error = 0.0 if truth <= value <= max(truth, upper or truth) else (value - truth if value < truth else value - upper)
+            top = truth if upper is None else upper
+            error = 0.0 if truth <= value <= max(truth, top) else (value - truth if value < truth else value - top)
             margin = within(error, truth, abs_s=LATENCY_ABS_S, rel=LATENCY_REL)
             worst = max(worst, margin)
             if margin > 1:

@@ -149,7 +149,8 @@ def check_reasoning_empty(runs: list[LoadgenRun], criterion: Criterion) -> Verdi
     if run.results is None:
         return verdict
     summary, n = run.summary, len(run.truths)
-    ttft = summary.get("ttft_s") if isinstance(summary.get("ttft_s"), dict) else {}
+    ttft_raw = summary.get("ttft_s")
+    ttft: dict[str, Any] = ttft_raw if isinstance(ttft_raw, dict) else {}
     problems = [] if verdict.passed else [verdict.output]
     if summary.get("empty") != n or summary.get("ok") != 0:
         problems.append(f"summary: empty {summary.get('empty')!r} and ok {summary.get('ok')!r}; should be {n} and 0")
