@@ -35,9 +35,19 @@ async def health(request: Request) -> Response:
 
 async def models(request: Request) -> Response:
     state: ServerState = request.app.state.server
-    data = [{"id": name, "object": "model", "created": state.started_at, "owned_by": "vllm", "root": name,
-             "parent": None, "max_model_len": engine.settings.max_model_len, "permission": [_permission(state, name)]}
-            for name, engine in state.engines.items()]
+    data = [
+        {
+            "id": name,
+            "object": "model",
+            "created": state.started_at,
+            "owned_by": "vllm",
+            "root": name,
+            "parent": None,
+            "max_model_len": engine.settings.max_model_len,
+            "permission": [_permission(state, name)],
+        }
+        for name, engine in state.engines.items()
+    ]
     pricing = getattr(request.app.state.persona, "pricing", None)
     if pricing is not None:
         for entry in data:
@@ -47,10 +57,20 @@ async def models(request: Request) -> Response:
 
 def _permission(state: ServerState, name: str) -> dict[str, Any]:
     """vLLM's default ModelPermission entry."""
-    return {"id": f"modelperm-{abs(hash((state.settings.seed, name))) % 16**32:032x}", "object": "model_permission",
-            "created": state.started_at, "allow_create_engine": False, "allow_sampling": True, "allow_logprobs": True,
-            "allow_search_indices": False, "allow_view": True, "allow_fine_tuning": False, "organization": "*",
-            "group": None, "is_blocking": False}
+    return {
+        "id": f"modelperm-{abs(hash((state.settings.seed, name))) % 16**32:032x}",
+        "object": "model_permission",
+        "created": state.started_at,
+        "allow_create_engine": False,
+        "allow_sampling": True,
+        "allow_logprobs": True,
+        "allow_search_indices": False,
+        "allow_view": True,
+        "allow_fine_tuning": False,
+        "organization": "*",
+        "group": None,
+        "is_blocking": False,
+    }
 
 
 async def tokenize(request: Request) -> Response:
@@ -72,8 +92,12 @@ async def tokenize(request: Request) -> Response:
     except BadRequest as exc:
         return error_response(exc.status, exc.message, exc.param)
     pieces = tokenizer.tokenize(text)
-    body: dict[str, Any] = {"count": len(pieces), "max_model_len": engine.settings.max_model_len,
-                            "tokens": tokenizer.token_ids(pieces), "token_strs": None}
+    body: dict[str, Any] = {
+        "count": len(pieces),
+        "max_model_len": engine.settings.max_model_len,
+        "tokens": tokenizer.token_ids(pieces),
+        "token_strs": None,
+    }
     if data.get("return_token_strs") is True:
         body["token_strs"] = pieces
     return JSONResponse(body)
@@ -117,7 +141,9 @@ class _GenerationFastPath:
         self.routes = {"/v1/chat/completions": chat_completions, "/v1/completions": completions}
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        handler = self.routes.get(scope.get("path", "")) if scope["type"] == "http" and scope["method"] == "POST" else None
+        handler = (
+            self.routes.get(scope.get("path", "")) if scope["type"] == "http" and scope["method"] == "POST" else None
+        )
         if handler is None:
             await self.app(scope, receive, send)
             return

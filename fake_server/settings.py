@@ -34,14 +34,26 @@ __all__ = [
 ]
 
 
-
-def _meta(help: str, *, min: float | None = None, max: float | None = None,
-          choices: tuple[str, ...] | None = None, cli: bool = True) -> dict[str, Any]:
+def _meta(
+    help: str,
+    *,
+    min: float | None = None,
+    max: float | None = None,
+    choices: tuple[str, ...] | None = None,
+    cli: bool = True,
+) -> dict[str, Any]:
     return {"help": help, "min": min, "max": max, "choices": choices, "cli": cli}
 
 
-def _opt(default: Any, help: str, *, min: float | None = None, max: float | None = None,
-         choices: tuple[str, ...] | None = None, cli: bool = True) -> Any:
+def _opt(
+    default: Any,
+    help: str,
+    *,
+    min: float | None = None,
+    max: float | None = None,
+    choices: tuple[str, ...] | None = None,
+    cli: bool = True,
+) -> Any:
     return field(default=default, metadata=_meta(help, min=min, max=max, choices=choices, cli=cli))
 
 
@@ -50,37 +62,87 @@ class ModelSettings:
     """How one served model behaves. Rates are per second of wall time."""
 
     max_num_seqs: int = _opt(256, "Slots: sequences decoded together (vLLM --max-num-seqs).", min=1, max=65536)
-    max_num_batched_tokens: int = _opt(8192, "Token budget of one engine step; long prompts are prefilled in chunks.", min=1, max=10_000_000)
+    max_num_batched_tokens: int = _opt(
+        8192, "Token budget of one engine step; long prompts are prefilled in chunks.", min=1, max=10_000_000
+    )
     max_model_len: int = _opt(8192, "Context length: prompt plus max_tokens may not exceed it.", min=16, max=10_000_000)
-    token_rate: float = _opt(50.0, "Decode steps per second for a batch of one (one token per sequence per step).", min=0.01, max=100_000)
-    batch_slowdown: float = _opt(0.0, "Each extra running sequence makes a decode step this fraction longer (linear).", min=0, max=10)
+    token_rate: float = _opt(
+        50.0, "Decode steps per second for a batch of one (one token per sequence per step).", min=0.01, max=100_000
+    )
+    batch_slowdown: float = _opt(
+        0.0, "Each extra running sequence makes a decode step this fraction longer (linear).", min=0, max=10
+    )
     prefill_rate: float = _opt(20_000.0, "Prompt tokens prefilled per second.", min=1, max=1e9)
-    prefill_overhead: float = _opt(0.002, "Fixed seconds added to the first prefill step of each request.", min=0, max=600)
-    queue_delay: float = _opt(0.0, "Seconds a request must wait after arrival before it may be scheduled.", min=0, max=600)
+    prefill_overhead: float = _opt(
+        0.002, "Fixed seconds added to the first prefill step of each request.", min=0, max=600
+    )
+    queue_delay: float = _opt(
+        0.0, "Seconds a request must wait after arrival before it may be scheduled.", min=0, max=600
+    )
     jitter: float = _opt(0.0, "Each step's duration is scaled by 1 + U(-jitter, jitter), seeded.", min=0, max=0.9)
-    kv_cache_tokens: int = _opt(524_288, "KV-cache capacity in tokens (rounded down to blocks of 16).", min=16, max=1_000_000_000)
+    kv_cache_tokens: int = _opt(
+        524_288, "KV-cache capacity in tokens (rounded down to blocks of 16).", min=16, max=1_000_000_000
+    )
     enable_prefix_caching: bool = _opt(True, "Reuse KV blocks of identical prompt prefixes.")
-    enable_prompt_tokens_details: bool = _opt(True, "Report usage.prompt_tokens_details.cached_tokens (vLLM's flag; vLLM's default is off, the kit's on).")
-    max_waiting: int = _opt(0, "Cap on waiting requests; beyond it a request gets 429. 0 = unbounded, as vLLM.", min=0, max=10_000_000)
-    output_len_min: int = _opt(16, "Shortest natural answer, in content tokens, before end-of-sequence.", min=0, max=1_000_000)
-    output_len_max: int = _opt(64, "Longest natural answer, in content tokens, before end-of-sequence.", min=0, max=1_000_000)
+    enable_prompt_tokens_details: bool = _opt(
+        True, "Report usage.prompt_tokens_details.cached_tokens (vLLM's flag; vLLM's default is off, the kit's on)."
+    )
+    max_waiting: int = _opt(
+        0, "Cap on waiting requests; beyond it a request gets 429. 0 = unbounded, as vLLM.", min=0, max=10_000_000
+    )
+    output_len_min: int = _opt(
+        16, "Shortest natural answer, in content tokens, before end-of-sequence.", min=0, max=1_000_000
+    )
+    output_len_max: int = _opt(
+        64, "Longest natural answer, in content tokens, before end-of-sequence.", min=0, max=1_000_000
+    )
     reasoning: bool = _opt(False, "Serve a reasoning model: reasoning deltas come before the content.")
-    reasoning_tokens: int = _opt(32, "Reasoning tokens a reasoning model spends before its answer.", min=0, max=1_000_000)
-    vllm_profile: str = _opt("current", "Wire-format era: 'current' streams delta.reasoning; 'legacy' streams delta.reasoning_content and the older context-length message.", choices=("current", "legacy"))
-    tokens_per_chunk: int = _opt(1, "Tokens per decode step and chunk (speculative decoding); >1 makes chunks != tokens.", min=1, max=64)
-    role_chunk: str = _opt("with_first_token", "When the role-only first chunk is sent: with the first token, as vLLM; when the request is scheduled (before prefill); or on arrival (before queueing).", choices=("with_first_token", "on_schedule", "on_arrival"))
-    startup_delay: float = _opt(0.0, "Seconds after start during which /health answers 503 and requests are refused with 503.", min=0, max=3600)
-    timing: str = _opt("cheap", "How the engine waits for a step's end: 'cheap' sleeps on the event loop's timer (about 1 ms late at worst, no busy-wait); 'precise' spins for the last fraction of a millisecond (a busy core, for benchmarks that ask for it).", choices=("cheap", "precise"))
-    sse_line_ending: str = _opt("lf", "Line ending of streamed SSE events: lf as vLLM, crlf as sse-starlette, or cr.", choices=("lf", "crlf", "cr"))
+    reasoning_tokens: int = _opt(
+        32, "Reasoning tokens a reasoning model spends before its answer.", min=0, max=1_000_000
+    )
+    vllm_profile: str = _opt(
+        "current",
+        "Wire-format era: 'current' streams delta.reasoning; 'legacy' streams delta.reasoning_content and the older context-length message.",
+        choices=("current", "legacy"),
+    )
+    tokens_per_chunk: int = _opt(
+        1, "Tokens per decode step and chunk (speculative decoding); >1 makes chunks != tokens.", min=1, max=64
+    )
+    role_chunk: str = _opt(
+        "with_first_token",
+        "When the role-only first chunk is sent: with the first token, as vLLM; when the request is scheduled (before prefill); or on arrival (before queueing).",
+        choices=("with_first_token", "on_schedule", "on_arrival"),
+    )
+    startup_delay: float = _opt(
+        0.0, "Seconds after start during which /health answers 503 and requests are refused with 503.", min=0, max=3600
+    )
+    timing: str = _opt(
+        "cheap",
+        "How the engine waits for a step's end: 'cheap' sleeps on the event loop's timer (about 1 ms late at worst, no busy-wait); 'precise' spins for the last fraction of a millisecond (a busy core, for benchmarks that ask for it).",
+        choices=("cheap", "precise"),
+    )
+    sse_line_ending: str = _opt(
+        "lf",
+        "Line ending of streamed SSE events: lf as vLLM, crlf as sse-starlette, or cr.",
+        choices=("lf", "crlf", "cr"),
+    )
     sse_data_space: bool = _opt(True, "Write `data: x` as vLLM (on) or `data:x` (off); both are valid SSE.")
-    sse_keepalive_comments: int = _opt(0, "Write a `: keep-alive` SSE comment before every k-th event of a stream (0 = never).", min=0, max=1_000_000)
-    sse_split_writes: bool = _opt(False, "Write every SSE event in two halves, 2 ms apart, so a reader sees a partial event.")
-    sse_coalesce: int = _opt(1, "Hold streamed events and write k of them in one write (1 = each event in its own write).", min=1, max=64)
+    sse_keepalive_comments: int = _opt(
+        0, "Write a `: keep-alive` SSE comment before every k-th event of a stream (0 = never).", min=0, max=1_000_000
+    )
+    sse_split_writes: bool = _opt(
+        False, "Write every SSE event in two halves, 2 ms apart, so a reader sees a partial event."
+    )
+    sse_coalesce: int = _opt(
+        1, "Hold streamed events and write k of them in one write (1 = each event in its own write).", min=1, max=64
+    )
 
     def validate(self, where: str = "settings") -> None:
         _validate(self, where)
         if self.output_len_min > self.output_len_max:
-            raise SettingsError(f"{where}: output_len_min ({self.output_len_min}) is above output_len_max ({self.output_len_max})")
+            raise SettingsError(
+                f"{where}: output_len_min ({self.output_len_min}) is above output_len_max ({self.output_len_max})"
+            )
 
 
 @dataclass
@@ -89,19 +151,36 @@ class ServerSettings:
 
     host: str = _opt("127.0.0.1", "Address to bind (vLLM --host).")
     port: int = _opt(8000, "Port to bind; 0 picks a free one (vLLM --port).", min=0, max=65535)
-    served_model_name: list[str] = field(default_factory=lambda: ["fake-model"], metadata=_meta("Model names served by the default model (vLLM --served-model-name)."))
-    persona: str = _opt("local", "'local' behaves like vLLM; 'api' like a hosted, priced, rate-limited API.", choices=("local", "api"))
+    served_model_name: list[str] = field(
+        default_factory=lambda: ["fake-model"],
+        metadata=_meta("Model names served by the default model (vLLM --served-model-name)."),
+    )
+    persona: str = _opt(
+        "local", "'local' behaves like vLLM; 'api' like a hosted, priced, rate-limited API.", choices=("local", "api")
+    )
     seed: int = _opt(0, "Seed for generated text, jitter and fault rates.", min=0, max=2**63 - 1)
     ledger: str | None = _opt(None, "Append one JSON line per finished request to this file.")
-    ledger_keep: int = _opt(50_000, "Records kept in memory for /admin/ledger (the oldest go first; the --ledger file keeps all), so a long run's memory stays bounded.", min=1, max=10_000_000)
+    ledger_keep: int = _opt(
+        50_000,
+        "Records kept in memory for /admin/ledger (the oldest go first; the --ledger file keeps all), so a long run's memory stays bounded.",
+        min=1,
+        max=10_000_000,
+    )
     admin: bool = _opt(False, "Enable the /admin/* endpoints.")
     admin_token: str | None = _opt(None, "Require 'Authorization: Bearer TOKEN' on /admin/*.")
     api_key: str | None = _opt(None, "API persona: the bearer key clients must send (unset: any non-empty key).")
     price_input: float = _opt(4.0, "API persona: USD per million input (prompt) tokens.", min=0, max=1e6)
     price_output: float = _opt(20.0, "API persona: USD per million output (completion) tokens.", min=0, max=1e6)
     rpm: int = _opt(0, "API persona: requests per minute per key before 429 (0 = no limit).", min=0, max=10_000_000)
-    tpm: int = _opt(0, "API persona: tokens per minute per key, counted as prompt + max_tokens (0 = no limit).", min=0, max=10_000_000_000)
-    faults: list[dict[str, Any]] = field(default_factory=list, metadata=_meta("Fault rules (scenario file or /admin/faults).", cli=False))
+    tpm: int = _opt(
+        0,
+        "API persona: tokens per minute per key, counted as prompt + max_tokens (0 = no limit).",
+        min=0,
+        max=10_000_000_000,
+    )
+    faults: list[dict[str, Any]] = field(
+        default_factory=list, metadata=_meta("Fault rules (scenario file or /admin/faults).", cli=False)
+    )
     model: ModelSettings = field(default_factory=ModelSettings, metadata={"cli": False, "help": ""})
     extra_models: dict[str, ModelSettings] = field(default_factory=dict, metadata={"cli": False, "help": ""})
 

@@ -118,9 +118,89 @@ def selftest(full: bool, jobs: int, names: tuple[str, ...]) -> None:
     except SelftestError as exc:
         raise click.UsageError(str(exc)) from None
     bad = [f.name for f in findings if not f.ok]
+    unsure = sum(len(f.inconclusive) for f in findings)
     click.echo(f"\n{len(findings) - len(bad)} of {len(findings)} graded as expected"
-               + (f"; wrong: {', '.join(bad)}" if bad else ""))
+               + (f"; wrong: {', '.join(bad)}" if bad else "")
+               + (f"; {unsure} criteria inconclusive (a busy machine?)" if unsure else ""))
     sys.exit(1 if bad else 0)
+
+
+_DELIVERABLES = ("loadgen", "tests", "gateway", "manifests", "sizing", "memo")
+
+
+@main.command()
+@click.argument("submission", type=click.Path(path_type=Path), default=Path("."), required=False)
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("check-report"),
+              show_default=True, help="Folder for report.json, junit.xml and report.html.")
+@click.option("--only", "only", multiple=True, type=click.Choice(_DELIVERABLES), help="Check only this deliverable (repeatable).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for every fake server.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Sections graded at once.")
+def check(submission: Path, out: Path, only: tuple[str, ...], seed: int, jobs: int) -> None:
+    """Self-check SUBMISSION (default: this folder) as the grader would, public criteria only.
+
+    Runs the contract, every public criterion (the grader's engine and scenarios), the manifest
+    checklist and the memo's honesty rules. Exit status: 0 when all pass, 1 when any fails, 2 on
+    bad usage (a missing folder).
+    """
+    from grader.contract import ContractError
+    from grader.self_check import run_check
+
+    if not submission.is_dir():
+        raise click.UsageError(f"{submission}: no such folder (give the folder that holds submission.yaml)")
+    try:
+        outcome = run_check(submission, out, only=only, seed=seed, jobs=jobs, echo=click.echo)
+    except ContractError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(1)
+    except OSError as exc:
+        raise click.UsageError(f"{exc.filename or out}: {exc.strerror}") from None
+    sys.exit(0 if outcome.passed else 1)
+
+
+@main.command()
+@click.argument("memo_file", metavar="FILE", type=click.Path(path_type=Path))
+def memo(memo_file: Path) -> None:
+    """Check a memo's front matter against the honesty rules (the ones the grader scores).
+
+    Exit status: 0 when every scored rule holds (advice does not count), 1 when one is broken,
+    2 when FILE does not exist.
+    """
+    from grader.contract import ContractError
+    from grader.memo_honesty import errors
+    from grader.self_check import memo_lines, read_memo
+
+    if not memo_file.is_file():
+        raise click.UsageError(f"{memo_file}: no such file")
+    try:
+        findings = read_memo(memo_file)
+    except ContractError as exc:
+        raise click.UsageError(str(exc)) from None
+    for line in memo_lines(memo_file, findings):
+        click.echo(line)
+    sys.exit(1 if errors(findings) else 0)
+
+
+@main.command()
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True, help="The archive to write (.tar.gz).")
+@click.option("--python", "pythons", default=",".join(("3.11", "3.12", "3.13")), show_default=True,
+              help="Python versions to carry wheels for, comma-separated.")
+@click.option("--platform", "platforms", multiple=True, metavar="NAME",
+              help="linux-x86_64, linux-aarch64, macos-arm64, macos-x86_64, windows-amd64 (repeatable; default: all).")
+def bundle(out: Path, pythons: str, platforms: tuple[str, ...]) -> None:
+    """Build the candidate's offline archive: starter/, the kit's wheel and every dependency, chart/, schemas/, docs/.
+
+    Needs the package index (pip download); the archive it writes installs with none. It holds no
+    reference, no chaff, no hidden criteria and no hidden input sets.
+    """
+    from grader.bundle import DEFAULT_PLATFORMS, BundleError, build_bundle
+
+    try:
+        result = build_bundle(out, pythons=[p.strip() for p in pythons.split(",") if p.strip()],
+                              platforms=platforms or DEFAULT_PLATFORMS, echo=click.echo)
+    except BundleError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"{result.archive}: {result.size_bytes / 1e6:.1f} MB, {len(result.wheels)} wheels; "
+               + "; ".join(result.coverage))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ class Finding:
     name: str  # "reference" or the chaff's name
     ok: bool
     lines: list[str] = field(default_factory=list)  # what was wrong, criterion by criterion
+    inconclusive: list[str] = field(default_factory=list)  # criteria the grader could not tell
     score: float = 0.0
     max_score: float = 0.0
     seconds: float = 0.0
@@ -75,14 +76,20 @@ def _criteria_for(rubric: Rubric, targets: list[str], name: str, full: bool) -> 
 
 
 def _judge(name: str, result: Grade, targets: list[str]) -> Finding:
+    """Wrong is a target kept or another criterion lost. `inconclusive` is neither: it is the
+    grader saying it could not tell (a machine too busy to time), so it is listed, not failed,
+    except on the reference, which must be graded whole."""
     finding = Finding(name, True, score=result.score, max_score=result.max_score, seconds=result.duration_s)
     for c in result.criteria:
-        if c.id in targets and c.score >= c.weight:
+        first = c.output.splitlines()[0] if c.output else ""
+        if c.status == "inconclusive" and name != "reference":
+            finding.inconclusive.append(c.id)
+            finding.lines.append(f"{c.id}: inconclusive (not counted as wrong): {first}")
+        elif c.id in targets and c.score >= c.weight:
             finding.ok = False
             finding.lines.append(f"{c.id}: should be lost, but {c.status} ({c.score:g}/{c.weight:g})")
         elif c.id not in targets and c.status != "passed":
             finding.ok = False
-            first = c.output.splitlines()[0] if c.output else ""
             finding.lines.append(f"{c.id}: should pass, but {c.status} ({c.score:g}/{c.weight:g}): {first}")
     return finding
 
