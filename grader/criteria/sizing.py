@@ -39,8 +39,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sizing.cost-per-million": (("cost_per_million_output_tokens",),
                                 ("gpu-hour-usd", "utilisation", "throughput", "gpus-per-replica")),
     "sizing.monthly": (("monthly_cost", "cost_per_chat_usd", "chats_per_month"),
-                       ("gpu-hour-usd", "gpus-per-replica", "hours-per-month", "min-replicas", "chats-per-day",
-                        "peak-factor")),
+                       ("gpu-hour-usd", "gpus-per-replica", "hours-per-month")),  # not via replicas: a floor masks it
     "sizing.api": (("api",), ("api-input-usd-per-million", "api-output-usd-per-million", "input-tokens-per-turn",
                               "output-tokens-per-turn", "turns-per-chat", "chats-per-day", "hours-per-month")),
     "sizing.kv-cache": (("kv_cache",), ("gpu-memory-gb", "gpu-memory-utilization", "weights-gb", "overhead-gb",
@@ -196,20 +195,28 @@ def compare(run: SizingRun, fields: tuple[str, ...], rel: float) -> tuple[list[l
     return rows, [n for n in notes if ("month" in n and month_fields & set(fields)) or ("GiB" in n and "kv_cache" in fields)]
 
 
-def _values(run: SizingRun, fields: tuple[str, ...]) -> list[Any]:
-    """The group's figures in order (row keys left out), to see whether an output moved at all."""
-    out = []
+def _values(run: SizingRun, fields: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """The group's figures in order as (family, value), row keys left out, to see whether an output moved.
+
+    A family is one output field; the two replica counts are one family, so a floor that holds
+    `replicas` still while `replicas_for_load` moves does not read as an ignored input.
+    """
+    out: list[tuple[str, Any]] = []
     for name in fields:
+        family = "replicas" if name in ("replicas", "replicas_for_load") else name
         value = (run.output or {}).get(name)
-        rows = value if isinstance(value, list) else [value]
-        for row in rows:
-            out += [v for k, v in row.items() if k == "usd" or name == "kv_cache" or name == "api"] \
-                if isinstance(row, dict) else [row]
+        for row in value if isinstance(value, list) else [value]:
+            if isinstance(row, dict):
+                out += [(family, v) for k, v in row.items() if k == "usd" or name in ("kv_cache", "api")]
+            else:
+                out.append((family, row))
     return out
 
 
 def _ignored(runs: SizingRuns, criterion_id: str) -> list[str]:
-    """Inputs whose change moves the arithmetic's answer but not the candidate's."""
+    """Inputs the candidate ignores: the first output field the arithmetic moves (fields run upstream first)
+    stays put wherever it should move. Later fields are not asked, so a replica floor downstream of an
+    honest peak does not blame the load's inputs."""
     fields, deps = GROUPS[criterion_id]
     base = next(r for r in runs.runs if r.name == runs.perturb_base)
     if base.output is None:
@@ -219,9 +226,16 @@ def _ignored(runs: SizingRuns, criterion_id: str) -> list[str]:
         moved = runs.perturbed(flag)
         if moved.output is None:
             continue
-        want_base = [expected(base.flags)[f] for f in fields]
-        want_moved = [expected(moved.flags)[f] for f in fields]
-        if want_base != want_moved and _values(base, fields) == _values(moved, fields):
+        want_base = _values(SizingRun("", base.flags, expected(base.flags), ""), fields)
+        want_moved = _values(SizingRun("", moved.flags, expected(moved.flags), ""), fields)
+        got_base, got_moved = _values(base, fields), _values(moved, fields)
+        if not (len(got_base) == len(got_moved) == len(want_base) == len(want_moved)):
+            continue
+        stuck: dict[str, bool] = {}
+        for (family, wb), (_, wm), (_, gb), (_, gm) in zip(want_base, want_moved, got_base, got_moved, strict=True):
+            if wb != wm:
+                stuck[family] = stuck.get(family, True) and gb == gm
+        if stuck and next(iter(stuck.values())):  # the first field it moves, upstream of any floor
             ignored.append(f"--{flag}")
     return ignored
 
