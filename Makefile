@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-server test selftest bench schemas clean
+.PHONY: demo demo-server test check selftest bench schemas clean
 
 # Debian packages, installed when missing and this is root: bubblewrap for the grader's sandbox (else it
 # runs UNSANDBOXED, and says so), chromium for the report.html screenshot test (else it is skipped).
@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; }
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
 	touch $(STAMP)
 
 # The main job: grade the bundled reference submission; prints the score table and the report's path.
@@ -30,6 +30,14 @@ selftest: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The quality gate, run by CI before the tests: fake_server/ is linted, formatted and type-checked
+# strictly; the grader and the stub client are type-checked.
+check: $(STAMP)
+	$(BIN)/python -m ruff check fake_server
+	$(BIN)/python -m ruff format --check fake_server
+	$(BIN)/python -m mypy --strict fake_server
+	$(BIN)/python -m mypy grader starter/api_client.py
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.fidelity

@@ -52,6 +52,7 @@ def _admin(handler: _Handler, control: ServerControl) -> Callable[[Request], Awa
             return _err(exc.status, exc.message)
         except SettingsError as exc:
             return _err(400, str(exc))
+
     return endpoint
 
 

@@ -86,11 +86,17 @@ class ApiPersona:
         s = self.settings
         key = _key(request)
         if not key:
-            return _openai_error(401, "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY'.",
-                                 "invalid_request_error", "missing_api_key")
+            return _openai_error(
+                401,
+                "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY'.",
+                "invalid_request_error",
+                "missing_api_key",
+            )
         if s.api_key is not None and not hmac.compare_digest(key.encode(), s.api_key.encode()):
             shown = key[:3] + "*" * max(0, len(key) - 7) + key[-4:] if len(key) > 8 else "*" * len(key)
-            return _openai_error(401, f"Incorrect API key provided: {shown}.", "invalid_request_error", "invalid_api_key")
+            return _openai_error(
+                401, f"Incorrect API key provided: {shown}.", "invalid_request_error", "invalid_api_key"
+            )
         return None
 
     def admit(self, request: Request, record: LedgerRecord, max_tokens: int) -> Response | None:
@@ -104,14 +110,23 @@ class ApiPersona:
         wait_requests = requests.room(now, 1, s.rpm) if s.rpm else 0.0
         wait_tokens = tokens.room(now, cost, s.tpm) if s.tpm else 0.0
         if s.tpm and cost > s.tpm:
-            return _openai_error(429, f"Request too large: {cost} tokens (prompt + max_tokens) exceeds the limit of "
-                                 f"{s.tpm} tokens per minute.", "tokens", "rate_limit_exceeded")
+            return _openai_error(
+                429,
+                f"Request too large: {cost} tokens (prompt + max_tokens) exceeds the limit of "
+                f"{s.tpm} tokens per minute.",
+                "tokens",
+                "rate_limit_exceeded",
+            )
         if wait_requests or wait_tokens:
             wait = max(wait_requests, wait_tokens)
             kind = "requests" if wait_requests >= wait_tokens else "tokens"
             limit = f"{s.rpm} requests" if kind == "requests" else f"{s.tpm} tokens"
-            response = _openai_error(429, f"Rate limit reached: {limit} per minute. Please try again in {wait:.1f}s.",
-                                     kind, "rate_limit_exceeded")
+            response = _openai_error(
+                429,
+                f"Rate limit reached: {limit} per minute. Please try again in {wait:.1f}s.",
+                kind,
+                "rate_limit_exceeded",
+            )
             response.headers["Retry-After"] = str(max(1, math.ceil(wait)))
             return response
         requests.add(now, 1)
@@ -132,4 +147,7 @@ class ApiPersona:
         record.cost_usd = (record.prompt_tokens * s.price_input + record.completion_tokens * s.price_output) / 1e6
 
     def pricing(self) -> dict[str, float]:
-        return {"input_per_million_usd": self.settings.price_input, "output_per_million_usd": self.settings.price_output}
+        return {
+            "input_per_million_usd": self.settings.price_input,
+            "output_per_million_usd": self.settings.price_output,
+        }

@@ -30,7 +30,12 @@ def _option_for(f: dataclasses.Field[Any]) -> Callable[[Any], Any]:
     if default is not None and kind != "bool":
         help_text += f"  [default: {default}]"
     if kind == "bool":
-        return click.option(f"{flag}/--no-{flag[2:]}", f.name, default=None, help=f"{help_text}  [default: {'on' if default else 'off'}]")
+        return click.option(
+            f"{flag}/--no-{flag[2:]}",
+            f.name,
+            default=None,
+            help=f"{help_text}  [default: {'on' if default else 'off'}]",
+        )
     if kind == "list[str]":
         return click.option(flag, f.name, multiple=True, help=help_text + "  (repeat for several)")
     choices = f.metadata.get("choices")
@@ -99,7 +104,9 @@ def fleet(fleet_file: str) -> None:
             for name, server in servers.items():
                 state = server.state
                 assert state is not None
-                click.echo(f"{name:12} {state.settings.persona:5} {', '.join(state.engines):24} {server.openai_base_url}")
+                click.echo(
+                    f"{name:12} {state.settings.persona:5} {', '.join(state.engines):24} {server.openai_base_url}"
+                )
             sys.stdout.flush()
             threading.Event().wait()
     except SettingsError as exc:

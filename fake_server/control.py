@@ -29,7 +29,7 @@ class ServerControl:
     def configure(self, values: Any, *, model: str | None = None) -> dict[str, Any]:
         """Change engine settings of one model (default: all) at once; nothing changes on error."""
         if not isinstance(values, dict):
-            raise SettingsError("config: expected an object of settings, e.g. {\"max_num_seqs\": 2}")
+            raise SettingsError('config: expected an object of settings, e.g. {"max_num_seqs": 2}')
         self.state.update_model(values, model)
         return self.state.config()
 

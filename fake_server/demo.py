@@ -23,8 +23,12 @@ async def _one(client: openai.AsyncOpenAI, i: int) -> dict[str, float | int | st
     tokens = 0
     rid = ""
     stream = await client.chat.completions.create(
-        model="fake-model", messages=[{"role": "user", "content": f"Question {i}: what is a KV cache?"}],
-        max_tokens=24, stream=True, stream_options={"include_usage": True})
+        model="fake-model",
+        messages=[{"role": "user", "content": f"Question {i}: what is a KV cache?"}],
+        max_tokens=24,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
     async for chunk in stream:
         rid = chunk.id
         if chunk.choices and chunk.choices[0].delta.content and first is None:
@@ -45,15 +49,27 @@ def main() -> None:
         print(f"sending {CONCURRENCY} streaming chats at once with the openai client...\n")
         seen = asyncio.run(_run(server.openai_base_url))
         ledger = {r["id"]: r for r in server.ledger()}
-        metrics = [line for line in server.metrics().splitlines()
-                   if line.startswith(("vllm:num_requests", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
-                                       "vllm:time_to_first_token_seconds_count", "vllm:request_queue_time_seconds_sum"))]
+        metrics = [
+            line
+            for line in server.metrics().splitlines()
+            if line.startswith(
+                (
+                    "vllm:num_requests",
+                    "vllm:prompt_tokens_total",
+                    "vllm:generation_tokens_total",
+                    "vllm:time_to_first_token_seconds_count",
+                    "vllm:request_queue_time_seconds_sum",
+                )
+            )
+        ]
     print(f"{'request':>7} {'client TTFT ms':>15} {'ledger queue ms':>16} {'ledger TTFT ms':>15} {'tokens':>7}")
     for record in sorted(ledger.values(), key=lambda r: r["number"]):
         client_view = next(c for c in seen if c["id"] == record["id"])
         ledger_ttft = (record["first_content"] - record["arrival"]) * 1e3
-        print(f"{record['number']:>7} {float(client_view['ttft']) * 1e3:>15.1f} {record['queue_wait'] * 1e3:>16.1f} "
-              f"{ledger_ttft:>15.1f} {record['completion_tokens']:>7}")
+        print(
+            f"{record['number']:>7} {float(client_view['ttft']) * 1e3:>15.1f} {record['queue_wait'] * 1e3:>16.1f} "
+            f"{ledger_ttft:>15.1f} {record['completion_tokens']:>7}"
+        )
     print("\nTwo requests got the two slots at once; the rest waited in the queue, so their TTFT grew.")
     print("Client TTFT also holds the client's own time (connection set-up, parsing); the ledger's does not.")
     print("\nfrom /metrics:")

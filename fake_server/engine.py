@@ -120,8 +120,10 @@ class Engine:
         return KVCache(settings.kv_cache_tokens, settings.enable_prefix_caching, unbounded=self.ignore_slot_limit)
 
     def _kv_changes(self, settings: ModelSettings) -> bool:
-        return (settings.kv_cache_tokens != self.settings.kv_cache_tokens
-                or settings.enable_prefix_caching != self.settings.enable_prefix_caching)
+        return (
+            settings.kv_cache_tokens != self.settings.kv_cache_tokens
+            or settings.enable_prefix_caching != self.settings.enable_prefix_caching
+        )
 
     def reconfigure(self, settings: ModelSettings) -> None:
         """Apply new settings; the KV cache can only be rebuilt while nothing is in flight."""
@@ -147,20 +149,42 @@ class Engine:
         return len(self.waiting)
 
     # -- requests -------------------------------------------------------------------------
-    def submit(self, record: LedgerRecord, prompt_ids: list[int], text: TextStream, *, max_tokens: int,
-               stop: tuple[str, ...] = (), min_tokens: int = 0, ignore_eos: bool = False, reasoning: bool = False,
-               role_on_schedule: bool = False, arrival: float | None = None, fault: FaultRule | None = None) -> Sequence:
+    def submit(
+        self,
+        record: LedgerRecord,
+        prompt_ids: list[int],
+        text: TextStream,
+        *,
+        max_tokens: int,
+        stop: tuple[str, ...] = (),
+        min_tokens: int = 0,
+        ignore_eos: bool = False,
+        reasoning: bool = False,
+        role_on_schedule: bool = False,
+        arrival: float | None = None,
+        fault: FaultRule | None = None,
+    ) -> Sequence:
         """Queue a request. `fault`, if it acts at a generated token, is applied by this engine."""
         s = self.settings
         if self.failure is not None:
-            raise EngineFailed(f"The engine of model `{self.name}` has failed ({self.failure}); reset the server to restart it.")
+            raise EngineFailed(
+                f"The engine of model `{self.name}` has failed ({self.failure}); reset the server to restart it."
+            )
         if s.max_waiting and len(self.waiting) >= s.max_waiting:
             raise QueueFull(f"the waiting queue of `{self.name}` is full ({s.max_waiting} requests)")
         natural = None if ignore_eos else max(min_tokens, text.natural_length(s.output_len_min, s.output_len_max))
         now = time.perf_counter()
-        seq = Sequence(record, prompt_ids, text, max_tokens=max_tokens, natural_len=natural,
-                       reasoning_len=s.reasoning_tokens if reasoning else 0, stop=stop,
-                       eligible_at=now + s.queue_delay, role_on_schedule=role_on_schedule)
+        seq = Sequence(
+            record,
+            prompt_ids,
+            text,
+            max_tokens=max_tokens,
+            natural_len=natural,
+            reasoning_len=s.reasoning_tokens if reasoning else 0,
+            stop=stop,
+            eligible_at=now + s.queue_delay,
+            role_on_schedule=role_on_schedule,
+        )
         seq.arrival_mono = now if arrival is None else arrival
         if fault is not None and fault.at_token:
             seq.fault = fault
@@ -198,8 +222,12 @@ class Engine:
 
     def _fail(self, exc: Exception) -> None:
         self.failure = f"{type(exc).__name__}: {exc}"
-        _log.error("the engine of model `%s` crashed; its %d requests end with an error", self.name,
-                   self.num_running + self.num_waiting, exc_info=exc)
+        _log.error(
+            "the engine of model `%s` crashed; its %d requests end with an error",
+            self.name,
+            self.num_running + self.num_waiting,
+            exc_info=exc,
+        )
         message = f"The engine failed while generating this response ({self.failure})."
         doomed = list(self.waiting) + list(self.running)
         self.waiting.clear()
@@ -428,8 +456,8 @@ class Engine:
             seq.held, seq.stop_reason = "", stop
             return held[:index], "stop"
         keep = max(len(stop) for stop in seq.stop) - 1
-        seq.held = held[len(held) - keep:] if keep else ""
-        return held[:len(held) - keep], None
+        seq.held = held[len(held) - keep :] if keep else ""
+        return held[: len(held) - keep], None
 
     def _finish(self, seq: Sequence, reason: str) -> None:
         if seq.state == DONE:
@@ -463,4 +491,5 @@ def check_capacity(settings: ModelSettings) -> None:
     if settings.kv_cache_tokens < settings.max_model_len + BLOCK_SIZE:
         raise SettingsError(
             f"kv_cache_tokens ({settings.kv_cache_tokens}) must hold one sequence of max_model_len "
-            f"({settings.max_model_len}) plus a block of {BLOCK_SIZE}; raise kv_cache_tokens or lower max_model_len")
+            f"({settings.max_model_len}) plus a block of {BLOCK_SIZE}; raise kv_cache_tokens or lower max_model_len"
+        )

@@ -145,7 +145,9 @@ def _parse_rule(raw: Any, where: str) -> FaultRule:
         reqs = raw["requests"]
         if isinstance(reqs, int) and not isinstance(reqs, bool):
             reqs = [reqs]
-        if not isinstance(reqs, list) or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 1 for r in reqs):
+        if not isinstance(reqs, list) or not all(
+            isinstance(r, int) and not isinstance(r, bool) and r >= 1 for r in reqs
+        ):
             raise SettingsError(f"{where}.requests: must be a list of request numbers >= 1 (got {raw['requests']!r})")
         values["requests"] = tuple(reqs)
         values["every"] = None

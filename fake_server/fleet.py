@@ -52,7 +52,9 @@ def fleet_settings(fleet: str | Path | dict[str, Any]) -> dict[str, ServerSettin
         except SettingsError as exc:
             raise SettingsError(f"{where}: servers.{name}: {exc}") from None
         if settings.port and settings.port in ports:
-            raise SettingsError(f"{where}: servers.{name}: port {settings.port} is already used by `{ports[settings.port]}`")
+            raise SettingsError(
+                f"{where}: servers.{name}: port {settings.port} is already used by `{ports[settings.port]}`"
+            )
         ports[settings.port] = str(name)
         out[str(name)] = settings
     return out

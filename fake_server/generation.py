@@ -58,8 +58,9 @@ class Persona(Protocol):
     def reset(self) -> None: ...
 
 
-def error_response(status: int, message: str, param: str | None = None,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(
+    status: int, message: str, param: str | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     return JSONResponse(error_body(status, message, param), status_code=status, headers=headers)
 
 
@@ -93,9 +94,15 @@ async def _generate(request: Request, chat: bool) -> Response:
     arrival = time.perf_counter()
     number = state.next_number()
     generation = state.ledger.open()
-    record = LedgerRecord(id=_request_id("chatcmpl-" if chat else "cmpl-", state.settings.seed, generation, number),
-                          number=number, model="", endpoint="chat" if chat else "completions",
-                          stream=False, arrival=time.time(), generation=generation)
+    record = LedgerRecord(
+        id=_request_id("chatcmpl-" if chat else "cmpl-", state.settings.seed, generation, number),
+        number=number,
+        model="",
+        endpoint="chat" if chat else "completions",
+        stream=False,
+        arrival=time.time(),
+        generation=generation,
+    )
     try:
         return await _serve(request, state, record, chat, arrival)
     except Exception as exc:  # a bug in the fake, never bad input: still answer and close the record
@@ -141,7 +148,9 @@ async def _serve(request: Request, state: ServerState, record: LedgerRecord, cha
     record.prompt_tokens = prompt_len
     record.max_tokens = req.max_tokens
     limit = settings.max_model_len
-    if (req.max_tokens is None and prompt_len >= limit) or (req.max_tokens is not None and prompt_len + req.max_tokens > limit):
+    if (req.max_tokens is None and prompt_len >= limit) or (
+        req.max_tokens is not None and prompt_len + req.max_tokens > limit
+    ):
         message = context_length_message(settings.vllm_profile, limit, prompt_len, req.max_tokens)
         return _reject(state, record, 400, message)
     max_tokens = req.max_tokens if req.max_tokens is not None else limit - prompt_len
@@ -157,19 +166,41 @@ async def _serve(request: Request, state: ServerState, record: LedgerRecord, cha
         await asyncio.sleep(fault.seconds)
     text = TextStream(state.settings.seed, req.seed, zlib.crc32(repr(prompt_ids).encode()))
     try:
-        seq = engine.submit(record, prompt_ids, text, max_tokens=max_tokens, stop=req.stop, min_tokens=req.min_tokens,
-                            ignore_eos=req.ignore_eos, reasoning=chat and settings.reasoning,
-                            role_on_schedule=chat and settings.role_chunk == "on_schedule", arrival=arrival, fault=fault)
+        seq = engine.submit(
+            record,
+            prompt_ids,
+            text,
+            max_tokens=max_tokens,
+            stop=req.stop,
+            min_tokens=req.min_tokens,
+            ignore_eos=req.ignore_eos,
+            reasoning=chat and settings.reasoning,
+            role_on_schedule=chat and settings.role_chunk == "on_schedule",
+            arrival=arrival,
+            fault=fault,
+        )
     except QueueFull as exc:
         return _reject(state, record, 429, str(exc), headers={"Retry-After": "1"})
     except EngineFailed as exc:
         return _reject(state, record, 500, str(exc))
-    reply = Reply(engine, seq, state.ledger, fault, chat=chat, created=int(record.arrival), model=model,
-                  headers=persona.headers(record) if persona is not None else [],
-                  on_finish=persona.on_finish if persona is not None else None)
+    reply = Reply(
+        engine,
+        seq,
+        state.ledger,
+        fault,
+        chat=chat,
+        created=int(record.arrival),
+        model=model,
+        headers=persona.headers(record) if persona is not None else [],
+        on_finish=persona.on_finish if persona is not None else None,
+    )
     if req.stream:
-        return StreamWriter(reply, include_usage=req.include_usage or persona is not None,  # type: ignore[return-value]
-                            continuous=req.continuous_usage, role_on_arrival=chat and settings.role_chunk == "on_arrival")
+        return StreamWriter(
+            reply,
+            include_usage=req.include_usage or persona is not None,  # type: ignore[return-value]
+            continuous=req.continuous_usage,
+            role_on_arrival=chat and settings.role_chunk == "on_arrival",
+        )
     return await _whole(request, reply)
 
 
@@ -202,11 +233,21 @@ async def _whole(request: Request, reply: Reply) -> Response:
     else:
         usage = usage_of(seq, engine.settings.enable_prompt_tokens_details)
         if reply.chat:
-            body = chat_response(record.id, reply.created, reply.model, content, reasoning if seq.reasoning_len else None,
-                                 engine.settings.vllm_profile, seq.finish_reason, seq.stop_reason, usage)
+            body = chat_response(
+                record.id,
+                reply.created,
+                reply.model,
+                content,
+                reasoning if seq.reasoning_len else None,
+                engine.settings.vllm_profile,
+                seq.finish_reason,
+                seq.stop_reason,
+                usage,
+            )
         else:
-            body = completion_response(record.id, reply.created, reply.model, content, seq.finish_reason,
-                                       seq.stop_reason, usage)
+            body = completion_response(
+                record.id, reply.created, reply.model, content, seq.finish_reason, seq.stop_reason, usage
+            )
         response = JSONResponse(body, headers=hdrs)
     if not still_there and record.error is None:
         record.error = "client disconnected"
@@ -223,8 +264,13 @@ class _CutResponse(Response):
         super().__init__(b"", status_code=200, media_type="application/json")
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", b"1000")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", b"1000")],
+            }
+        )
         await send({"type": "http.response.body", "body": b'{"id": "', "more_body": True})
 
 
@@ -237,8 +283,14 @@ def _deny(state: ServerState, record: LedgerRecord, response: Response) -> Respo
     return response
 
 
-def _reject(state: ServerState, record: LedgerRecord, status: int, message: str, param: str | None = None,
-            headers: dict[str, str] | None = None) -> Response:
+def _reject(
+    state: ServerState,
+    record: LedgerRecord,
+    status: int,
+    message: str,
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response:
     record.status = status
     record.error = message
     record.finished = time.time()
@@ -252,6 +304,11 @@ def _fault_error(state: ServerState, record: LedgerRecord, fault: FaultRule) -> 
     if fault.status in (429, 503) or fault.retry_after is not None:
         retry = fault.retry_after if fault.retry_after is not None else 1
         headers = {"Retry-After": f"{retry:g}"}
-    default = f"The model `{record.model}` does not exist." if fault.status == 404 else f"Injected fault: HTTP {fault.status}."
-    return _reject(state, record, fault.status, fault.message or default, "model" if fault.status == 404 else None, headers)
-
+    default = (
+        f"The model `{record.model}` does not exist."
+        if fault.status == 404
+        else f"Injected fault: HTTP {fault.status}."
+    )
+    return _reject(
+        state, record, fault.status, fault.message or default, "model" if fault.status == 404 else None, headers
+    )

@@ -53,6 +53,7 @@ class ThreadHost:
 
         async def all_servers() -> None:
             await asyncio.gather(*(server.serve(sockets=[sock]) for (server, _), sock in zip(self.servers, self.socks)))
+
         try:
             self.loop.run_until_complete(all_servers())
         except BaseException as exc:  # noqa: BLE001 - reported to the caller by start()
@@ -93,8 +94,14 @@ class ProcessHost:
     blocks the server.
     """
 
-    def __init__(self, args: tuple[str, ...], *, admin_token: str | None = None, env: dict[str, str] | None = None,
-                 log: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        args: tuple[str, ...],
+        *,
+        admin_token: str | None = None,
+        env: dict[str, str] | None = None,
+        log: str | Path | None = None,
+    ) -> None:
         self.cmd = [sys.executable, "-m", "fake_server", "serve", *args, "--port", "0", "--admin"]
         if admin_token:
             self.cmd += ["--admin-token", admin_token]
@@ -110,8 +117,9 @@ class ProcessHost:
     def start(self) -> str:
         """Start the child; its base URL once it answers, or a RuntimeError with what it said instead."""
         with open(self.log_path, "ab") as sink:
-            self.process = subprocess.Popen(self.cmd, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            env=self.env)
+            self.process = subprocess.Popen(
+                self.cmd, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env
+            )
         base = self._announced_url(self.process)
         deadline = time.monotonic() + READY_TIMEOUT
         while True:

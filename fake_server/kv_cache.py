@@ -22,7 +22,7 @@ def block_hashes(token_ids: Sequence[int]) -> list[int]:
     out: list[int] = []
     parent = 0
     for start in range(0, len(token_ids) - BLOCK_SIZE + 1, BLOCK_SIZE):
-        parent = hash((parent, tuple(token_ids[start:start + BLOCK_SIZE])))
+        parent = hash((parent, tuple(token_ids[start : start + BLOCK_SIZE])))
         out.append(parent)
     return out
 

@@ -46,9 +46,74 @@ class MeteredEngine(Protocol):
 
 
 # Buckets as vLLM declares them (seconds, or tokens for the size histograms).
-TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
-ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
-LATENCY_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
+TTFT_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
+ITL_BUCKETS = (
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
+LATENCY_BUCKETS = (
+    0.3,
+    0.5,
+    0.8,
+    1.0,
+    1.5,
+    2.0,
+    2.5,
+    5.0,
+    10.0,
+    15.0,
+    20.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
+    120.0,
+    240.0,
+    480.0,
+    960.0,
+    1920.0,
+    7680.0,
+)
 TOKEN_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000)
 LAG_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0)
 
@@ -109,7 +174,11 @@ _HISTOGRAMS = (
     ("vllm:request_decode_time_seconds", "decode_time", "Histogram of time spent in decode."),
     ("vllm:request_prompt_tokens", "request_prompt_tokens", "Number of prefill tokens processed."),
     ("vllm:request_generation_tokens", "request_generation_tokens", "Number of generation tokens processed."),
-    ("fake_server:step_lag_seconds", "step_lag", "How late engine steps ended against the set timing (the fake server's own honesty figure)."),
+    (
+        "fake_server:step_lag_seconds",
+        "step_lag",
+        "How late engine steps ended against the set timing (the fake server's own honesty figure).",
+    ),
 )
 _COUNTERS = (
     ("vllm:prompt_tokens", "prompt_tokens", "Number of prefill tokens processed."),
@@ -126,9 +195,15 @@ class _EngineCollector(Collector):
 
     def collect(self) -> Iterable[Metric]:
         engines = list(self._engines())
-        running = GaugeMetricFamily("vllm:num_requests_running", "Number of requests in model execution batches.", labels=["model_name"])
-        waiting = GaugeMetricFamily("vllm:num_requests_waiting", "Number of requests waiting to be processed.", labels=["model_name"])
-        kv = GaugeMetricFamily("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", labels=["model_name"])
+        running = GaugeMetricFamily(
+            "vllm:num_requests_running", "Number of requests in model execution batches.", labels=["model_name"]
+        )
+        waiting = GaugeMetricFamily(
+            "vllm:num_requests_waiting", "Number of requests waiting to be processed.", labels=["model_name"]
+        )
+        kv = GaugeMetricFamily(
+            "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", labels=["model_name"]
+        )
         for name, engine in engines:
             running.add_metric([name], engine.num_running)
             waiting.add_metric([name], engine.num_waiting)
@@ -139,7 +214,11 @@ class _EngineCollector(Collector):
             for name, engine in engines:
                 family.add_metric([name], getattr(engine.metrics, attr))
             yield family
-        success = CounterMetricFamily("vllm:request_success", "Count of successfully processed requests.", labels=["model_name", "finished_reason"])
+        success = CounterMetricFamily(
+            "vllm:request_success",
+            "Count of successfully processed requests.",
+            labels=["model_name", "finished_reason"],
+        )
         for name, engine in engines:
             for reason in ("stop", "length", "abort", "error"):
                 success.add_metric([name, reason], engine.metrics.success[reason])

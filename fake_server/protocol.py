@@ -143,10 +143,20 @@ def _common(data: dict[str, Any], max_key: str) -> GenerationRequest:
         raise BadRequest("`stop` must be a string or a list of strings.", "stop")
     min_tokens = _opt_int(data, "min_tokens", 0) or 0
     if max_tokens is not None and min_tokens > max_tokens:
-        raise BadRequest(f"min_tokens must be less than or equal to max_tokens={max_tokens}, got {min_tokens}.", "min_tokens")
-    return GenerationRequest(model=model, stream=stream, max_tokens=max_tokens, include_usage=include_usage,
-                             continuous_usage=continuous, ignore_eos=_opt_bool(data, "ignore_eos"),
-                             stop=stops, seed=seed, min_tokens=min_tokens)
+        raise BadRequest(
+            f"min_tokens must be less than or equal to max_tokens={max_tokens}, got {min_tokens}.", "min_tokens"
+        )
+    return GenerationRequest(
+        model=model,
+        stream=stream,
+        max_tokens=max_tokens,
+        include_usage=include_usage,
+        continuous_usage=continuous,
+        ignore_eos=_opt_bool(data, "ignore_eos"),
+        stop=stops,
+        seed=seed,
+        min_tokens=min_tokens,
+    )
 
 
 def parse_chat(data: dict[str, Any]) -> GenerationRequest:
@@ -162,7 +172,9 @@ def parse_chat(data: dict[str, Any]) -> GenerationRequest:
             raise BadRequest(f"`{where}` must be an object with `role` and `content`.", where)
         role = message.get("role")
         if role not in _ROLES:
-            raise BadRequest(f"`{where}.role` must be one of {', '.join(sorted(_ROLES))}, got {json.dumps(role)}.", f"{where}.role")
+            raise BadRequest(
+                f"`{where}.role` must be one of {', '.join(sorted(_ROLES))}, got {json.dumps(role)}.", f"{where}.role"
+            )
         content = message.get("content")
         if content is None or isinstance(content, str):
             continue
@@ -170,7 +182,10 @@ def parse_chat(data: dict[str, Any]) -> GenerationRequest:
             raise BadRequest(f"`{where}.content` must be a string or a list of content parts.", f"{where}.content")
         for j, part in enumerate(content):
             if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                raise BadRequest(f"`{where}.content[{j}]` must be a text part: {{\"type\": \"text\", \"text\": \"...\"}} (the fake model reads text only).", f"{where}.content")
+                raise BadRequest(
+                    f'`{where}.content[{j}]` must be a text part: {{"type": "text", "text": "..."}} (the fake model reads text only).',
+                    f"{where}.content",
+                )
     req.messages = messages
     return req
 
@@ -191,6 +206,9 @@ def parse_completion(data: dict[str, Any]) -> GenerationRequest:
     elif prompt == "":
         raise BadRequest("`prompt` cannot be empty.", "prompt")
     else:
-        raise BadRequest("`prompt` must be a string, a list of token ids, or a list holding one of those "
-                         "(the fake server serves one prompt per request).", "prompt")
+        raise BadRequest(
+            "`prompt` must be a string, a list of token ids, or a list holding one of those "
+            "(the fake server serves one prompt per request).",
+            "prompt",
+        )
     return req

@@ -23,14 +23,18 @@ from .runner import RunningServer, serve, serve_fleet
 @pytest.fixture
 def fake_server() -> Iterator[Callable[..., RunningServer]]:
     with contextlib.ExitStack() as stack:
+
         def start(**kwargs: Any) -> RunningServer:
             return stack.enter_context(serve(**kwargs))
+
         yield start
 
 
 @pytest.fixture
 def fake_fleet() -> Iterator[Callable[..., dict[str, RunningServer]]]:
     with contextlib.ExitStack() as stack:
+
         def start(fleet: Any) -> dict[str, RunningServer]:
             return stack.enter_context(serve_fleet(fleet, any_port=True))
+
         yield start

@@ -21,13 +21,23 @@ from .scenarios import build_settings
 from .server import bind, make_server, new_loop
 from .settings import ServerSettings
 
-__all__ = ["RunningServer", "bind", "build_settings", "ledger_lines", "make_server", "new_loop", "serve",
-           "serve_fleet", "serve_subprocess"]
+__all__ = [
+    "RunningServer",
+    "bind",
+    "build_settings",
+    "ledger_lines",
+    "make_server",
+    "new_loop",
+    "serve",
+    "serve_fleet",
+    "serve_subprocess",
+]
 
 
 @contextlib.contextmanager
-def serve(settings: ServerSettings | None = None, *, scenario: str | Path | None = None,
-          **overrides: Any) -> Iterator[RunningServer]:
+def serve(
+    settings: ServerSettings | None = None, *, scenario: str | Path | None = None, **overrides: Any
+) -> Iterator[RunningServer]:
     """Run a fake server in a background thread for the duration of the `with` block.
 
     >>> with serve(max_num_seqs=2, token_rate=200) as server:
@@ -64,8 +74,9 @@ def _in_thread(entries: list[ServerSettings]) -> Iterator[list[RunningServer]]:
 
 
 @contextlib.contextmanager
-def serve_subprocess(*args: str, admin_token: str | None = None, env: dict[str, str] | None = None,
-                     log: str | Path | None = None) -> Iterator[RunningServer]:
+def serve_subprocess(
+    *args: str, admin_token: str | None = None, env: dict[str, str] | None = None, log: str | Path | None = None
+) -> Iterator[RunningServer]:
     """Run `fake-server serve ARGS --port 0 --admin` as a child process; yields once it answers.
 
     The child's stdout and stderr go to a file (`log`, kept; or a temporary one removed at the

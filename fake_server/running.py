@@ -62,6 +62,7 @@ class LocalControls:
     def _on_loop(self, fn: Callable[[], _T]) -> _T:
         async def run() -> _T:
             return fn()
+
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=_CALL_TIMEOUT)
 
 
@@ -73,7 +74,9 @@ class AdminControls:
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     def configure(self, values: dict[str, Any], *, model: str | None = None) -> dict[str, Any]:
-        config: dict[str, Any] = self._call("PATCH", "/admin/config", values, params={"model": model} if model else None)
+        config: dict[str, Any] = self._call(
+            "PATCH", "/admin/config", values, params={"model": model} if model else None
+        )
         return config
 
     def set_faults(self, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -93,10 +96,24 @@ class AdminControls:
         answer: dict[str, Any] = self._call("GET", "/admin/ledger", params=params, timeout=_CALL_TIMEOUT + settle)
         return answer
 
-    def _call(self, method: str, path: str, body: Any = None, *, params: dict[str, Any] | None = None,
-              timeout: float = _CALL_TIMEOUT) -> Any:
-        response = httpx.request(method, self.base_url + path, json=body, params=params, headers=self._headers,
-                                 timeout=timeout, trust_env=False)
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        params: dict[str, Any] | None = None,
+        timeout: float = _CALL_TIMEOUT,
+    ) -> Any:
+        response = httpx.request(
+            method,
+            self.base_url + path,
+            json=body,
+            params=params,
+            headers=self._headers,
+            timeout=timeout,
+            trust_env=False,
+        )
         if response.status_code >= 400:
             raise SettingsError(f"{method} {path}: {response.status_code} {_message(response)}")
         return response.json()
@@ -113,8 +130,15 @@ def _message(response: httpx.Response) -> str:
 class RunningServer:
     """A started fake server: where it is, what it recorded, and how to change it while it runs."""
 
-    def __init__(self, base_url: str, controls: Controls, *, state: ServerState | None = None,
-                 process: Any = None, log_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        controls: Controls,
+        *,
+        state: ServerState | None = None,
+        process: Any = None,
+        log_path: Path | None = None,
+    ) -> None:
         self.base_url = base_url  # e.g. http://127.0.0.1:41234 (the OpenAI base URL is base_url + "/v1")
         self.controls = controls
         self.state = state  # in-process only: the live state, for tests that must look inside

@@ -62,9 +62,19 @@ class Sequence:
         "text",
     )
 
-    def __init__(self, record: LedgerRecord, prompt_ids: list[int], text: TextStream, *, max_tokens: int,
-                 natural_len: int | None, reasoning_len: int, stop: tuple[str, ...], eligible_at: float,
-                 role_on_schedule: bool) -> None:
+    def __init__(
+        self,
+        record: LedgerRecord,
+        prompt_ids: list[int],
+        text: TextStream,
+        *,
+        max_tokens: int,
+        natural_len: int | None,
+        reasoning_len: int,
+        stop: tuple[str, ...],
+        eligible_at: float,
+        role_on_schedule: bool,
+    ) -> None:
         self.record = record
         self.prompt_ids = prompt_ids
         self.hashes: list[int] = []

@@ -68,13 +68,22 @@ def make_server(settings: ServerSettings) -> tuple[uvicorn.Server, ServerControl
     """The uvicorn server of one fake server (not started yet), and the controls of what it serves."""
     control = ServerControl(ServerState(settings))
     app = create_app(control, _persona_for(settings))
-    config = uvicorn.Config(app, http=_NoDelayHttp, lifespan="on", log_level="warning", access_log=False,
-                            timeout_keep_alive=60, backlog=4096, timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        app,
+        http=_NoDelayHttp,
+        lifespan="on",
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=60,
+        backlog=4096,
+        timeout_graceful_shutdown=5,
+    )
     return uvicorn.Server(config), control
 
 
 def _persona_for(settings: ServerSettings) -> Persona | None:
     if settings.persona == "api":
         from .api_persona import ApiPersona
+
         return ApiPersona(settings)
     return None

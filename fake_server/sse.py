@@ -50,8 +50,13 @@ class Framing:
 
     @classmethod
     def of(cls, settings: ModelSettings) -> Framing:
-        return cls(LINE_ENDINGS[settings.sse_line_ending], settings.sse_data_space,
-                   settings.sse_keepalive_comments, settings.sse_split_writes, settings.sse_coalesce)
+        return cls(
+            LINE_ENDINGS[settings.sse_line_ending],
+            settings.sse_data_space,
+            settings.sse_keepalive_comments,
+            settings.sse_split_writes,
+            settings.sse_coalesce,
+        )
 
     @property
     def plain(self) -> bool:
@@ -67,7 +72,7 @@ class Framing:
         if not self.rewrites:
             return canonical
         assert canonical.startswith(_CANONICAL_HEAD) and canonical.endswith(_CANONICAL_TAIL)
-        payload = canonical[len(_CANONICAL_HEAD):-len(_CANONICAL_TAIL)]
+        payload = canonical[len(_CANONICAL_HEAD) : -len(_CANONICAL_TAIL)]
         return (b"data: " if self.data_space else b"data:") + payload + self.line_ending * 2
 
     def comment(self) -> bytes:

@@ -40,14 +40,18 @@ class ServerState:
         self.engines: dict[str, Engine] = {}
         self.ignore_slot_limit = slot_limit_ignored()
         if self.ignore_slot_limit:
-            sys.stderr.write(f"fake-server: {IGNORE_SLOT_LIMIT_ENV} is set: every model runs without a slot limit "
-                             "(max_num_seqs, the step token budget and the KV-cache capacity do not limit admission)\n")
+            sys.stderr.write(
+                f"fake-server: {IGNORE_SLOT_LIMIT_ENV} is set: every model runs without a slot limit "
+                "(max_num_seqs, the step token budget and the KV-cache capacity do not limit admission)\n"
+            )
             sys.stderr.flush()
         primary: dict[int, Engine] = {}
         for name, model in settings.models().items():
             engine = primary.get(id(model))
             if engine is None:
-                engine = primary[id(model)] = Engine(name, model, settings.seed, ignore_slot_limit=self.ignore_slot_limit)
+                engine = primary[id(model)] = Engine(
+                    name, model, settings.seed, ignore_slot_limit=self.ignore_slot_limit
+                )
             self.engines[name] = engine
         self.count = 0  # requests of the current generation (the ledger's): numbers restart at each reset
         self.persona: Any = None  # set by create_app; the API persona keeps rate-limit windows
@@ -93,8 +97,12 @@ class ServerState:
 
     def health_ok(self) -> bool:
         """200 on /health: not marked unhealthy, started up, and no engine has crashed."""
-        return (self.healthy and not self.faults.unhealthy and not self.starting_up()
-                and not any(engine.failed for engine in self.distinct_engines()))
+        return (
+            self.healthy
+            and not self.faults.unhealthy
+            and not self.starting_up()
+            and not any(engine.failed for engine in self.distinct_engines())
+        )
 
     # -- run-time changes ---------------------------------------------------------------
     def config(self) -> dict[str, Any]:
@@ -147,7 +155,9 @@ class ServerState:
             try:
                 engine.check_reconfigure(original)
             except SettingsError as exc:
-                raise SettingsError(f"reset refused, nothing was changed: {exc}; wait for them to end, then reset") from None
+                raise SettingsError(
+                    f"reset refused, nothing was changed: {exc}; wait for them to end, then reset"
+                ) from None
             staged.append((engine, copy.deepcopy(original)))
         self.ledger.new_generation()
         self.count = 0

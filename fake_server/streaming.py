@@ -66,8 +66,10 @@ class StreamWriter:
         self.engine = engine
         self.seq = reply.seq
         self.encoder: ChatEncoder | CompletionEncoder = (
-            ChatEncoder(reply.record.id, reply.created, reply.model, engine.settings.vllm_profile) if reply.chat
-            else CompletionEncoder(reply.record.id, reply.created, reply.model))
+            ChatEncoder(reply.record.id, reply.created, reply.model, engine.settings.vllm_profile)
+            if reply.chat
+            else CompletionEncoder(reply.record.id, reply.created, reply.model)
+        )
         self.ledger = reply.ledger
         self.fault = reply.fault if reply.fault is not None and reply.fault.in_stream else None
         self.include_usage = include_usage
@@ -178,7 +180,9 @@ class StreamWriter:
             record.error = f"stream ended without [DONE] after {self.tokens_sent} tokens (fault)"
             return True
         record.error = f"in-stream error after {self.tokens_sent} tokens (fault)"
-        return await self._send_error(send, fault.status, fault.message or "The engine failed while generating this response.")
+        return await self._send_error(
+            send, fault.status, fault.message or "The engine failed while generating this response."
+        )
 
     async def _send_error(self, send: Send, status: int, message: str) -> bool:
         """vLLM's in-stream error event, then [DONE]."""

@@ -36,21 +36,34 @@ _ERROR_TYPES = {
 
 def error_body(status: int, message: str, param: str | None = None, type_: str | None = None) -> dict[str, Any]:
     """An OpenAI-style error object, as vLLM answers it."""
-    return {"error": {"message": message, "type": type_ or _ERROR_TYPES.get(status, "APIError"), "param": param, "code": status}}
+    return {
+        "error": {
+            "message": message,
+            "type": type_ or _ERROR_TYPES.get(status, "APIError"),
+            "param": param,
+            "code": status,
+        }
+    }
 
 
 def context_length_message(profile: str, max_model_len: int, prompt: int, output: int | None) -> str:
     if output is None:
-        return (f"This model's maximum context length is {max_model_len} tokens. However, your request has "
-                f"{prompt} input tokens. Please reduce the length of the input messages.")
+        return (
+            f"This model's maximum context length is {max_model_len} tokens. However, your request has "
+            f"{prompt} input tokens. Please reduce the length of the input messages."
+        )
     if profile == "legacy":
-        return (f"This model's maximum context length is {max_model_len} tokens. However, you requested "
-                f"{prompt + output} tokens ({prompt} in the messages, {output} in the completion). "
-                f"Please reduce the length of the messages or completion.")
-    return (f"This model's maximum context length is {max_model_len} tokens. However, you requested "
-            f"{output} output tokens and your prompt contains at least {prompt} input tokens, for a total "
-            f"of at least {prompt + output} tokens. Please reduce the length of the input prompt or the "
-            f"number of requested output tokens.")
+        return (
+            f"This model's maximum context length is {max_model_len} tokens. However, you requested "
+            f"{prompt + output} tokens ({prompt} in the messages, {output} in the completion). "
+            f"Please reduce the length of the messages or completion."
+        )
+    return (
+        f"This model's maximum context length is {max_model_len} tokens. However, you requested "
+        f"{output} output tokens and your prompt contains at least {prompt} input tokens, for a total "
+        f"of at least {prompt + output} tokens. Please reduce the length of the input prompt or the "
+        f"number of requested output tokens."
+    )
 
 
 class _Encoder:
@@ -79,7 +92,11 @@ class ChatEncoder(_Encoder):
 
     def delta(self, kind: str, text: str, finish: str | None, stop_reason: str | None, usage: str = "") -> bytes:
         key = "content" if kind == "content" else self._reasoning_key
-        tail = ',"finish_reason":null}]' if finish is None else f',"finish_reason":"{finish}","stop_reason":{_dumps(stop_reason)}}}]'
+        tail = (
+            ',"finish_reason":null}]'
+            if finish is None
+            else f',"finish_reason":"{finish}","stop_reason":{_dumps(stop_reason)}}}]'
+        )
         return f'{self._choices}"delta":{{"{key}":{_dumps(text)}}},"logprobs":null{tail}{usage}}}\n\n'.encode()
 
 
@@ -96,26 +113,68 @@ class CompletionEncoder(_Encoder):
 
 def continuous_usage(prompt: int, completion: int) -> str:
     """The `,"usage":{…}` suffix that `continuous_usage_stats` adds to every chunk (no details, as vLLM)."""
-    return f',"usage":{{"prompt_tokens":{prompt},"total_tokens":{prompt + completion},"completion_tokens":{completion}}}'
+    return (
+        f',"usage":{{"prompt_tokens":{prompt},"total_tokens":{prompt + completion},"completion_tokens":{completion}}}'
+    )
 
 
-def chat_response(id_: str, created: int, model: str, content: str, reasoning: str | None, profile: str,
-                  finish: str | None, stop_reason: str | None, usage: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": content if content or reasoning is None else None,
-                               "refusal": None, "annotations": None, "audio": None, "function_call": None,
-                               "tool_calls": []}
+def chat_response(
+    id_: str,
+    created: int,
+    model: str,
+    content: str,
+    reasoning: str | None,
+    profile: str,
+    finish: str | None,
+    stop_reason: str | None,
+    usage: dict[str, Any],
+) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": content if content or reasoning is None else None,
+        "refusal": None,
+        "annotations": None,
+        "audio": None,
+        "function_call": None,
+        "tool_calls": [],
+    }
     message["reasoning_content" if profile == "legacy" else "reasoning"] = reasoning
     return {
-        "id": id_, "object": "chat.completion", "created": created, "model": model,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish, "stop_reason": stop_reason}],
-        "service_tier": None, "system_fingerprint": None, "usage": usage, "prompt_logprobs": None, "kv_transfer_params": None,
+        "id": id_,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": finish, "stop_reason": stop_reason}
+        ],
+        "service_tier": None,
+        "system_fingerprint": None,
+        "usage": usage,
+        "prompt_logprobs": None,
+        "kv_transfer_params": None,
     }
 
 
-def completion_response(id_: str, created: int, model: str, text: str, finish: str | None,
-                        stop_reason: str | None, usage: dict[str, Any]) -> dict[str, Any]:
+def completion_response(
+    id_: str, created: int, model: str, text: str, finish: str | None, stop_reason: str | None, usage: dict[str, Any]
+) -> dict[str, Any]:
     return {
-        "id": id_, "object": "text_completion", "created": created, "model": model,
-        "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish, "stop_reason": stop_reason, "prompt_logprobs": None}],
-        "service_tier": None, "system_fingerprint": None, "usage": usage, "kv_transfer_params": None,
+        "id": id_,
+        "object": "text_completion",
+        "created": created,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "text": text,
+                "logprobs": None,
+                "finish_reason": finish,
+                "stop_reason": stop_reason,
+                "prompt_logprobs": None,
+            }
+        ],
+        "service_tier": None,
+        "system_fingerprint": None,
+        "usage": usage,
+        "kv_transfer_params": None,
     }
