@@ -147,6 +147,12 @@ def load_submission(folder: Path) -> Submission:
         missing.append(f"manifests.{mode}: {manifests.relative_to(folder)} does not exist")
     if not submission.path("memo").is_file():
         missing.append(f"memo: {data['memo']} does not exist")
+    else:  # the memo's front matter is part of the contract too
+        try:
+            front = memo_front_matter(submission.path("memo"))
+            missing += [f"memo: {data['memo']}: front matter: {line}" for line in schema_errors("memo-front-matter", front)]
+        except ContractError as exc:
+            missing.append(f"memo: {exc}")
     missing += _percentile_problems(submission)
     missing += command_problems(submission)
     if missing:

@@ -233,3 +233,15 @@ def test_reference_submission_follows_the_contract():
     for part in ("loadgen", "gateway", "sizing"):
         assert submission.command(part)[0] == "python"
     assert submission.percentile.spec == "loadgen.percentiles:nearest_rank"
+
+
+def test_bare_contract_check_validates_the_memo_front_matter(tmp_path: Path) -> None:
+    from grader.contract import ContractError, load_submission
+
+    folder = tmp_path / "sub"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "submissions" / "reference", folder,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    memo = folder / "memo" / "MEMO.md"
+    memo.write_text(memo.read_text().replace("provenance: invented sample", "provenance: a hunch", 1))
+    with pytest.raises(ContractError, match="front matter: figures"):
+        load_submission(folder)
