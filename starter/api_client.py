@@ -176,7 +176,9 @@ class StreamPiece:
     result: ChatResult | None = None
 
 
-def _body(messages: list[dict[str, Any]], model: str, max_tokens: int | None, stream: bool, extra: dict[str, Any]) -> dict[str, Any]:
+def _body(
+    messages: list[dict[str, Any]], model: str, max_tokens: int | None, extra: dict[str, Any], *, stream: bool
+) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model, "messages": messages, "stream": stream, **extra}
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
@@ -209,7 +211,7 @@ def _whole_timeout(timeouts: Timeouts) -> httpx.Timeout:
 _LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=64)
 
 
-def _translate(exc: Exception, timeouts: Timeouts, answered: bool, streaming: bool, first_byte: bool) -> ApiError:
+def _translate(exc: Exception, timeouts: Timeouts, *, answered: bool, streaming: bool, first_byte: bool) -> ApiError:
     """An httpx error as the kind of failure it is, at the point of the call where it happened."""
     if isinstance(exc, httpx.PoolTimeout):
         return ApiTimeout("pool", timeouts.connect)
@@ -423,7 +425,7 @@ class ApiClient(_Base):
             try:
                 response = self._http.get(self.base_url + "/models")
             except httpx.HTTPError as exc:
-                raise _translate(exc, self.timeouts, False, False, False) from exc
+                raise _translate(exc, self.timeouts, answered=False, streaming=False, first_byte=False) from exc
             if response.status_code >= 400:
                 raise _status_error(response)
             self.prices = self._prices_from(response)
@@ -433,12 +435,13 @@ class ApiClient(_Base):
         start = time.perf_counter()
         answered = False
         try:
-            with self._http.stream("POST", self.base_url + "/chat/completions", json=_body(messages, model, max_tokens, False, extra),
+            with self._http.stream("POST", self.base_url + "/chat/completions",
+                                   json=_body(messages, model, max_tokens, extra, stream=False),
                                    timeout=_whole_timeout(self.timeouts)) as response:
                 answered = True
                 response.read()
         except httpx.HTTPError as exc:
-            raise _translate(exc, self.timeouts, answered, False, False) from exc
+            raise _translate(exc, self.timeouts, answered=answered, streaming=False, first_byte=False) from exc
         return self._whole_result(response, model, start)
 
     def stream_chat(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None = None,
@@ -453,7 +456,7 @@ class ApiClient(_Base):
         parser, answered, first_byte = _StreamParser(start), False, False
         try:
             with self._http.stream("POST", self.base_url + "/chat/completions",
-                                   json=_body(messages, model, max_tokens, True, extra)) as response:
+                                   json=_body(messages, model, max_tokens, extra, stream=True)) as response:
                 if response.status_code >= 400:
                     response.read()
                     raise _status_error(response)
@@ -468,7 +471,8 @@ class ApiClient(_Base):
                         if piece:
                             yield StreamPiece(text=piece)
         except httpx.HTTPError as exc:
-            raise self._billed(_translate(exc, self.timeouts, answered, True, first_byte), parser) from exc
+            error = _translate(exc, self.timeouts, answered=answered, streaming=True, first_byte=first_byte)
+            raise self._billed(error, parser) from exc
         except (ApiStreamError, ApiTimeout) as exc:
             raise self._billed(exc, parser) from None
         yield StreamPiece(result=self._stream_result(parser, model, start))
@@ -495,7 +499,7 @@ class AsyncApiClient(_Base):
             try:
                 response = await self._http.get(self.base_url + "/models")
             except httpx.HTTPError as exc:
-                raise _translate(exc, self.timeouts, False, False, False) from exc
+                raise _translate(exc, self.timeouts, answered=False, streaming=False, first_byte=False) from exc
             if response.status_code >= 400:
                 raise _status_error(response)
             self.prices = self._prices_from(response)
@@ -507,14 +511,14 @@ class AsyncApiClient(_Base):
         try:
             async with asyncio.timeout(self.timeouts.total):
                 async with self._http.stream("POST", self.base_url + "/chat/completions",
-                                             json=_body(messages, model, max_tokens, False, extra),
+                                             json=_body(messages, model, max_tokens, extra, stream=False),
                                              timeout=_whole_timeout(self.timeouts)) as response:
                     answered = True
                     await response.aread()
         except TimeoutError as exc:
             raise ApiTimeout("total", self.timeouts.total) from exc
         except httpx.HTTPError as exc:
-            raise _translate(exc, self.timeouts, answered, False, False) from exc
+            raise _translate(exc, self.timeouts, answered=answered, streaming=False, first_byte=False) from exc
         return self._whole_result(response, model, start)
 
     def stream_chat(self, messages: list[dict[str, Any]], model: str, max_tokens: int | None = None,
@@ -530,7 +534,7 @@ class AsyncApiClient(_Base):
         parser, answered, first_byte = _StreamParser(start), False, False
         try:
             async with self._http.stream("POST", self.base_url + "/chat/completions",
-                                         json=_body(messages, model, max_tokens, True, extra)) as response:
+                                         json=_body(messages, model, max_tokens, extra, stream=True)) as response:
                 if response.status_code >= 400:
                     await response.aread()
                     raise _status_error(response)
@@ -554,7 +558,8 @@ class AsyncApiClient(_Base):
                         if piece:
                             yield StreamPiece(text=piece)
         except httpx.HTTPError as exc:
-            raise self._billed(_translate(exc, self.timeouts, answered, True, first_byte), parser) from exc
+            error = _translate(exc, self.timeouts, answered=answered, streaming=True, first_byte=first_byte)
+            raise self._billed(error, parser) from exc
         except (ApiStreamError, ApiTimeout) as exc:
             raise self._billed(exc, parser) from None
         yield StreamPiece(result=self._stream_result(parser, model, start))
