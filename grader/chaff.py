@@ -125,20 +125,24 @@ def list_chaff(root: Path) -> list[Chaff]:
 
 def materialize(chaff_dir: Path, dest: Path) -> Path:
     """Build the chaff as a submission in the folder `dest` (a copy of its base with its edits
-    applied) and return `dest`. `dest` must not exist yet; on any error nothing is left there."""
+    applied) and return `dest`. `dest` must not exist yet, or be an empty folder; on any error
+    what was written there is removed again."""
     chaff = read_chaff(chaff_dir)
     base = chaff.base_path
     if not (base / "submission.yaml").is_file():
         raise ChaffError(f"{chaff.path / 'chaff.yaml'}: base: {base} is not a submission (no submission.yaml)")
     target = Path(dest)
-    if target.exists():
-        raise ChaffError(f"{target}: already exists; materialize into a fresh folder")
-    shutil.copytree(base, target, ignore=_NOT_COPIED)
+    existed = target.is_dir()
+    if target.exists() and not (existed and not any(target.iterdir())):
+        raise ChaffError(f"{target}: already exists and is not an empty folder; materialize into a fresh one")
+    shutil.copytree(base, target, ignore=_NOT_COPIED, dirs_exist_ok=existed)
     try:
         for i, edit in enumerate(chaff.edits):
             _apply(chaff, i, edit, target)
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
+        if existed:
+            target.mkdir()
         raise
     return target
 

@@ -127,11 +127,22 @@ def test_a_malformed_chaff_yaml_is_named_by_field(tmp_path, text, message):
     assert message in str(caught.value) and "bad" in str(caught.value)
 
 
-def test_an_existing_destination_is_refused(tmp_path):
+def test_a_destination_with_something_in_it_is_refused_an_empty_one_is_used(tmp_path):
     folder = _chaff(tmp_path, GOOD_HEAD + 'edits: [{file: a.py, find: "x = 1", replace: "x = 2"}]\n')
     (tmp_path / "out").mkdir()
-    with pytest.raises(ChaffError, match="already exists"):
+    (tmp_path / "out" / "old.txt").write_text("left from before")
+    with pytest.raises(ChaffError, match="already exists and is not an empty folder"):
         materialize(folder, tmp_path / "out")
+    (tmp_path / "out" / "old.txt").unlink()
+    assert (materialize(folder, tmp_path / "out") / "a.py").read_text() == "x = 2\ny = 1\n"
+
+
+def test_a_failed_build_into_an_empty_folder_leaves_it_empty(tmp_path):
+    folder = _chaff(tmp_path, GOOD_HEAD + 'edits: [{file: a.py, find: "nope", replace: ""}]\n')
+    (tmp_path / "out").mkdir()
+    with pytest.raises(ChaffError, match="occurs 0 times"):
+        materialize(folder, tmp_path / "out")
+    assert list((tmp_path / "out").iterdir()) == []
 
 
 # --- each load-generator defect is real: the figure it gets wrong, against the ledger -------------
