@@ -203,5 +203,49 @@ def bundle(out: Path, pythons: str, platforms: tuple[str, ...]) -> None:
                + "; ".join(result.coverage))
 
 
+@main.command("grade-many")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False),
+              help="Folder for one report folder per submission, grades.csv and index.html (not with --emit-k8s-job).")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Submissions graded at once.")
+@click.option("--force", is_flag=True, help="Grade again submissions whose grade in --out is finished.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for every fake server.")
+@click.option("--only", "only", multiple=True, metavar="PART", help="Grade only this deliverable or criterion id (repeatable).")
+@click.option("--rubric", "override", type=click.Path(path_type=Path, dir_okay=False),
+              help="Override file: weights and visibility by criterion id.")
+@click.option("--merge", is_flag=True, help="PATHS are report folders (or folders of them): gather them into --out "
+              "and rebuild grades.csv and index.html; grade nothing.")
+@click.option("--index", type=click.IntRange(min=0), metavar="I",
+              help="Grade only the I-th submission listed (from 0, by name), no summary: one pod of the Kubernetes Job.")
+@click.option("--emit-k8s-job", "job_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write a Kubernetes Indexed Job grading PATHS to FILE (checked offline), and grade nothing.")
+@click.option("--image", default="serving-takehome-grader:latest", show_default=True, help="With --emit-k8s-job: the grader's image.")
+@click.option("--parallelism", type=click.IntRange(min=1), default=4, show_default=True,
+              help="With --emit-k8s-job: pods running at once.")
+@click.option("--job-name", default="grade-round", show_default=True, help="With --emit-k8s-job: the Job's name.")
+def grade_many(paths: tuple[Path, ...], out: Path | None, jobs: int, force: bool, seed: int, only: tuple[str, ...],
+               override: Path | None, merge: bool, index: int | None, job_file: Path | None, image: str,
+               parallelism: int, job_name: str) -> None:
+    """Grade many submissions (folders, .zip/.tar.gz, or folders holding them) into --out.
+
+    Resumable: a finished grade in --out is kept unless --force. Exit status: 0 when every
+    submission has a report, 1 when the grader could not grade one, 2 on bad usage.
+    """
+    from grader.many_cli import run_grade_many
+
+    run_grade_many(paths, out, jobs=jobs, force=force, seed=seed, only=only, override=override, merge=merge,
+                   index=index, job_file=job_file, image=image, parallelism=parallelism, job_name=job_name)
+
+
+@main.command("human-score")
+@click.argument("report_json", metavar="REPORT_JSON", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("scores", nargs=-1, required=True, metavar="ITEM=SCORE/MAX...")
+def human_score(report_json: Path, scores: tuple[str, ...]) -> None:
+    """Record a person's checklist points in REPORT_JSON, e.g. `human.1=2/3` (ITEM is an id or the item's text)."""
+    from grader.many_cli import run_human_score
+
+    run_human_score(report_json, scores)
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,150 @@
+"""`grader grade-many --emit-k8s-job FILE`: the round as a Kubernetes Indexed Job.
+
+    from grader.k8s_job import JobSpec, job_manifest, write_job
+    text = write_job(JobSpec(names=["alice.zip", "bob"], image="grader:1.0"), Path("job.yaml"))
+
+One index per submission (completions = N, completionMode: Indexed). Pod i runs
+`grader grade-many /submissions/<every name> --index i --out /reports`, so it grades the i-th
+submission into `/reports/<name>/`; the list is in the Job itself, so every pod agrees on which
+index is which whatever else lies on the volume. Both volumes are PersistentVolumeClaims: the
+submissions read-only, the reports shared by every pod (ReadWriteMany). `grader grade-many
+--merge` gathers the report folders into one ranking afterwards (docs/grading-many.md).
+
+The file written is checked against the kit's own offline schemas (schemas/, strict) before it
+is kept: an invalid Job is an error here, not at `kubectl apply`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["REPORTS_MOUNT", "SUBMISSIONS_MOUNT", "JobError", "JobSpec", "check_job", "job_manifest", "write_job"]
+
+SUBMISSIONS_MOUNT = "/submissions"
+REPORTS_MOUNT = "/reports"
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_INDEX_ANNOTATION = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+
+
+class JobError(ValueError):
+    """A Job that cannot be written: a bad name, no submissions, or one the schemas reject."""
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    names: Sequence[str]  # each submission's file or folder name at the top of the submissions volume
+    image: str
+    parallelism: int = 4
+    job_name: str = "grade-round"
+    submissions_claim: str = "grader-submissions"
+    reports_claim: str = "grader-reports"
+    seed: int = 0
+    only: tuple[str, ...] = ()
+    privileged: bool = True  # bubblewrap needs it to mount /proc in a pod; without it reports say UNSANDBOXED
+
+
+def _check_spec(spec: JobSpec) -> None:
+    if not spec.names:
+        raise JobError("no submissions: the Job needs at least one index")
+    for field_name in ("job_name", "submissions_claim", "reports_claim"):
+        value = getattr(spec, field_name)
+        if not _DNS_LABEL.match(value):
+            raise JobError(f"{field_name.replace('_', '-')} {value!r}: must be a DNS label "
+                           "(lower-case letters, digits and '-', at most 63)")
+    if spec.parallelism < 1:
+        raise JobError(f"parallelism {spec.parallelism}: must be at least 1")
+    for name in spec.names:
+        if not name or "/" in name or name in (".", ".."):
+            raise JobError(f"submission name {name!r}: must be one file or folder name on the submissions volume")
+
+
+def job_manifest(spec: JobSpec) -> dict[str, Any]:
+    """The Job as data (batch/v1)."""
+    _check_spec(spec)
+    labels = {"app.kubernetes.io/name": "grader", "app.kubernetes.io/instance": spec.job_name}
+    args = ["grade-many", "--out", REPORTS_MOUNT, "--index", "$(JOB_COMPLETION_INDEX)", "--seed", str(spec.seed)]
+    for part in spec.only:
+        args += ["--only", part]
+    args += ["--", *(f"{SUBMISSIONS_MOUNT}/{name}" for name in spec.names)]
+    security: dict[str, Any] = {"privileged": True} if spec.privileged else {
+        "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    container = {
+        "name": "grader",
+        "image": spec.image,
+        "args": args,
+        # Declared (the Job controller also sets it) so that $(JOB_COMPLETION_INDEX) in args expands.
+        "env": [{"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": _INDEX_ANNOTATION}}}],
+        # The timed criteria were calibrated on two cores; a CPU limit would throttle them.
+        "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
+        "securityContext": security,
+        "volumeMounts": [{"name": "submissions", "mountPath": SUBMISSIONS_MOUNT, "readOnly": True},
+                         {"name": "reports", "mountPath": REPORTS_MOUNT}],
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": spec.job_name, "labels": labels},
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": len(spec.names),
+            "parallelism": min(spec.parallelism, len(spec.names)),
+            "backoffLimitPerIndex": 1,  # a pod lost with its node grades again; a finished grade is kept
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "activeDeadlineSeconds": 3600,
+                    "containers": [container],
+                    "volumes": [
+                        {"name": "submissions",
+                         "persistentVolumeClaim": {"claimName": spec.submissions_claim, "readOnly": True}},
+                        {"name": "reports", "persistentVolumeClaim": {"claimName": spec.reports_claim}},
+                    ],
+                },
+            },
+        },
+    }
+
+
+def _header(spec: JobSpec) -> str:
+    return "\n".join([
+        f"# grader grade-many as a Kubernetes Indexed Job: {len(spec.names)} submissions, one index each.",
+        f"# Before applying: copy every submission named in args to the top of PVC {spec.submissions_claim}",
+        f"# (mounted at {SUBMISSIONS_MOUNT}); PVC {spec.reports_claim} (ReadWriteMany) collects /reports/<name>/.",
+        "# After: grader grade-many --merge <copy of the reports volume> --out DIR (docs/grading-many.md).",
+        *(["# privileged: bubblewrap mounts a fresh /proc in each sandbox; the candidate's code runs inside it."]
+          if spec.privileged else ["# unprivileged: the grader cannot sandbox here and every report says UNSANDBOXED."]),
+        "",
+    ])
+
+
+def check_job(path: Path) -> list[str]:
+    """Problems the kit's offline checker finds in the Job file (empty when it validates strictly)."""
+    from grader.manifests import check_manifests
+
+    report = check_manifests([path])
+    problems = []
+    for check in report.checks:  # reading and strict validation; the serving checklist is for a model server
+        if check.id != "schema-valid" and not check.id.startswith("yaml"):
+            continue
+        problems += [f"{f.where or path}: {f.message}" for f in check.findings if not f.passed]
+    schema = next((c for c in report.checks if c.id == "schema-valid"), None)
+    if schema is None or not schema.passed:
+        problems = problems or [f"{path}: the strict schema check did not pass"]
+    return problems
+
+
+def write_job(spec: JobSpec, path: Path) -> str:
+    """Write the Job to `path`, check it offline against the kit's schemas, and return its text."""
+    text = _header(spec) + yaml.safe_dump(job_manifest(spec), sort_keys=False, width=1000)
+    path.write_text(text, encoding="utf-8")
+    problems = check_job(path)
+    if problems:
+        raise JobError("the emitted Job does not validate: " + "; ".join(problems))
+    return text

@@ -1,0 +1,169 @@
+"""What `grader grade-many` and `grader human-score` do with their arguments: the terminal side
+(progress bar, messages, exit status) of grader.many, grader.many_index and grader.k8s_job."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from grader.many import PARTIAL, Done, Entry, ManyError, ManyRun, find_submissions, grade_many, merge, pick
+from grader.many_index import RowError, read_rows, write_index
+
+__all__ = ["parse_score", "run_grade_many", "run_human_score"]
+
+
+def _summary(out: Path) -> None:
+    try:
+        rows = read_rows(out)
+    except RowError as exc:
+        raise click.ClickException(str(exc)) from None
+    paths = write_index(rows, out)
+    for row in rows[:10]:
+        click.echo(f"{row.rank:>3}  {row.name:<32} {row.score:g}/{row.max_score:g}")
+    if len(rows) > 10:
+        click.echo(f"     ... {len(rows) - 10} more")
+    click.echo(f"{paths['grades.csv']}\n{paths['index.html']}")
+
+
+def _emit(entries: list[Entry], job_file: Path, *, image: str, parallelism: int, job_name: str, seed: int,
+          only: tuple[str, ...]) -> None:
+    from grader.k8s_job import JobError, JobSpec, write_job
+
+    spec = JobSpec(names=[e.path.name for e in entries], image=image, parallelism=parallelism, job_name=job_name,
+                   seed=seed, only=only)
+    try:
+        write_job(spec, job_file)
+    except JobError as exc:
+        raise click.UsageError(str(exc)) from None
+    except OSError as exc:
+        raise click.UsageError(f"{exc.filename or job_file}: {exc.strerror}") from None
+    click.echo(f"{job_file}: Indexed Job, {len(entries)} completions, validates against the kit's schemas; "
+               f"copy these to the submissions volume: {' '.join(spec.names)}")
+
+
+def run_grade_many(paths: Sequence[Path], out: Path | None, *, jobs: int, force: bool, seed: int, only: tuple[str, ...],
+                   override: Path | None, merge: bool, index: int | None, job_file: Path | None, image: str,
+                   parallelism: int, job_name: str) -> None:
+    if not paths:
+        raise click.UsageError("give submissions (folders, archives, or folders holding them)"
+                               + (" or report folders" if merge else ""))
+    chosen = [name for name, on in (("--merge", merge), ("--index", index is not None),
+                                    ("--emit-k8s-job", job_file is not None)) if on]
+    if len(chosen) > 1:
+        raise click.UsageError(f"{' and '.join(chosen)} cannot be used together")
+    if out is None and job_file is None:
+        raise click.UsageError("--out is required (the folder for the reports and the summary)")
+    try:
+        if job_file is not None:
+            if out is not None:
+                raise click.UsageError("--out has no use with --emit-k8s-job: each pod writes to the reports volume")
+            entries = find_submissions(paths)
+            _emit(entries, job_file, image=image, parallelism=parallelism, job_name=job_name, seed=seed, only=only)
+            return
+        assert out is not None
+        if merge:
+            _merge(paths, out)
+            return
+        entries = find_submissions(paths, exclude=[out], expand=index is None)
+        if index is not None:
+            entries = [pick(entries, index)]
+    except ManyError as exc:
+        raise click.UsageError(str(exc)) from None
+    run = ManyRun(entries, out, jobs=jobs, force=force, seed=seed, only=only, override=override)
+    outcome = _grade_with_bar(run)
+    failed = [d for d in outcome.done if d.error]
+    for done in failed:
+        click.echo(f"could not grade {done.entry.path}: {done.error}", err=True)
+    if index is None:  # pods of a Job share --out: only a whole run tidies it
+        with contextlib.suppress(OSError):
+            (out / PARTIAL).rmdir()
+        _summary(out)
+    else:
+        done = outcome.done[0]
+        state = "kept (already finished)" if done.kept else ("failed" if done.error else "graded")
+        click.echo(f"{done.entry.name}: {state} {done.score:g}/{done.max_score:g} -> {out / done.entry.name}")
+    sys.exit(1 if failed else 0)
+
+
+def _grade_with_bar(run: ManyRun) -> Any:
+    from grader.rubric import RubricError
+
+    with contextlib.ExitStack() as stack:
+        bars: list[Any] = []
+
+        def on_start(todo: int, kept: int) -> None:
+            click.echo(f"{todo} to grade, {kept} finished grades kept" + (" (--force to redo them)" if kept else "")
+                       + f", {run.jobs} at a time", err=True)
+            bars.append(stack.enter_context(click.progressbar(
+                length=todo, label="grading", file=sys.stderr, show_eta=True, show_pos=True,
+                item_show_func=lambda item: item)))
+
+        def on_done(done: Done) -> None:
+            what = "FAILED" if done.error else f"{done.score:g}/{done.max_score:g}"
+            bars[0].update(1, f"{done.entry.name} {what} ({done.seconds:.0f} s)")
+
+        try:
+            outcome = grade_many(run, on_start=on_start, on_done=on_done)
+        except RubricError as exc:
+            raise click.UsageError(str(exc)) from None
+        except OSError as exc:
+            raise click.UsageError(f"{exc.filename or run.out}: {exc.strerror}") from None
+    if outcome.note:
+        click.echo(outcome.note, err=True)
+    return outcome
+
+
+def _merge(paths: Sequence[Path], out: Path) -> None:
+    try:
+        merge(paths, out)
+    except ManyError as exc:
+        raise click.UsageError(str(exc)) from None
+    _summary(out)
+
+
+def parse_score(text: str) -> tuple[str, tuple[float, float]]:
+    """`human.1=2/3` (or `<item text>=2.5/4`) as (item, (score, max_score)); ValueError says what is wrong."""
+    item, sep, points = text.rpartition("=")
+    if not sep or not item:
+        raise ValueError(f"{text!r}: expected ITEM=SCORE/MAX, e.g. human.1=2/3")
+    score_text, slash, max_text = points.partition("/")
+    if not slash:
+        raise ValueError(f"{text!r}: the points must be SCORE/MAX, e.g. 2/3")
+    try:
+        score, max_score = float(score_text), float(max_text)
+    except ValueError:
+        raise ValueError(f"{text!r}: SCORE and MAX must be numbers") from None
+    if not (math.isfinite(score) and math.isfinite(max_score)):
+        raise ValueError(f"{text!r}: SCORE and MAX must be finite numbers")
+    return item.strip(), (score, max_score)
+
+
+def run_human_score(report_json: Path, scores: Sequence[str]) -> None:
+    from grader.reports import HumanScoreError, apply_human_scores
+
+    if not report_json.is_file():
+        raise click.ClickException(f"{report_json}: no such file (give a report.json the grader wrote)")
+    parsed: dict[str, tuple[float, float]] = {}
+    for text in scores:
+        try:
+            item, points = parse_score(text)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+        if item in parsed:
+            raise click.ClickException(f"{text!r}: {item} is scored twice")
+        parsed[item] = points
+    try:
+        document = apply_human_scores(report_json, parsed)
+    except HumanScoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    for entry in document["extra_data"]["human"]["checklist"]:
+        if entry["score"] is not None:
+            click.echo(f"{entry['id']}: {entry['score']:g}/{entry['max_score']:g}  {entry['item']}")
+    click.echo(f"{report_json}: total now {document['score']:g}/{document['max_score']:g} "
+               "(rebuild a round's summary with grader grade-many --merge)")

@@ -1,0 +1,207 @@
+"""The round's summary: `grades.csv` and `index.html`, rebuilt from report folders alone.
+
+    from grader.many_index import read_rows, write_index
+    rows = read_rows(Path("grades"))          # every OUT/<name>/report.json, ranked
+    write_index(rows, Path("grades"))         # grades.csv, index.html
+
+Only report.json is read, so the summary of a run on one machine and of many Kubernetes pods
+merged (`grader grade-many --merge`) are the same thing, and a person's checklist points
+(`grader human-score`) count once the summary is rebuilt. Ranked by score (human points
+included), ties by name; equal scores share a rank.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pygal
+
+from grader.reports import FILE_NAMES
+from grader.reports.page_style import CSS
+from grader.reports.plots import _STYLE, _static
+from grader.reports.text import clean, fmt_points
+
+__all__ = ["CSV_NAME", "INDEX_NAME", "Row", "RowError", "missed_counts", "read_row", "read_rows", "to_csv",
+           "to_index_html", "write_index"]
+
+CSV_NAME = "grades.csv"
+INDEX_NAME = "index.html"
+_FIXED = ["rank", "name", "candidate", "score", "max_score", "percent", "human_score", "sandboxed",
+          "inconclusive", "contract_problems"]
+_CHART_MAX = 20  # criteria shown in the "most missed" chart
+
+
+class RowError(ValueError):
+    """A report folder whose report.json cannot be read as a kit report; names the file."""
+
+
+@dataclass
+class Row:
+    name: str  # the report folder's name
+    candidate: str
+    score: float  # report.json's total, human points included
+    max_score: float
+    human_score: float | None  # None until a person scored the checklist
+    sandboxed: bool
+    contract_problems: int
+    statuses: dict[str, str] = field(default_factory=dict)  # criterion id -> passed | failed | ...
+    scores: dict[str, float] = field(default_factory=dict)  # criterion id -> points awarded
+    weights: dict[str, float] = field(default_factory=dict)
+    titles: dict[str, str] = field(default_factory=dict)
+    rank: int = 0
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.score / self.max_score if self.max_score else 0.0
+
+    @property
+    def inconclusive(self) -> list[str]:
+        return [cid for cid, status in self.statuses.items() if status == "inconclusive"]
+
+
+def read_row(folder: Path) -> Row:
+    """One candidate's row from `folder/report.json`."""
+    path = folder / FILE_NAMES["json"]
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        kit = data["extra_data"]["kit"]
+        human = data["extra_data"]["human"]["checklist"]
+        row = Row(name=folder.name, candidate=str(kit.get("candidate") or ""), score=float(data["score"]),
+                  max_score=float(data["max_score"]), sandboxed=bool(kit["sandboxed"]),
+                  contract_problems=len(kit["contract_problems"]),
+                  human_score=(sum(float(h["score"]) for h in human if h["score"] is not None)
+                               if any(h["score"] is not None for h in human) else None))
+        for c in kit["criteria"]:
+            awarded = float(c["score"]) if c["status"] in ("passed", "failed") else 0.0
+            row.statuses[c["id"]], row.scores[c["id"]] = c["status"], awarded
+            row.weights[c["id"]], row.titles[c["id"]] = float(c["weight"]), str(c["title"])
+    except OSError as exc:
+        raise RowError(f"{path}: cannot read ({exc.strerror})") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RowError(f"{path}: not a grader report.json ({type(exc).__name__}: {exc})") from None
+    return row
+
+
+def read_rows(out: Path) -> list[Row]:
+    """Every report folder directly under `out` (those holding report.json), ranked."""
+    folders = [p for p in sorted(out.iterdir()) if p.is_dir() and not p.name.startswith(".")
+               and (p / FILE_NAMES["json"]).is_file()]
+    return rank([read_row(p) for p in folders])
+
+
+def rank(rows: list[Row]) -> list[Row]:
+    """Highest score first, ties by name; equal scores share the higher rank (1, 2, 2, 4)."""
+    ordered = sorted(rows, key=lambda r: (-round(r.score, 6), r.name))
+    for i, row in enumerate(ordered):
+        same = i > 0 and round(row.score, 6) == round(ordered[i - 1].score, 6)
+        row.rank = ordered[i - 1].rank if same else i + 1
+    return ordered
+
+
+def criterion_ids(rows: list[Row]) -> list[str]:
+    """Every criterion graded in any row, in the order first met (the rubric's order)."""
+    seen: dict[str, None] = {}
+    for row in rows:
+        seen.update(dict.fromkeys(row.statuses))
+    return list(seen)
+
+
+def _num(value: float) -> str:
+    return f"{round(value, 6):g}"
+
+
+def to_csv(rows: list[Row]) -> str:
+    """One row per candidate, one column per criterion (the points awarded; empty when not graded)."""
+    ids = criterion_ids(rows)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(_FIXED + ids)
+    for r in rows:
+        writer.writerow([r.rank, r.name, clean(r.candidate), _num(r.score), _num(r.max_score), f"{r.percent:.1f}",
+                         "" if r.human_score is None else _num(r.human_score), "yes" if r.sandboxed else "NO",
+                         " ".join(r.inconclusive), r.contract_problems]
+                        + [_num(r.scores[c]) if c in r.scores else "" for c in ids])
+    return buffer.getvalue()
+
+
+def missed_counts(rows: list[Row]) -> list[tuple[str, int]]:
+    """(criterion id, candidates who did not get it in full), most missed first, never-missed left out."""
+    counts = {c: sum(1 for r in rows if c in r.scores and r.scores[c] < r.weights[c]) for c in criterion_ids(rows)}
+    return sorted(((c, n) for c, n in counts.items() if n), key=lambda item: (-item[1], item[0]))
+
+
+def _missed_chart(rows: list[Row]) -> str:
+    missed = missed_counts(rows)[:_CHART_MAX]
+    if not missed:
+        return '<p class="empty">Every candidate got every criterion.</p>'
+    chart = pygal.HorizontalBar(js=[], disable_xml_declaration=True, style=_STYLE, width=760,
+                                height=90 + 26 * len(missed), explicit_size=False, show_legend=False,
+                                title=f"Criteria missed, by number of candidates (of {len(rows)})",
+                                print_values=True, truncate_label=-1, value_formatter=lambda v: f"{v:g}")
+    chart.x_labels = [clean(c) for c, _ in reversed(missed)]
+    chart.add("candidates", [n for _, n in reversed(missed)])
+    chart.uuid = "missed"
+    chart.add_xml_filter(_static("missed"))
+    return str(chart.render(is_unicode=True))
+
+
+def _e(value: Any) -> str:
+    return html.escape(clean(value), quote=True)
+
+
+def to_index_html(rows: list[Row]) -> str:
+    """A self-contained page: the ranking, each name linking its report.html, and the missed chart."""
+    ids = criterion_ids(rows)
+    unsandboxed = [r.name for r in rows if not r.sandboxed]
+    head = ("<tr><th class=num>#</th><th>Submission</th><th>Candidate</th><th class=num>Score</th>"
+            "<th class=num>%</th><th class=num>Human</th><th>Flags</th></tr>")
+    body = []
+    for r in rows:
+        flags = (["UNSANDBOXED"] if not r.sandboxed else []) + \
+                ([f"{len(r.inconclusive)} inconclusive"] if r.inconclusive else []) + \
+                ([f"{r.contract_problems} contract problems"] if r.contract_problems else [])
+        link = f'<a href="{_e(r.name)}/{FILE_NAMES["html"]}">{_e(r.name)}</a>'
+        human = "–" if r.human_score is None else fmt_points(r.human_score)
+        body.append(f"<tr><td class=num>{r.rank}</td><td>{link}</td><td>{_e(r.candidate)}</td>"
+                    f"<td class=num>{fmt_points(r.score)} / {fmt_points(r.max_score)}</td>"
+                    f"<td class=num>{r.percent:.1f}</td><td class=num>{human}</td><td>{_e(', '.join(flags))}</td></tr>")
+    missed = missed_counts(rows)
+    legend = "".join(f"<tr><td class=mono>{_e(c)}</td><td class=num>{n}</td><td>{_e(_title(rows, c))}</td></tr>"
+                     for c, n in missed)
+    warning = (f'<div class="banner unsandboxed">UNSANDBOXED: {_e(", ".join(unsandboxed))} graded without a '
+               "sandbox</div>") if unsandboxed else ""
+    return (
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        "<meta name=viewport content='width=device-width, initial-scale=1'>"
+        f"<title>Grades: {len(rows)} submissions</title><style>{CSS}</style></head><body>{warning}"
+        f"<header><h1>Grades: {len(rows)} submissions, {len(ids)} criteria</h1>"
+        "<p>Ranked by score, a person's checklist points included once recorded; equal scores share a rank. "
+        f"Every figure is in <code>{CSV_NAME}</code> beside this page.</p></header>"
+        f"<main><table>{head}{''.join(body)}</table>"
+        f"<h2>What most candidates missed</h2>{_missed_chart(rows)}"
+        + (f"<table><tr><th>Criterion</th><th class=num>Missed by</th><th>What it asks</th></tr>{legend}</table>"
+           if missed else "")
+        + "</main></body></html>\n"
+    )
+
+
+def _title(rows: list[Row], criterion: str) -> str:
+    return next((r.titles[criterion] for r in rows if criterion in r.titles), "")
+
+
+def write_index(rows: list[Row], out: Path) -> dict[str, Path]:
+    """Write grades.csv and index.html into `out` (each replaced whole) and return their paths."""
+    paths = {}
+    for name, text in ((CSV_NAME, to_csv(rows)), (INDEX_NAME, to_index_html(rows))):
+        path = out / name
+        tmp = path.with_name(f".{name}.tmp")
+        tmp.write_text(text, encoding="utf-8", newline="\n")
+        tmp.replace(path)
+        paths[name] = path
+    return paths
