@@ -5,6 +5,11 @@ clock with them. Chunk times are taken right after the chunk was handed to the s
 engine produced it, so they are what a client could at best observe. A record is written when its
 request ends, whatever the ending (finished, aborted by the client, cut by a fault).
 
+Chunk kinds: `role` (the role-only first chunk), `reasoning`, `content` (visible text), `finish` (a
+chunk with no visible text that ends the answer: the end-of-sequence token of a natural stop),
+`usage`, `done` ([DONE]), and `error` (an in-stream error event) or `malformed` (a line that is not JSON)
+where a fault acted; each with the tokens it carried.
+
 A reset starts a new generation: request numbers start again at 1, and the records of requests
 that arrived before the reset (even those that end after it) belong to their own generation, so
 they never mix into the new one or collide with its numbers. Every record carries its

@@ -142,7 +142,9 @@ class StreamWriter:
                 if kind == "error":
                     return await self._send_error(send, 500, text)
                 body = enc.delta(kind, text, finish, stop_reason, self._usage_suffix(self.tokens_sent + count))
-                await self._write(send, body, kind, count)
+                # A content chunk with no text (the end-of-sequence token) shows the user nothing:
+                # the ledger calls it "finish", so the last content chunk is the last visible one.
+                await self._write(send, body, "finish" if kind == "content" and not text else kind, count)
                 self.tokens_sent += count
                 if finish is not None:
                     # Let the other streams of this step send their tokens before this one's

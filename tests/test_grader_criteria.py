@@ -113,3 +113,17 @@ def test_each_wrong_method_is_swapped_in_before_any_module_binds_the_name(tmp_pa
     assert got["marked"], "the swap left no marker"
     # Every wrong method differs from nearest rank on this unsorted list at some percentile.
     assert got["values"] != {"10": 1, "50": 5, "90": 9, "95": 10}
+
+
+def test_tps_truth_ends_at_the_last_visible_content_not_at_a_late_finish_chunk(fake_server):
+    words, late = 6, 0.3
+    server = fake_server(token_rate=200, output_len_min=words, output_len_max=words,
+                         faults=[{"kind": "stall", "after_tokens": words, "seconds": late}])
+    _stream(server.openai_base_url, max_tokens=32)
+    (record,) = server.ledger(settle=2.0)
+    truth = truth_of(record)
+    content = [t for t, kind, _ in record["chunks"] if kind == "content"]
+    (finish,) = [t for t, kind, _ in record["chunks"] if kind == "finish"]
+    assert finish - content[-1] >= late * 0.9  # the end-of-sequence chunk came late
+    assert truth.outcome == "ok" and truth.tokens == words + 1  # usage counts the end-of-sequence token
+    assert truth.tps == pytest.approx((words + 1) / (content[-1] - content[0]))

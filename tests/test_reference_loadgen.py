@@ -94,17 +94,10 @@ def expected_outcome(record: dict[str, Any]) -> tuple[str, str | None]:
 
 
 def text_span(record: dict[str, Any]) -> float:
-    """The ledger's first-to-last non-empty content delta span.
-
-    The ledger keeps each chunk's kind and token count, not its text. The fake server, as vLLM,
-    sends the end-of-sequence token alone as `"content": ""` with finish reason `stop` (the
-    reference sends no stop strings), so a final one-token content chunk of a request that stopped
-    is that empty finish chunk, and the span ends at the content chunk before it.
-    """
-    content = [(t, tokens) for t, kind, tokens in record["chunks"] if kind == "content"]
-    if record["finish_reason"] == "stop" and len(content) > 1 and content[-1][1] == 1:
-        content = content[:-1]
-    return content[-1][0] - content[0][0]
+    """The ledger's first-to-last non-empty content delta span. The ledger calls a chunk with no
+    visible text (the end-of-sequence token of a natural stop) `finish`, not `content`."""
+    content = [t for t, kind, _ in record["chunks"] if kind == "content"]
+    return content[-1] - content[0]
 
 
 def check_against_ledger(results: dict[str, Any], ledger: list[dict[str, Any]]) -> list[str]:
@@ -242,8 +235,9 @@ def test_tps_ends_at_the_last_non_empty_content_delta_not_at_a_late_finish_chunk
     for r in results["requests"]:
         record = records[r["id"]]
         content = [t for t, kind, _ in record["chunks"] if kind == "content"]
-        assert len(content) == words + 1 and content[-1] - content[-2] >= late * 0.9  # the finish chunk came late
+        (finish,) = [t for t, kind, _ in record["chunks"] if kind == "finish"]
+        assert len(content) == words and finish - content[-1] >= late * 0.9  # the finish chunk came late
         assert r["output_tokens"] == words + 1  # usage counts the end-of-sequence token
         span = r["output_tokens"] / r["tps"]
-        assert abs(span - (content[-2] - content[0])) <= TPS_SPAN  # ends at the last word...
-        assert content[-1] - content[0] - span >= late * 0.9  # ...not at the finish chunk
+        assert abs(span - (content[-1] - content[0])) <= TPS_SPAN  # ends at the last word...
+        assert finish - content[0] - span >= late * 0.9  # ...not at the finish chunk
