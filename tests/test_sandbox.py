@@ -485,3 +485,16 @@ def test_an_installed_wheel_hides_the_grader_inside_the_venv(tmp_path: Path) -> 
     assert pairs.index(("--tmpfs", str(site / "grader"))) > pairs.index(("--ro-bind", str(tmp_path / "venv")))
     assert ("--ro-bind", str(site / "grader")) in pairs  # the harness's copy, under the 0700 folder
     assert kit.starter is None
+
+
+def test_only_the_stub_client_is_on_the_path_not_the_starters_skeleton_packages(tmp_path):
+    """A submission whose loadgen/ has no __init__.py must not merge with the starter's loadgen/."""
+    sub = tmp_path / "sub"
+    (sub / "loadgen").mkdir(parents=True)
+    (sub / "loadgen" / "mine.py").write_text("X = 1\n")
+    probe = ("import api_client, loadgen\n"
+             "print(sorted(loadgen.__path__), api_client.__name__)\n")
+    with Sandbox(sub) as box:
+        result = box.run(["python", "-c", probe], timeout_s=30)
+    assert result.exit_code == 0, result.stderr_tail
+    assert "starter" not in result.stdout_tail and "api_client" in result.stdout_tail

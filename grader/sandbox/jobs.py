@@ -204,7 +204,13 @@ class Job:
                 (folder / name).chmod(0o644)
             python_path.append(str(folder))
         if cfg.starter:
-            python_path.append(cfg.starter)
+            # Only the stub client, not the starter folder: its skeleton packages (loadgen/,
+            # gateway/) would merge into a submission's namespace packages of the same names.
+            folder = self.ctx.root / "stub-client"
+            if not folder.exists():
+                folder.mkdir(mode=0o755)
+                (folder / "api_client.py").symlink_to(Path(cfg.starter) / "api_client.py")
+            python_path.append(str(folder))
         given = dict(self.spec.env)
         if given.get("PYTHONPATH"):
             python_path.append(given.pop("PYTHONPATH"))
