@@ -114,7 +114,10 @@ async def metrics(request: Request) -> Response:
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 404:
-        return error_response(404, f"Not found: {request.method} {request.url.path}")
+        hint = ""
+        if request.url.path.startswith("/admin/") and not request.app.state.server.settings.admin:
+            hint = " (/admin/* is off: start the server with --admin, or `admin: true` in its scenario or fleet entry)"
+        return error_response(404, f"Not found: {request.method} {request.url.path}{hint}")
     if exc.status_code == 405:
         return error_response(405, f"Method {request.method} is not allowed on {request.url.path}")
     return error_response(exc.status_code, str(exc.detail))

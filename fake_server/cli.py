@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -27,6 +28,9 @@ def _option_for(f: dataclasses.Field[Any]) -> Callable[[Any], Any]:
     flag = "--" + f.name.replace("_", "-")
     help_text = f.metadata.get("help", "")
     default = f.default if f.default is not dataclasses.MISSING else None
+    lo, hi = f.metadata.get("min"), f.metadata.get("max")
+    if kind in ("int", "float") and (lo is not None or hi is not None):
+        help_text += f"  [range: {_bound(lo)} to {_bound(hi)}]"
     if default is not None and kind != "bool":
         help_text += f"  [default: {default}]"
     if kind == "bool":
@@ -43,6 +47,32 @@ def _option_for(f: dataclasses.Field[Any]) -> Callable[[Any], Any]:
     return click.option(flag, f.name, type=py_type, default=None, help=help_text)
 
 
+def _bound(value: float | None) -> str:
+    if value is None:
+        return "any"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _name_flags(message: str, given: dict[str, Any]) -> str:
+    """A settings error about a value given as a flag names the flag (`--token-rate`), not the field."""
+    for key in given:
+        flag = "--" + key.replace("_", "-")
+        message = re.sub(rf"(?:(?:overrides|settings): )?`?\b{re.escape(key)}\b`?", f"`{flag}`", message)
+    return message
+
+
+def _name_server(message: str, fleet_file: str) -> str:
+    """A port that cannot be bound names the fleet's server that wanted it."""
+    from .fleet import fleet_settings
+
+    match = re.search(r"cannot listen on \S+?:(\d+)", message)
+    if match:
+        names = [name for name, s in fleet_settings(fleet_file).items() if s.port == int(match.group(1))]
+        if names:
+            return f"{fleet_file}: servers.{names[0]}: {message}"
+    return message
+
+
 def _settings_options(command: Callable[..., Any]) -> Callable[..., Any]:
     for f in reversed(server_fields() + model_fields()):
         command = _option_for(f)(command)
@@ -50,6 +80,7 @@ def _settings_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(package_name="serving-takehome-kit", prog_name="fake-server", message="%(prog)s %(version)s")
 def main() -> None:
     """A settable fake OpenAI-compatible server that behaves like vLLM."""
 
@@ -69,7 +100,7 @@ def serve(model: str | None, scenario: str | None, **values: Any) -> None:
         settings = build_settings(scenario, **given)
         _run(settings)
     except SettingsError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise click.UsageError(_name_flags(str(exc), given)) from None
 
 
 def _run(settings: ServerSettings) -> None:
@@ -110,7 +141,7 @@ def fleet(fleet_file: str) -> None:
             sys.stdout.flush()
             threading.Event().wait()
     except SettingsError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise click.UsageError(_name_server(str(exc), fleet_file)) from None
     except KeyboardInterrupt:
         click.echo("stopped", err=True)
 

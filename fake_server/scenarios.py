@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from .api_persona import API_DEFAULTS
+from .faults import parse_rules
 from .settings import ServerSettings, SettingsError, apply_scenario, read_scenario_file
 
 __all__ = ["SCENARIO_DIR", "build_settings", "list_scenarios", "scenario_path"]
@@ -53,6 +54,8 @@ def build_settings(scenario: str | Path | None = None, **overrides: Any) -> Serv
     if overrides.get("persona", data.get("persona")) == "api":
         apply_scenario(API_DEFAULTS, settings, "API persona defaults")
     apply_scenario(data, settings, where)
+    if "faults" in data:  # checked here too, so a bad rule names the file it came from
+        parse_rules(settings.faults, f"{where}: faults")
     apply_scenario(overrides, settings, "overrides")
     settings.validate()
     return settings

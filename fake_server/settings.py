@@ -190,6 +190,8 @@ class ServerSettings:
             raise SettingsError("settings: `served_model_name` needs at least one non-empty name")
         self.model.validate("settings")
         parse_rules(self.faults, "faults")
+        if self.ledger:
+            _check_ledger_path(Path(self.ledger))
         for name, settings in self.extra_models.items():
             if name in self.served_model_name:
                 raise SettingsError(f"models.{name}: name already served by the default model")
@@ -217,6 +219,14 @@ def slot_limit_ignored() -> bool:
     if raw in ("1", "true", "yes", "on"):
         return True
     raise SettingsError(f"environment variable {IGNORE_SLOT_LIMIT_ENV} must be 1 or 0 (got {raw!r})")
+
+
+def _check_ledger_path(path: Path) -> None:
+    """The ledger file must be creatable: a folder or a missing parent folder is an error now, not at the first request."""
+    if path.is_dir():
+        raise SettingsError(f"settings: `ledger` {path} is a folder; give a file path, e.g. {path / 'ledger.jsonl'}")
+    if not path.parent.is_dir():
+        raise SettingsError(f"settings: `ledger` {path}: its folder {path.parent} does not exist")
 
 
 def model_fields() -> list[dataclasses.Field[Any]]:
@@ -301,6 +311,8 @@ def read_scenario_file(path: Path) -> dict[str, Any]:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SettingsError(f"{path}: cannot read scenario file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""

@@ -13,6 +13,7 @@ __all__ = ["main"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="serving-takehome-kit", prog_name="grader", message="%(prog)s %(version)s")
 def main() -> None:
     """Grade take-home submissions for LLM serving engineers."""
 
@@ -49,12 +50,17 @@ def contract(submission: Path, outputs: tuple[tuple[str, str], ...]) -> None:
     """Check SUBMISSION's submission.yaml (and any outputs given) against the contract."""
     from grader.contract import KINDS, ContractError, check_output, load_submission
 
+    if not submission.is_dir():
+        raise click.UsageError(f"{submission}: no such folder (give the folder that holds submission.yaml)")
+    for kind, file in outputs:
+        if kind not in KINDS:
+            raise click.UsageError(f"--output {kind}: unknown kind (known: {', '.join(KINDS)})")
+        if not Path(file).is_file():
+            raise click.UsageError(f"--output {kind} {file}: no such file")
     try:
         load_submission(submission)
         problems = []
         for kind, file in outputs:
-            if kind not in KINDS:
-                raise click.UsageError(f"unknown kind {kind!r} (known: {', '.join(KINDS)})")
             problems += [f"{file}: {line}" for line in check_output(kind, Path(file))]
     except ContractError as exc:
         click.echo(str(exc), err=True)
@@ -63,7 +69,9 @@ def contract(submission: Path, outputs: tuple[tuple[str, str], ...]) -> None:
         click.echo(line, err=True)
     if problems:
         sys.exit(1)
-    click.echo(f"{submission}: follows contract 1")
+    click.echo(f"{submission / 'submission.yaml'}: follows contract 1")
+    for kind, file in outputs:
+        click.echo(f"{file}: follows {kind}.schema.json")
 
 
 @main.command()
@@ -182,7 +190,7 @@ def memo(memo_file: Path) -> None:
 
 @main.command()
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True, help="The archive to write (.tar.gz).")
-@click.option("--python", "pythons", default=",".join(("3.11", "3.12", "3.13")), show_default=True,
+@click.option("--python", "pythons", default="3.11,3.12,3.13", show_default=True,
               help="Python versions to carry wheels for, comma-separated.")
 @click.option("--platform", "platforms", multiple=True, metavar="NAME",
               help="linux-x86_64, linux-aarch64, macos-arm64, macos-x86_64, windows-amd64 (repeatable; default: all).")

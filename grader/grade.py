@@ -58,6 +58,7 @@ class GradeRun:
     echo: Callable[[str], None] = print
     inherent_s: float = 0.0  # time the candidate's own commands ran (the part no grader can save)
     timings: dict[str, float] = field(default_factory=dict)
+    public_only: bool = False  # `grader check`: only criteria the candidate may see, and the reports say so
 
 
 def contract_problems(folder: Path) -> tuple[Submission | None, dict[str, list[str]]]:
@@ -121,6 +122,8 @@ def grade(run: GradeRun) -> Grade:
     t0 = time.perf_counter()
     rubric = load_rubric(run.rubric, override=run.override)
     criteria = rubric.select(run.only)
+    if run.public_only:
+        criteria = tuple(c for c in criteria if c.visibility == "public")
     report = _progress(run.echo)
     with _submission_folder(run.submission) as (folder, refused):
         submission, problems = contract_problems(folder) if folder else (None, {"*": [refused]})
@@ -143,7 +146,7 @@ def grade(run: GradeRun) -> Grade:
     grade_ = Grade(
         submission=str(run.submission), candidate=(submission.data.get("candidate") if submission else None),
         seed=run.seed, started=started_at.isoformat(), duration_s=round(time.perf_counter() - t0, 3),
-        sandboxed=sandboxed, sandbox_note=note, rubric=str(rubric.path),
+        sandboxed=sandboxed, sandbox_note=note, rubric=str(rubric.path) + (" (public criteria only)" if run.public_only else ""),
         contract_problems=[p for lines in problems.values() for p in lines], criteria=ordered,
         human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in criteria) else [],
     )

@@ -26,11 +26,11 @@ def test_every_builtin_scenario_loads_and_validates():
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--max-num-seqs", "0"], "`max_num_seqs` must be between 1 and 65536 (got 0)"),
-    (["--token-rate", "-3"], "`token_rate` must be between"),
-    (["--jitter", "2"], "`jitter` must be between 0 and 0.9"),
-    (["--kv-cache-tokens", "100", "--max-model-len", "4096"], "kv_cache_tokens (100) must hold one sequence"),
-    (["--output-len-min", "50", "--output-len-max", "10"], "output_len_min (50) is above output_len_max (10)"),
+    (["--max-num-seqs", "0"], "`--max-num-seqs` must be between 1 and 65536 (got 0)"),
+    (["--token-rate", "-3"], "`--token-rate` must be between"),
+    (["--jitter", "2"], "`--jitter` must be between 0 and 0.9"),
+    (["--kv-cache-tokens", "100", "--max-model-len", "4096"], "`--kv-cache-tokens` (100) must hold one sequence"),
+    (["--output-len-min", "50", "--output-len-max", "10"], "`--output-len-min` (50) is above `--output-len-max` (10)"),
     (["--scenario", "no-such-scenario"], "scenario `no-such-scenario` is neither a built-in"),
 ])
 def test_invalid_settings_fail_at_start_naming_the_setting(args, message):

@@ -81,7 +81,7 @@ def template_file(chart_dir: Path, template: str) -> str:
 
 def render_chart(chart_dir: Path, values_file: Path | None = None) -> RenderOutcome:
     """Render every template of `chart_dir` with `values_file` over the chart's defaults."""
-    import helm_python  # noqa: PLC0415 - see the module docstring
+    import helm_python
 
     outcome = RenderOutcome(chart=display_name(chart_dir),
                             values=display_name(values_file) if values_file else None)

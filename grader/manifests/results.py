@@ -14,7 +14,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["FORMAT_VERSION", "Finding", "CheckResult", "DocumentSummary", "ManifestReport"]
+__all__ = ["FORMAT_VERSION", "CheckResult", "DocumentSummary", "Finding", "ManifestReport"]
 
 FORMAT_VERSION = 1
 

@@ -20,7 +20,7 @@ from typing import Any
 from .fieldpath import fmt_path
 from .loader import Document, PathKey
 
-__all__ = ["FlagValue", "ServingContainer", "WORKLOAD_POD_SPECS", "find_servers", "parse_length"]
+__all__ = ["WORKLOAD_POD_SPECS", "FlagValue", "ServingContainer", "find_servers", "parse_length"]
 
 #: Where each workload kind keeps its pod spec.
 WORKLOAD_POD_SPECS: dict[str, PathKey] = {

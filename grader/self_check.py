@@ -1,0 +1,105 @@
+"""`grader check` and `grader memo`: the candidate's self-check, on their own laptop.
+
+`grader check` grades what `grader grade` grades, limited to the public criteria: the contract,
+every public criterion through the same engine and scenarios (`GradeRun(public_only=True)`), the
+manifest checklist and the memo's honesty rules. The reports have the same format and say
+"public criteria only"; a hidden criterion is never selected, so it is never named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.contract import ContractError, Submission, load_submission
+from grader.manifests import ManifestReport, check_manifests, to_text
+from grader.memo_honesty import Finding, check_memo, errors
+
+__all__ = ["CheckOutcome", "memo_lines", "read_memo", "run_check"]
+
+
+@dataclass
+class CheckOutcome:
+    """What the self-check found, part by part; `passed` only when every part passed."""
+
+    contract: list[str] = field(default_factory=list)  # problems; empty when the contract holds
+    score: float = 0.0
+    max_score: float = 0.0
+    failed_criteria: list[str] = field(default_factory=list)
+    manifests: ManifestReport | None = None
+    memo: list[Finding] = field(default_factory=list)
+    report: Path | None = None
+
+    @property
+    def passed(self) -> bool:
+        return (not self.contract and not self.failed_criteria and not errors(self.memo)
+                and (self.manifests is None or self.manifests.passed))
+
+
+def read_memo(path: Path) -> list[Finding]:
+    """The honesty findings of one memo file; an unreadable file is a ContractError naming it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ContractError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+    return check_memo(text)
+
+
+def memo_lines(path: Path, findings: list[Finding]) -> list[str]:
+    """One line per finding, errors (scored) first, then advice (never scored)."""
+    ordered = sorted(findings, key=lambda f: f.severity != "error")
+    lines = [f"{path}: {f.severity.upper():6} {f.rule}" + (f" [{f.figure}]" if f.figure else "") + f": {f.message}"
+             for f in ordered]
+    scored = len(errors(findings))
+    lines.append(f"{path}: {'every honesty rule holds' if not scored else f'{scored} honesty rule(s) broken'}"
+                 + (f"; {len(findings) - scored} piece(s) of advice" if len(findings) > scored else ""))
+    return lines
+
+
+def _manifests(submission: Submission) -> ManifestReport:
+    from grader.kit_files import chart_dir
+
+    mode, path = submission.manifests
+    if mode == "values":
+        return check_manifests([chart_dir()], values=path)
+    return check_manifests([path])
+
+
+def run_check(folder: Path, out: Path, *, only: tuple[str, ...] = (), seed: int = 0, jobs: int = 1,
+              echo: Callable[[str], None] = print) -> CheckOutcome:
+    """Check the submission in `folder` as the grader would, public criteria only; reports go to `out`."""
+    from grader.grade import GradeRun, grade
+    from grader.reports import score_table
+
+    outcome = CheckOutcome()
+    submission: Submission | None = None
+    echo("== contract")
+    try:
+        submission = load_submission(folder)
+        echo(f"{folder / 'submission.yaml'}: follows contract 1")
+    except ContractError as exc:
+        outcome.contract = str(exc).splitlines()
+        for line in outcome.contract:
+            echo(line)
+    echo("\n== public criteria (the grader's engine and scenarios; hidden criteria are not run)")
+    run = GradeRun(folder, out, only=only, seed=seed, jobs=jobs, echo=echo, public_only=True)
+    result = grade(run)
+    echo("\n" + score_table(result))
+    outcome.score, outcome.max_score = result.score, result.max_score
+    graded = {c.deliverable for c in result.criteria if c.status != "skipped"}
+    outcome.failed_criteria = [c.id for c in result.criteria if c.status != "passed"
+                               and not (c.status == "skipped" and c.deliverable in ("manifests", "sizing", "memo"))]
+    outcome.report = out / "report.html"
+    if submission is not None and "manifests" not in graded and (not only or "manifests" in only):
+        echo("== manifests (the checklist)")
+        outcome.manifests = _manifests(submission)
+        echo(to_text(outcome.manifests).rstrip())
+    if submission is not None and "memo" not in graded and (not only or "memo" in only):
+        echo("\n== memo (honesty rules)")
+        memo = submission.path("memo")
+        outcome.memo = read_memo(memo)
+        for line in memo_lines(memo, outcome.memo):
+            echo(line)
+    echo(f"\npublic criteria only: {outcome.score:g}/{outcome.max_score:g}; report: {outcome.report.resolve()}")
+    return outcome
