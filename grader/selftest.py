@@ -56,7 +56,8 @@ def _criteria_for(rubric: Rubric, targets: list[str], name: str, full: bool) -> 
     A scenario run (or a gateway case) feeds every criterion judged from it, so those cost
     nothing more; a target judged from every run of its section makes the whole section free.
     The sample comes from the targets' own deliverables and never includes the test-suite chaff
-    criteria (each a handful of full test runs); `--full` covers everything.
+    criteria (each a handful of full test runs) nor a gateway check over every case (a whole
+    gateway run); `--full` covers everything.
     """
     if full:
         return tuple(c.id for c in rubric.criteria)
@@ -70,7 +71,9 @@ def _criteria_for(rubric: Rubric, targets: list[str], name: str, full: bool) -> 
         free.add("tests.pass")
     expensive = {"tests.percentile-chaff", "tests.slot-chaff"}
     taken = {c.id for c in chosen} | free
-    rest = sorted(c.id for c in rubric.criteria if c.deliverable in deliverables and c.id not in taken | expensive)
+    # The sample leaves out criteria judged from every run of a section (they would rerun it whole).
+    rest = sorted(c.id for c in rubric.criteria if c.deliverable in deliverables and c.id not in taken | expensive
+                  and (c.deliverable != "gateway" or _runs_of(c) is not None))
     sample = random.Random(name).sample(rest, k=min(2, len(rest)))
     return tuple(c.id for c in rubric.criteria if c.id in taken | set(sample))
 
