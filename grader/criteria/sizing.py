@@ -235,7 +235,8 @@ def _ignored(runs: SizingRuns, criterion_id: str) -> list[str]:
         for (family, wb), (_, wm), (_, gb), (_, gm) in zip(want_base, want_moved, got_base, got_moved, strict=True):
             if wb != wm:
                 stuck[family] = stuck.get(family, True) and gb == gm
-        if stuck and next(iter(stuck.values())):  # the first field it moves, upstream of any floor
+        first_moved: bool = next(iter(stuck.values()), False)  # the first field it moves, upstream of any floor
+        if first_moved:
             ignored.append(f"--{flag}")
     return ignored
 
