@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from grader.kit_files import schemas_dir
+from grader.schema_words import explain
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -69,7 +70,7 @@ def schema_errors(kind: str, data: Any) -> list[str]:
         return [f"contract: version {data['contract']!r} is not supported by this grader (it reads version {CONTRACT_VERSION})"]
     validator = Draft202012Validator(_SCHEMAS[kind], registry=_REGISTRY)
     errors = sorted(validator.iter_errors(data), key=lambda e: (list(e.absolute_path), e.message))
-    return [f"{_where(e.absolute_path)}: {e.message}" for e in errors]
+    return [f"{_where(e.absolute_path)}: {explain(e)}" for e in errors]
 
 
 def read_yaml(path: Path) -> Any:

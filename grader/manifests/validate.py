@@ -14,6 +14,8 @@ from typing import Any
 
 import jsonschema
 
+from grader.schema_words import article, explain
+
 from .fieldpath import fmt_path
 from .loader import Document, PathKey
 from .results import Finding
@@ -69,16 +71,16 @@ def _describe(error: jsonschema.ValidationError) -> list[tuple[PathKey, str, str
         why = f"expected {expected}, got {_type_name(value)} {_short(value)}"
         if expected == "string" and isinstance(value, (int, float, bool)):
             return [(path, why, f'quote it: "{value}"')]
-        return [(path, why, f"give it a {expected} value")]
+        return [(path, why, f"give it {article(expected)} value")]
     if kind in ("oneOf", "anyOf") and all(isinstance(s, dict) and list(s) == ["type"] for s in rule):
         expected = " or ".join(sorted({_expected(s) for s in rule}))
-        return [(path, f"expected {expected}, got {_type_name(value)} {_short(value)}", f"give it a {expected} value")]
+        return [(path, f"expected {expected}, got {_type_name(value)} {_short(value)}", f"give it {article(expected)} value")]
     if kind == "enum":
         return [(path, f"{_short(value)} is not one of {', '.join(map(repr, rule))}",
                  "use one of the allowed values")]
     if kind == "const":
         return [(path, f"must be {rule!r}, got {_short(value)}", f"set it to {rule!r}")]
-    return [(path, error.message, "correct the value to satisfy the schema")]
+    return [(path, explain(error), "correct the value to satisfy the schema")]
 
 
 def _finding(doc: Document, passed: bool, message: str, path: PathKey | None = None, fix: str = "") -> Finding:

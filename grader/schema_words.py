@@ -1,0 +1,64 @@
+"""jsonschema's errors as sentences a person acts on, for the contract and the manifest checker.
+
+jsonschema words its errors for programmers ("{'a': 1} has too many properties", "'x' should not be
+valid under {'pattern': ...}"); these are the same facts said about the value the person wrote.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+
+__all__ = ["article", "explain"]
+
+_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "mapping",
+          type(None): "null"}
+_SCHEMA_TYPES = {"object": "mapping", "array": "list"}
+
+
+def article(noun: str) -> str:
+    """'an integer', 'a string'."""
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _type_words(rule: Any) -> str:
+    names = rule if isinstance(rule, list) else [rule]
+    return " or ".join(_SCHEMA_TYPES.get(str(n), str(n)) for n in names)
+
+
+def explain(error: jsonschema.ValidationError) -> str:
+    """One sentence for one error, about the value at the error's path.
+
+    jsonschema's own words are kept where they already read as a sentence ("'x' is a required
+    property", "Additional properties are not allowed ('y' was unexpected)").
+    """
+    kind, value, rule = error.validator, error.instance, error.validator_value
+    got = _TYPES.get(type(value), type(value).__name__)
+    if kind == "type":
+        return f"must be {article(_type_words(rule))}, not {article(got)} ({_short(value)})"
+    if kind == "enum":
+        return f"{_short(value)} is not one of {', '.join(map(repr, rule))}"
+    if kind == "const":
+        return f"must be {rule!r}, not {_short(value)}"
+    if kind == "pattern":
+        return f"{_short(value)} does not match the required form (pattern {rule})"
+    if kind == "not":
+        return f"{_short(value)} has a form that is not allowed here"
+    if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        words = {"minimum": "at least", "exclusiveMinimum": "above", "maximum": "at most", "exclusiveMaximum": "below"}
+        return f"must be {words[kind]} {rule:g}, not {_short(value)}"
+    if kind in ("minItems", "maxItems"):
+        return f"must hold {'at least' if kind == 'minItems' else 'at most'} {rule} item{'s' if rule != 1 else ''}, not {len(value)}"
+    if kind in ("minProperties", "maxProperties"):
+        return f"must have {'at least' if kind == 'minProperties' else 'at most'} {rule} key{'s' if rule != 1 else ''}, not {len(value)}"
+    if kind in ("minLength", "maxLength"):
+        return f"must be {'at least' if kind == 'minLength' else 'at most'} {rule} character{'s' if rule != 1 else ''} long"
+    if kind in ("oneOf", "anyOf"):
+        return f"{_short(value)} matches none of the allowed shapes"
+    return error.message
