@@ -1,52 +1,59 @@
 """`make demo`: the fake server at work, in twenty lines of output.
 
-Starts the `slot-saturation` scenario (2 slots), sends 6 streaming chats at once through the real
-openai client, and prints what each client saw next to what the ledger says happened, then the
-queue and cache figures from `/metrics`.
+Starts the `slot-saturation` scenario (2 slots), sends 6 streaming chats at once with httpx (the
+kit's base dependencies are enough), and prints what each client saw next to what the ledger says
+happened, then the queue and cache figures from `/metrics`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
-import openai
+import httpx
 
 from .runner import serve
 
 CONCURRENCY = 6
 
 
-async def _one(client: openai.AsyncOpenAI, i: int) -> dict[str, float | int | str]:
+async def _one(client: httpx.AsyncClient, i: int) -> dict[str, float | int | str]:
+    """One streamed chat, read with httpx alone (the demo runs on the kit's base dependencies)."""
     start = time.time()
     first = None
     tokens = 0
     rid = ""
-    stream = await client.chat.completions.create(
-        model="fake-model",
-        messages=[{"role": "user", "content": f"Question {i}: what is a KV cache?"}],
-        max_tokens=24,
-        stream=True,
-        stream_options={"include_usage": True},
-    )
-    async for chunk in stream:
-        rid = chunk.id
-        if chunk.choices and chunk.choices[0].delta.content and first is None:
-            first = time.time()
-        if chunk.usage:
-            tokens = chunk.usage.completion_tokens
+    body = {
+        "model": "fake-model",
+        "messages": [{"role": "user", "content": f"Question {i}: what is a KV cache?"}],
+        "max_tokens": 24,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    async with client.stream("POST", "/chat/completions", json=body) as response:
+        async for line in response.aiter_lines():
+            if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+                continue
+            chunk = json.loads(line[5:])
+            rid = chunk.get("id", rid)
+            choices = chunk.get("choices") or []
+            if choices and choices[0].get("delta", {}).get("content") and first is None:
+                first = time.time()
+            if chunk.get("usage"):
+                tokens = chunk["usage"]["completion_tokens"]
     return {"id": rid, "start": start, "ttft": (first or float("nan")) - start, "tokens": tokens}
 
 
 async def _run(base_url: str) -> list[dict[str, float | int | str]]:
-    async with openai.AsyncOpenAI(base_url=base_url, api_key="unused") as client:
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
         return await asyncio.gather(*(_one(client, i) for i in range(CONCURRENCY)))
 
 
 def main() -> None:
     with serve(scenario="slot-saturation") as server:
         print(f"fake server (scenario slot-saturation: 2 slots, 200 tokens/s) at {server.base_url}")
-        print(f"sending {CONCURRENCY} streaming chats at once with the openai client...\n")
+        print(f"sending {CONCURRENCY} streaming chats at once...\n")
         seen = asyncio.run(_run(server.openai_base_url))
         ledger = {r["id"]: r for r in server.ledger()}
         metrics = [
