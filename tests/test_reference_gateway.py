@@ -1,5 +1,5 @@
 """The reference gateway (submissions/reference/gateway) against two fake servers, a local one and the API
-persona: every routing rule and edge of DESIGN.md §8, each checked in both ledgers (where every
+persona: every routing rule and edge of the contract (docs/contract.md), each checked in both ledgers (where every
 request went, and how many times).
 
 The gateway runs as the grader runs a submission: a child process started with

@@ -13,7 +13,7 @@ to be read), so client TTFT minus ledger TTFT (first_content - arrival) is small
 loopback it measured 0.1-6.5 ms (four runs of every scenario below). The bounds are -5 ms (the
 ledger stamps a send just after the socket took it; with the CPU busy that stamp can come a few ms
 after the client already read the chunk) to +20 ms. A run whose timing falls outside is run once
-more before the test fails, as DESIGN.md §8 asks of timing checks; outcomes and tokens never retry.
+more before the test fails, as docs/grading.md asks of timing checks; outcomes and tokens never retry.
 """
 
 from __future__ import annotations
