@@ -1,6 +1,6 @@
 """Routing gateway. YOURS TO WRITE: this skeleton starts, answers /health, and routes nothing.
 
-Contract (TASK.md, schemas/contract/gateway-config.schema.json, gateway-stats.schema.json):
+Contract (TASK.md, ../schemas/contract/gateway-config.schema.json, gateway-stats.schema.json):
     python gateway/gateway.py --config FILE --port N
 """
 

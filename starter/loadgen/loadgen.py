@@ -1,6 +1,6 @@
 """Load generator. YOURS TO WRITE: this skeleton parses the contract's flags and writes an empty result.
 
-Contract (TASK.md, schemas/contract/loadgen-results.schema.json):
+Contract (TASK.md, ../schemas/contract/loadgen-results.schema.json):
     python loadgen/loadgen.py --base-url URL --model NAME --requests N --concurrency C \
         --prompt-tokens P --max-tokens M --output FILE [--api-key KEY]
 

@@ -1,6 +1,6 @@
 """Sizing arithmetic. YOURS TO WRITE: this skeleton reads every flag and prints them back, with nothing worked out.
 
-Contract (TASK.md, schemas/contract/README.md, schemas/contract/sizing-output.schema.json): every price,
+Contract (TASK.md, ../schemas/contract/README.md, ../schemas/contract/sizing-output.schema.json): every price,
 utilisation, throughput and load is a flag; exactly one JSON object on stdout; a missing, unknown or
 out-of-range flag exits non-zero with a message on stderr. The output still lacks every field after `inputs`:
 peak_output_tokens_per_s, per_stream_output_tokens_per_s, replicas_for_load, replicas,
