@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from grader.many import PARTIAL, Done, Entry, ManyError, ManyRun, find_submissions, grade_many, merge, pick
+from grader.many import PARTIAL, Done, Entry, ManyError, ManyRun, Outcome, find_submissions, grade_many, merge, pick
 from grader.many_index import RowError, read_rows, write_index
 
 __all__ = ["parse_score", "run_grade_many", "run_human_score"]
@@ -91,7 +91,7 @@ def run_grade_many(paths: Sequence[Path], out: Path | None, *, jobs: int, force:
     sys.exit(1 if failed else 0)
 
 
-def _grade_with_bar(run: ManyRun) -> Any:
+def _grade_with_bar(run: ManyRun) -> Outcome:
     from grader.rubric import RubricError
 
     with contextlib.ExitStack() as stack:
