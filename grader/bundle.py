@@ -61,6 +61,7 @@ DEFAULT_PYTHONS = ("3.11", "3.12", "3.13")
 DEFAULT_PLATFORMS = tuple(PLATFORMS)
 TOP = "takehome"
 _HIDDEN_DIRS = ("hidden",)  # grader/hidden/: input sets the candidate must not see
+_GRADER_ONLY = ("chaff.py", "selftest.py")  # build and grade the chaff; the candidate's kit has none
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache", "*.egg-info",
                                  ".venv", "grade-report", "*.jsonl")
 
@@ -111,7 +112,7 @@ def _stage_sources(root: Path, stage: Path) -> None:
     for name in ("fake_server", "schemas", "chart"):
         shutil.copytree(root / name, stage / name, ignore=_IGNORE)
     shutil.copytree(root / "grader", stage / "grader",
-                    ignore=shutil.ignore_patterns(*_HIDDEN_DIRS, "__pycache__", "*.pyc"))
+                    ignore=shutil.ignore_patterns(*_HIDDEN_DIRS, *_GRADER_ONLY, "__pycache__", "*.pyc"))
     rubric = stage / "grader" / "rubric.yaml"
     rubric.write_text(candidate_rubric(rubric.read_text(encoding="utf-8")), encoding="utf-8")
 

@@ -118,8 +118,11 @@ def grade(submission: Path, out: Path, only: tuple[str, ...], seed: int, overrid
 @click.option("--only", "names", multiple=True, metavar="NAME", help="Only the reference or this chaff (repeatable).")
 def selftest(full: bool, jobs: int, names: tuple[str, ...]) -> None:
     """Grade the reference (full marks) and every chaff (each loses exactly its targets)."""
-    from grader.selftest import SelftestError
-    from grader.selftest import selftest as run_selftest
+    try:
+        from grader.selftest import SelftestError
+        from grader.selftest import selftest as run_selftest
+    except ImportError:  # a candidate's kit carries neither the reference nor the chaff
+        raise click.UsageError("selftest runs from the kit's repository; this install has no reference or chaff") from None
 
     try:
         findings = run_selftest(full=full, jobs=jobs, names=names, echo=click.echo)
