@@ -7,6 +7,7 @@ built once, for this machine's Python and platform, and shared by the tests.
 
 from __future__ import annotations
 
+import io
 import os
 import platform
 import re
@@ -86,7 +87,6 @@ def _members(path: Path) -> dict[str, bytes]:
             data = archive.extractfile(member).read()
             out[member.name] = data
             if member.name.endswith(".whl") and "serving_takehome_kit" in member.name:
-                import io
                 with zipfile.ZipFile(io.BytesIO(data)) as wheel:
                     for name in wheel.namelist():
                         out[f"{member.name}!/{name}"] = wheel.read(name)
@@ -114,7 +114,6 @@ def test_the_bundle_holds_the_candidates_kit(bundle):
     wheels = [n.rsplit("/", 1)[-1] for n in names if n.startswith("takehome/wheels/") and n.endswith(".whl")]
     for dist in ("serving_takehome_kit-", "pytest-", "openai-", "helm_python_sdk-", "httpx-", "uvicorn-", "pyyaml-"):
         assert any(w.lower().startswith(dist) for w in wheels), dist
-    assert os.access(ROOT, os.R_OK)
     with tarfile.open(bundle) as archive:
         assert archive.getmember("takehome/install.sh").mode & 0o111
 
@@ -161,7 +160,7 @@ def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tm
     print(f"\nunpack to first streamed token, offline: {first - started:.1f} s")
     assert "== contract" in output and "follows contract 1" in output
     assert "public criteria only" in output
-    assert re.search(r"^FAIL\s", output, re.M), "the skeleton's failures are shown"
+    assert re.search(r"^FAIL\s", output, re.MULTILINE), "the skeleton's failures are shown"
     assert "CHECK-EXIT 1" in output  # the skeleton does not pass
     assert (top / "check-report" / "report.html").is_file()
     assert "Traceback" not in output
