@@ -268,13 +268,14 @@ def _percentile_problems(name: str, reported: Any, values: list[float], criterio
         problems.append(f"summary.{name}.n: {reported.get('n')!r}; your records have {n} samples")
     if reported.get("p99_is_max") is not (n < 100):
         problems.append(f"summary.{name}.p99_is_max: {reported.get('p99_is_max')!r} with n = {n}; it must be {n < 100}")
+    abs_s = criterion.abs_s if name == "ttft_s" else None  # seconds apply to TTFT; TPS is relative only
     for key, p in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)):
         expected, got = nearest_rank(values, p), reported.get(key)
+        value = _num(got)
         if expected is None:
             if got is not None:
                 problems.append(f"summary.{name}.{key}: {got!r}; with no samples it is null")
-        elif _num(got) is None or within(_num(got) - expected, expected, abs_s=criterion.abs_s if name == "ttft_s" else None,  # type: ignore[operator]
-                                         rel=criterion.rel) > 1:
+        elif value is None or within(value - expected, expected, abs_s=abs_s, rel=criterion.rel) > 1:
             problems.append(f"summary.{name}.{key}: {got!r}; nearest rank of your {n} records gives {expected:.6g}")
     return problems
 
