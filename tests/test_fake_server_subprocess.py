@@ -41,5 +41,5 @@ def test_a_named_log_file_is_kept_and_a_failed_start_says_why(tmp_path):
     with serve_subprocess("--token-rate", "500", log=log) as server:
         assert server.log_path == log
     assert "serving fake-model on http://127.0.0.1:" in log.read_text()
-    with pytest.raises(RuntimeError, match="did not start: .*max_num_seqs"), serve_subprocess("--max-num-seqs", "0"):
+    with pytest.raises(RuntimeError, match="did not start: .*--max-num-seqs"), serve_subprocess("--max-num-seqs", "0"):
         pass
