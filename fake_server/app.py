@@ -18,6 +18,7 @@ from .admin import admin_routes
 from .control import ServerControl
 from .generation import Persona, chat_completions, completions, error_response
 from .metrics import make_registry, render
+from .openapi import openapi_json
 from .protocol import BadRequest, parse_chat, parse_json
 from .state import ServerState
 
@@ -173,6 +174,7 @@ def create_app(control: ServerControl, persona: Persona | None = None) -> _Gener
         Route("/tokenize", tokenize, methods=["POST"]),
         Route("/version", version, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        Route("/openapi.json", openapi_json, methods=["GET"]),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/completions", completions, methods=["POST"]),
     ]
