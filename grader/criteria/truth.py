@@ -39,6 +39,7 @@ class Truth:
     outcome: str  # ok | empty | failed
     reasons: frozenset[str]  # failure reasons a correct client may report (empty unless failed)
     ttft_s: float | None
+    first_content: float | None  # when the first content chunk was sent (ok requests)
     tokens: int
     tps: float | None
     fault: str | None
@@ -67,7 +68,7 @@ def truth_of(record: dict[str, Any]) -> Truth:
     return Truth(
         id=record["id"], number=int(record["number"]), status=status, arrival=float(record["arrival"]),
         end=float(end), outcome=outcome, reasons=reasons,
-        ttft_s=content[0] - record["arrival"] if ok else None,
+        ttft_s=content[0] - record["arrival"] if ok else None, first_content=content[0] if ok else None,
         tokens=tokens, tps=tokens / span if ok and span > 0 else None, fault=applied,
     )
 

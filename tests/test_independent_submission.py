@@ -1,0 +1,27 @@
+"""A second candidate's load generator, written from TASK.md and the contract alone, scores full
+marks: the grader judges what the contract states, not the reference's own choices.
+
+It differs from the reference on purpose: threads instead of asyncio, a new connection per request,
+its own SSE reader and percentile code, and its clock started just before the request is handed to
+its HTTP client.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+INDEPENDENT = ROOT / "tests" / "fixtures" / "independent_submission"
+
+
+def test_an_independent_load_generator_gets_every_load_generator_point(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(INDEPENDENT), "--only", "loadgen",
+                           "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    lost = {t["name"]: t["output"][:400] for t in report["tests"] if t["score"] < t["max_score"]}
+    assert not lost, lost
+    assert report["score"] == report["max_score"] > 0
