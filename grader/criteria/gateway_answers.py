@@ -1,0 +1,168 @@
+"""Reading the gateway's answers and the ledgers' records, and the timeline every gateway
+criterion shows as its evidence: the request, each ledger record (route, time after the request
+was sent, status, how it ended) and the client's answer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from grader.criteria.gateway_run import CaseRun, GatewayRun
+from grader.criteria.verdict import Verdict
+from grader.outcome import Evidence
+
+__all__ = ["COLUMNS", "answer_content", "answer_events", "answer_header", "answer_route", "case_evidence", "case_timeline",
+           "has_error_body", "is_complete", "is_stream", "judge_cases", "parse_json", "record_how", "record_whole",
+           "statuses_of", "success_records"]
+
+COLUMNS = ["case", "at (s)", "who", "what"]
+
+def parse_json(text: Any) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def answer_events(answer: dict[str, Any]) -> list[tuple[float, str]]:
+    return [(float(t), str(d)) for t, d in answer.get("events") or []]
+
+
+def is_stream(run: CaseRun, i: int = 0) -> bool:
+    return bool(run.sent and run.sent[min(i, len(run.sent) - 1)].get("stream"))
+
+
+def is_complete(run: CaseRun, answer: dict[str, Any], i: int = 0) -> bool:
+    """A whole successful answer: 200, and for a stream its last event is [DONE]."""
+    if answer.get("status") != 200:
+        return False
+    if is_stream(run, i):
+        events = answer_events(answer)
+        return bool(events) and events[-1][1].strip() == "[DONE]"
+    body = parse_json(answer.get("body"))
+    return isinstance(body, dict) and "choices" in body
+
+
+def has_error_body(answer: dict[str, Any]) -> bool:
+    body = parse_json(answer.get("body"))
+    return isinstance(body, dict) and "error" in body
+
+
+def answer_content(answer: dict[str, Any]) -> tuple[str, float | None]:
+    """The streamed content text and the arrival time of its first non-empty piece."""
+    text, first = "", None
+    for t, data in answer_events(answer):
+        chunk = parse_json(data)
+        if not isinstance(chunk, dict):
+            continue
+        for choice in chunk.get("choices") or []:
+            piece = (choice.get("delta") or {}).get("content") if isinstance(choice, dict) else None
+            if isinstance(piece, str) and piece:
+                text += piece
+                first = t if first is None else first
+    return text, first
+
+
+def answer_header(answer: dict[str, Any], name: str) -> str | None:
+    headers = {str(k).lower(): v for k, v in (answer.get("headers") or {}).items()}
+    return headers.get(name)
+
+
+def answer_route(run: CaseRun, answer: dict[str, Any]) -> str:
+    """The route whose ledger shows the answer the client got: `none` for the gateway's own error."""
+    status = answer.get("status")
+    if status == 200:
+        return "api" if run.api else "local"
+    for route, records in (("api", run.api), ("local", run.local)):
+        if 400 <= (status or 0) < 500 and any(r.get("status") == status for r in records):
+            return route
+    return "none"
+
+
+def record_whole(record: dict[str, Any]) -> bool:
+    """The server sent a whole answer: 200, and no fault that ended or broke the stream."""
+    fault = (record.get("fault") or {}).get("kind")
+    return (record.get("status") == 200 and fault not in ("cut", "no_done", "stream_error", "malformed_chunk")
+            and record.get("finish_reason") not in ("abort", "error"))
+
+
+def success_records(run: CaseRun) -> dict[str, list[dict[str, Any]]]:
+    """Per route, the ledger records of attempts that gave the client a whole successful answer."""
+    out: dict[str, list[dict[str, Any]]] = {"local": [], "api": []}
+    if run.case.kind == "concurrent":
+        ok = sum(is_complete(run, a, i) for i, a in enumerate(run.answers))
+        out["local"] = [r for r in run.local if r.get("status") == 200][:ok]
+    else:
+        for i, answer in enumerate(run.answers):
+            if is_complete(run, answer, i):
+                route = answer_route(run, answer)
+                records = [r for r in (run.api if route == "api" else run.local) if record_whole(r)]
+                if records:
+                    out[route].append(records[min(len(out[route]), len(records) - 1)])
+    for route in ("local", "api"):
+        out[route] += [r for r in run.extra.get(f"warm_{route}", []) if r.get("status") == 200]
+    return out
+
+
+
+def record_how(record: dict[str, Any]) -> str:
+    fault = (record.get("fault") or {}).get("kind")
+    chunks = sum(1 for c in record.get("chunks") or [] if c[1] == "content")
+    return (f"HTTP {record.get('status')}" + (f", fault {fault}" if fault else "")
+            + (f", ended {record['finish_reason']}" if record.get("finish_reason") else "")
+            + (f", {chunks} content chunks" if chunks else ""))
+
+
+def case_timeline(run: CaseRun, *, limit: int = 12) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    for i, body in enumerate(run.sent[:limit]):
+        answer = run.answers[i] if i < len(run.answers) else {}
+        sent_at = answer.get("sent_at", run.t0)
+        what = (f"POST /v1/chat/completions stream={bool(body.get('stream'))} max_tokens={body.get('max_tokens')}"
+                + (f" require={json.dumps(body['require'])}" if "require" in body else ""))
+        rows.append([run.case.name, round(sent_at - run.t0, 3), "client -> gateway", what])
+    for route, records in (("local", run.local), ("api", run.api)):
+        for record in records[:limit]:
+            rows.append([run.case.name, round(float(record.get("arrival", run.t0)) - run.t0, 3), f"{route} ledger", record_how(record)])
+    if run.local_stopped:
+        rows.append([run.case.name, 0.0, "local ledger", "server stopped: connections refused"])
+    for i, answer in enumerate(run.answers[:limit]):
+        events = answer_events(answer)
+        tail = events[-1][1][:70] if events else (answer.get("body") or "")[:70]
+        at = answer["done_at"] - run.t0 if "done_at" in answer else None
+        rows.append([run.case.name, round(at, 3) if at is not None else "", "gateway -> client",
+                     f"HTTP {answer.get('status')} route={answer_header(answer, 'x-gateway-route')} "
+                     f"attempts={answer_header(answer, 'x-gateway-attempts')!r}" + (f" {len(events)} events" if events else "")
+                     + f"; ends {tail!r}" + (f"; transport: {answer['error']}" if answer.get("error") else "")])
+    rows[len(run.sent[:limit]):] = sorted(rows[len(run.sent[:limit]):], key=lambda r: (r[1] if r[1] != "" else 1e9))
+    return rows
+
+
+def case_evidence(gw: GatewayRun, runs: Iterable[CaseRun], reported: str = "", truth: str = "") -> Evidence:
+    runs = list(runs)
+    sent = " ".join(f"`{r.case.name}`: {r.case.what}." for r in runs)
+    rows = [row for r in runs for row in case_timeline(r)]
+    return Evidence(sent=sent, reported=reported, truth=truth, columns=list(COLUMNS), rows=rows, logs=gw.logs)
+
+
+def judge_cases(gw: GatewayRun, names: tuple[str, ...], per_case: Callable[[CaseRun], list[str]], *,
+           reported: str = "", truth: str = "") -> Verdict:
+    """Run `per_case` over the named cases; pass when none has a problem."""
+    if not gw.started:
+        return Verdict(False, f"the gateway did not start: {gw.start_problem}", evidence=case_evidence(gw, []))
+    runs = [gw.cases[n] for n in names if n in gw.cases]
+    missing = [n for n in names if n not in gw.cases]
+    problems = [f"{n}: not run" for n in missing]
+    for run in runs:
+        if run.problem:
+            problems.append(f"{run.case.name}: {run.problem}")
+            continue
+        problems += [f"{run.case.name}: {p}" for p in per_case(run)]
+    ok = not problems
+    output = (f"all {len(runs)} cases right" if ok else f"{len(problems)} problem(s):\n- " + "\n- ".join(problems[:12]))
+    return Verdict(ok, output, evidence=case_evidence(gw, runs, reported, truth))
+
+
+def statuses_of(records: list[dict[str, Any]]) -> str:
+    return ",".join(str(r.get("status")) for r in records) or "none"
