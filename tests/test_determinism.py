@@ -1,0 +1,136 @@
+"""Determinism: the same submission graded again gives the same scores and the same report, apart
+from what is measured.
+
+What may differ between two grades (and is masked before comparing):
+- timestamps: `started`, and the "started ..." in the summary line;
+- measured durations: `execution_time`, every `duration_s`, and every decimal figure in outputs and
+  evidence (TTFT, TPS, wall times, the "worst X of the tolerance" margin), which are clock readings;
+- `attempts`: a timing check is rerun when its measured margin is borderline, which depends on the
+  machine's load, not on the submission;
+- loopback ports (`127.0.0.1:PORT`): the fake servers bind a free port;
+- every figure in the evidence's `logs` (the candidate's own output, which prints its own clock
+  readings) and the `-rerun` suffix of a rerun's file name;
+- the order of evidence rows, and the client's own request number (`#`): which of a client's
+  concurrent requests reaches the server first is a race, so the same response ids (and the same
+  outcomes, which follow the server's request numbers) may pair with other client numbers.
+Everything else must be identical: every status, score, count, reason, response id and log line.
+
+CI grades the reference five times on a subset (one or two criteria of every deliverable but the
+candidate's tests, whose suite alone takes ~15 s a run) and two chaff twice each. `make hostile-full`
+(HOSTILE_FULL=1) grades the reference and both chaff five times on every criterion.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "hostile"))
+from hostile_grading import ROOT, grade
+
+from grader.chaff import materialize
+
+FULL = os.environ.get("HOSTILE_FULL") == "1"
+SUBSET = ("loadgen.ttft", "loadgen.cut", "gateway.starts", "manifests.gpu-request", "sizing.replicas", "memo.p99-max")
+CHAFF = {  # name -> its CI subset: a target it loses and a criterion it keeps
+    "ttft-from-headers": ("loadgen.ttft", "loadgen.cut"),
+    "manifests-no-gpu": ("manifests.gpu-request", "manifests.readiness-probe", "sizing.replicas"),
+}
+MEASURED_KEYS = {"execution_time", "duration_s", "started", "attempts"}
+_DECIMAL = re.compile(r"\d+\.\d+")
+_WITH_UNIT = re.compile(r"[-+]?\d+(\.\d+)? ?(ms|s|tok/s|tokens/s)\b")  # "-413 ms": a clock reading in prose
+_NUMBER = re.compile(r"\d+(\.\d+)?")
+# An evidence column of clock readings (its figures may print without a decimal point, e.g. TPS 46).
+_MEASURED_COLUMN = re.compile(r"TTFT|TPS|\bs\b|\(s\)|\bms\b|latency|wall", re.IGNORECASE)
+_PORT = re.compile(r"127\.0\.0\.1:\d+")
+_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)?")
+
+
+def normalise(value: Any) -> Any:
+    """The report with its timestamps, measured durations and ports masked (see the module docstring)."""
+    if isinstance(value, dict):
+        out = {k: normalise(v) for k, v in value.items() if k not in MEASURED_KEYS}
+        if isinstance(out.get("logs"), str):  # the candidate's own output prints its own clock readings
+            out["logs"] = _NUMBER.sub("#", out["logs"]).replace("-rerun", "")
+        if isinstance(out.get("rows"), list):
+            columns = value.get("columns") or []
+            timed = [i for i, c in enumerate(columns) if isinstance(c, str) and _MEASURED_COLUMN.search(c)]
+            rows = [[_NUMBER.sub("#", cell) if i in timed and isinstance(cell, str) else cell for i, cell in enumerate(row)]
+                    for row in out["rows"]]
+            numbered = columns[:1] == ["#"]
+            out["rows"] = sorted((row[1:] if numbered else row for row in rows), key=json.dumps)
+        return out
+    if isinstance(value, list):
+        return [normalise(v) for v in value]
+    if isinstance(value, str):
+        return _DECIMAL.sub("#", _WITH_UNIT.sub(r"# \2", _PORT.sub("LOOPBACK:PORT", _STAMP.sub("TIME", value))))
+    return value
+
+
+def _scores(report: dict[str, Any]) -> dict[str, tuple[str, float]]:
+    return {c["id"]: (c["status"], c["score"]) for c in report["extra_data"]["kit"]["criteria"]}
+
+
+def _grade_times(submission: Path, only: tuple[str, ...], times: int, tmp_path: Path) -> list[dict[str, Any]]:
+    reports = []
+    for i in range(times):
+        graded = grade(submission, tmp_path / f"out-{i}", only=only, tmpdir=tmp_path / f"tmp-{i}", timeout_s=900)
+        assert graded.exit_code == 0 and graded.report is not None, graded.stderr[-2000:]
+        reports.append(graded.report)
+    return reports
+
+
+def _differences(a: Any, b: Any, path: str = "") -> list[str]:
+    """Where two normalised reports differ, as paths with both values (the first few)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(set(a) | set(b)) for d in _differences(a.get(k), b.get(k), f"{path}.{k}")][:5]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in _differences(x, y, f"{path}[{i}]")][:5]
+    return [] if a == b else [f"{path}: {str(a)[:300]!r} != {str(b)[:300]!r}"]
+
+
+def _assert_identical(reports: list[dict[str, Any]]) -> None:
+    first = reports[0]
+    for i, other in enumerate(reports[1:], start=2):
+        assert _scores(other) == _scores(first), f"grade {i} scored differently"
+        assert other["score"] == first["score"]
+        assert normalise(other) == normalise(first), (f"grade {i}'s report differs beyond what is measured: "
+                                                     + "; ".join(_differences(normalise(first), normalise(other))))
+
+
+def test_the_reference_grades_identically_five_times(tmp_path: Path) -> None:
+    reports = _grade_times(ROOT / "submissions" / "reference", () if FULL else SUBSET, 5, tmp_path)
+    assert {status for status, _ in _scores(reports[0]).values()} == {"passed"}
+    _assert_identical(reports)
+
+
+@pytest.mark.parametrize("name", list(CHAFF))
+def test_a_chaff_grades_identically(name: str, tmp_path: Path) -> None:
+    folder = materialize(ROOT / "submissions" / "chaff" / name, tmp_path / name)
+    reports = _grade_times(folder, () if FULL else CHAFF[name], 5 if FULL else 2, tmp_path)
+    statuses = {status for status, _ in _scores(reports[0]).values()}
+    assert statuses >= {"passed", "failed"}, "the subset should show both a lost target and a kept criterion"
+    _assert_identical(reports)
+
+
+def test_the_mask_hides_only_what_is_measured() -> None:
+    rows = {"columns": ["#", "id", "outcome"], "rows": [[1, "chatcmpl-b", "ok"], [2, "chatcmpl-a", "failed"]]}
+    swapped = {"columns": ["#", "id", "outcome"], "rows": [[1, "chatcmpl-a", "failed"], [2, "chatcmpl-b", "ok"]]}
+    assert normalise(rows) == normalise(swapped)
+    swapped["rows"][0][2] = "ok"
+    assert normalise(rows) != normalise(swapped)
+    report = {"execution_time": 1.5, "score": 3.0, "tests": [{"output": "worst 0.25 of the tolerance at 127.0.0.1:4242",
+                                                              "status": "passed", "attempts": 2}],
+              "extra_data": {"started": "2026-01-01T00:00:00+00:00", "note": "16 requests, 4 cut, -413 ms"}}
+    assert normalise(report) == {"score": 3.0, "tests": [{"output": "worst # of the tolerance at LOOPBACK:PORT",
+                                                          "status": "passed"}],
+                                 "extra_data": {"note": "16 requests, 4 cut, # ms"}}
+    changed = json.loads(json.dumps(report))
+    changed["tests"][0]["status"] = "failed"
+    assert normalise(changed) != normalise(report)
