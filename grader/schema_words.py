@@ -38,7 +38,9 @@ def explain(error: jsonschema.ValidationError) -> str:
     jsonschema's own words are kept where they already read as a sentence ("'x' is a required
     property", "Additional properties are not allowed ('y' was unexpected)").
     """
-    kind, value, rule = error.validator, error.instance, error.validator_value
+    kind = error.validator
+    value: Any = error.instance  # jsonschema types these as possibly unset; a reported error has both
+    rule: Any = error.validator_value
     got = _TYPES.get(type(value), type(value).__name__)
     if kind == "type":
         return f"must be {article(_type_words(rule))}, not {article(got)} ({_short(value)})"

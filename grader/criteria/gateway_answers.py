@@ -154,7 +154,7 @@ def judge_cases(gw: GatewayRun, names: tuple[str, ...], per_case: Callable[[Case
     runs = [gw.cases[n] for n in names if n in gw.cases]
     missing = [n for n in names if n not in gw.cases]
     problems = [f"{n}: not run" for n in missing]
-    unsure = []
+    unsure: list[str] = []
     for run in runs:
         if run.problem:
             problems.append(f"{run.case.name}: {run.problem}")
