@@ -162,13 +162,21 @@ def test_a_cut_after_the_answer_started_is_a_stream_error_streamed_or_not(fake_s
             list(stub.stream_chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=8))
 
 
-def test_many_calls_at_once_never_wait_for_a_connection(api):
+def test_many_calls_at_once_never_wait_for_a_connection(fake_server):
+    """150 calls of about a second each: all of them reach the server before the first one ends, so
+    none waited for another's connection. Ordering, not timing: the machine may be loaded."""
+    calls = 150
+    server = fake_server(persona="api", api_key=KEY, token_rate=20)  # 20 tokens: about 1 s each
+
     async def run():
-        async with AsyncApiClient(api.openai_base_url, KEY, timeouts=Timeouts(connect=0.5, first_byte=10, total=20)) as client:
-            return await asyncio.gather(*(client.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=2)
-                                          for _ in range(150)))
+        async with AsyncApiClient(server.openai_base_url, KEY, timeouts=Timeouts(connect=10, first_byte=30, total=60)) as client:
+            return await asyncio.gather(*(client.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=20,
+                                                      ignore_eos=True) for _ in range(calls)))
     results = asyncio.run(run())
-    assert len(results) == 150 and all(r.usage.output_tokens >= 1 for r in results)
+    assert len(results) == calls and all(r.usage.output_tokens == 20 for r in results)
+    records = server.ledger()
+    assert len(records) == calls
+    assert max(r["arrival"] for r in records) < min(r["finished"] for r in records)
 
 
 def test_authentication_comes_before_any_other_check(api):
