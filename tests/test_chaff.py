@@ -227,6 +227,13 @@ def _wall_from_first_end(results, ledger):
     assert first_duration > 0.05 and results["summary"]["wall_s"] < true_wall - first_duration / 2
 
 
+def _slot_wait_in_ttft(results, ledger):
+    """A request that waited for a free concurrency slot was 'sent' long before the server saw it."""
+    arrival = {r["id"]: r["arrival"] for r in ledger}
+    leads = [arrival[r["id"]] - r["start"] for r in results["requests"] if r["id"] in arrival]
+    assert max(leads) > 0.05  # the second request waited for the first (16 tokens at 200 tokens/s)
+
+
 def _empty_counted_ok(results, ledger):
     assert all(r["outcome"] == "ok" and r["ttft_s"] > 0 for r in results["requests"])
     assert all(r["content_tokens"] == 0 for r in ledger)  # the server sent no content at all
@@ -248,6 +255,7 @@ SLOW = {"max_num_seqs": 16, "token_rate": 200, "output_len_min": 16, "output_len
 DEFECTS: list[tuple[str, dict[str, Any], int, int, int, Callable[[Any, Any], None]]] = [
     ("ttft-from-role-chunk", {"scenario": "role-chunk-early"}, 2, 2, 32, _role_first),
     ("ttft-from-headers", STALL_HEADERS, 2, 2, 16, _headers_first),
+    ("ttft-includes-slot-wait", SLOW, 2, 1, 16, _slot_wait_in_ttft),
     ("reasoning-counted-ok", {"scenario": "reasoning-empty"}, 2, 2, 32, _empty_counted_ok),
     ("missing-done-ok", {"scenario": "missing-done"}, 2, 2, 32, _outcomes({("ok",)}, "outcome")),
     ("stream-error-ok", {"scenario": "stream-error"}, 2, 2, 32, _outcomes({("ok",)}, "outcome")),
