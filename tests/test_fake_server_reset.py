@@ -13,6 +13,7 @@ from conftest import chat_body, metric_values
 from fake_server import SettingsError, serve
 
 OLD = 3
+OLD_TOKENS = 200  # 4 s at 50 tok/s: still streaming after the new generation's requests, even on a loaded machine
 
 
 def _running(base_url: str) -> float:
@@ -37,7 +38,7 @@ def _start_streams(base_url: str, n: int, tokens: int) -> list[threading.Thread]
 def test_records_of_requests_in_flight_at_a_reset_stay_in_their_generation():
     with serve(token_rate=50, admin=True, faults=[{"kind": "http_error", "status": 503, "requests": [5]}]) as server:
         base = server.base_url
-        threads = _start_streams(base, OLD, tokens=40)  # ~0.8 s each, numbers 1..3 of generation 0
+        threads = _start_streams(base, OLD, tokens=OLD_TOKENS)  # numbers 1..3 of generation 0
         server.set_faults([])
         server.configure(token_rate=500)
         server.reset()
@@ -54,7 +55,7 @@ def test_records_of_requests_in_flight_at_a_reset_stay_in_their_generation():
         assert [r["number"] for r in server.ledger()] == [1, 2, 3, 4, 5]  # old records never arrive here
         old = server.ledger(generation=0)
         assert sorted(r["number"] for r in old) == [1, 2, 3] and all(r["generation"] == 0 for r in old)
-        assert all(r["completion_tokens"] == 40 and r["finish_reason"] == "length" for r in old)
+        assert all(r["completion_tokens"] == OLD_TOKENS and r["finish_reason"] == "length" for r in old)
         assert len({r["id"] for r in old + new}) == OLD + 5
         since = httpx.get(base + "/admin/ledger?since=3").json()
         assert [r["number"] for r in since["records"]] == [4, 5] and since["generation"] == 1

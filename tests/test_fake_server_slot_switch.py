@@ -16,8 +16,8 @@ from fake_server import serve, serve_subprocess
 ENV = "FAKE_SERVER_IGNORE_SLOT_LIMIT"
 SLOTS = 2
 REQUESTS = 8
-TOKENS = 20
-RATE = 100.0  # one request lasts TOKENS / RATE = 0.2 s
+TOKENS = 50
+RATE = 100.0  # one request lasts TOKENS / RATE = 0.5 s: long beside a loaded machine's scheduling delays
 
 
 def _burst(base_url: str) -> None:
