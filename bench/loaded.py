@@ -30,6 +30,7 @@ from grader.grade import GradeRun, grade
 
 ROOT = Path(__file__).resolve().parents[1]
 _MARGIN = re.compile(r"worst (\d+(?:\.\d+)?) of the tolerance")
+_MS_AFTER = re.compile(r"(\d+) ms after")  # gateway.streaming: "first content 8 ms after the server sent it"
 _BURN = ("import multiprocessing as mp, sys, time\n"
          "def spin(until):\n    while time.monotonic() < until: pass\n"
          "until = time.monotonic() + float(sys.argv[1])\n"
@@ -56,8 +57,11 @@ def margins(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     out = {}
     for c in report["extra_data"]["kit"]["criteria"]:
         found = _MARGIN.search(c["output"])
-        out[c["id"]] = {"status": c["status"], "attempts": c["attempts"], "tolerance": c["tolerance"],
-                        "margin": float(found.group(1)) if found else None}
+        margin = float(found.group(1)) if found else None
+        tolerance_ms = re.fullmatch(r"(\d+) ms", c["tolerance"] or "")
+        if margin is None and tolerance_ms and _MS_AFTER.search(c["output"]):
+            margin = round(max(int(ms) for ms in _MS_AFTER.findall(c["output"])) / int(tolerance_ms.group(1)), 2)
+        out[c["id"]] = {"status": c["status"], "attempts": c["attempts"], "tolerance": c["tolerance"], "margin": margin}
     return out
 
 
@@ -69,7 +73,7 @@ def grade_reference(out: Path, only: tuple[str, ...] = ()) -> dict[str, Any]:
 
 def wrong_on_reference(report: dict[str, Any]) -> list[str]:
     """Criteria the reference did not pass and that are not `inconclusive`: a wrong answer."""
-    return [f"{c['id']}: {c['status']}: {c['output'].splitlines()[0] if c['output'] else ''}"
+    return [f"{c['id']}: {c['status']}: " + " / ".join(c["output"].splitlines()[:6])
             for c in report["extra_data"]["kit"]["criteria"] if c["status"] not in ("passed", "inconclusive")]
 
 

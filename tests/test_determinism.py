@@ -8,6 +8,8 @@ What may differ between two grades (and is masked before comparing):
 - `attempts`: a timing check is rerun when its measured margin is borderline, which depends on the
   machine's load, not on the submission;
 - loopback ports (`127.0.0.1:PORT`): the fake servers bind a free port;
+- in an evidence row quoting the start of a live answer (`ends '...'`, cut at 70 characters), the
+  rest of the quote after its first figure: a figure one digit wider moves the cut;
 - every figure in the evidence's `logs` (the candidate's own output, which prints its own clock
   readings) and the `-rerun` suffix of a rerun's file name;
 - the order of evidence rows, and the client's own request number (`#`): which of a client's
@@ -45,6 +47,8 @@ CHAFF = {  # name -> its CI subset: a target it loses and a criterion it keeps
 MEASURED_KEYS = {"execution_time", "duration_s", "started", "attempts"}
 _DECIMAL = re.compile(r"\d+\.\d+")
 _WITH_UNIT = re.compile(r"[-+]?\d+(\.\d+)? ?(ms|s|tok/s|tokens/s)\b")  # "-413 ms": a clock reading in prose
+# A gateway answer's quoted tail is its first 70 characters: a figure one digit wider moves the cut.
+_QUOTED_TAIL = re.compile(r"(ends '[^'#]*#)[^']*'")
 _NUMBER = re.compile(r"\d+(\.\d+)?")
 # An evidence column of clock readings (its figures may print without a decimal point, e.g. TPS 46).
 _MEASURED_COLUMN = re.compile(r"TTFT|TPS|\bs\b|\(s\)|\bms\b|latency|wall", re.IGNORECASE)
@@ -64,6 +68,7 @@ def normalise(value: Any) -> Any:
             rows = [[_NUMBER.sub("#", cell) if i in timed and isinstance(cell, str) else cell for i, cell in enumerate(row)]
                     for row in out["rows"]]
             numbered = columns[:1] == ["#"]
+            rows = [[_QUOTED_TAIL.sub(r"\1...'", cell) if isinstance(cell, str) else cell for cell in row] for row in rows]
             out["rows"] = sorted((row[1:] if numbered else row for row in rows), key=json.dumps)
         return out
     if isinstance(value, list):
@@ -123,6 +128,9 @@ def test_the_mask_hides_only_what_is_measured() -> None:
     rows = {"columns": ["#", "id", "outcome"], "rows": [[1, "chatcmpl-b", "ok"], [2, "chatcmpl-a", "failed"]]}
     swapped = {"columns": ["#", "id", "outcome"], "rows": [[1, "chatcmpl-a", "failed"], [2, "chatcmpl-b", "ok"]]}
     assert normalise(rows) == normalise(swapped)
+    cut = {"columns": ["case", "what"], "rows": [["c", "HTTP 200; ends '{\"age_s\":0.51,\"x\":1'"]]}
+    wider = {"columns": ["case", "what"], "rows": [["c", "HTTP 200; ends '{\"age_s\":10.51,\"x\":'"]]}
+    assert normalise(cut) == normalise(wider)
     swapped["rows"][0][2] = "ok"
     assert normalise(rows) != normalise(swapped)
     report = {"execution_time": 1.5, "score": 3.0, "tests": [{"output": "worst 0.25 of the tolerance at 127.0.0.1:4242",
