@@ -163,17 +163,18 @@ def test_a_cut_after_the_answer_started_is_a_stream_error_streamed_or_not(fake_s
 
 
 def test_many_calls_at_once_never_wait_for_a_connection(fake_server):
-    """150 calls of about a second each: all of them reach the server before the first one ends, so
-    none waited for another's connection. Ordering, not timing: the machine may be loaded."""
+    """150 calls of about 5 s each: all of them reach the server before the first one ends, so none
+    waited for another's connection. Ordering, not timing: the machine may be loaded (opening 150
+    connections took over a second there)."""
     calls = 150
-    server = fake_server(persona="api", api_key=KEY, token_rate=20)  # 20 tokens: about 1 s each
+    server = fake_server(persona="api", api_key=KEY, token_rate=20)  # 100 tokens: about 5 s each
 
     async def run():
         async with AsyncApiClient(server.openai_base_url, KEY, timeouts=Timeouts(connect=10, first_byte=30, total=60)) as client:
-            return await asyncio.gather(*(client.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=20,
+            return await asyncio.gather(*(client.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=100,
                                                       ignore_eos=True) for _ in range(calls)))
     results = asyncio.run(run())
-    assert len(results) == calls and all(r.usage.output_tokens == 20 for r in results)
+    assert len(results) == calls and all(r.usage.output_tokens == 100 for r in results)
     records = server.ledger()
     assert len(records) == calls
     assert max(r["arrival"] for r in records) < min(r["finished"] for r in records)

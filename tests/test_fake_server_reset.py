@@ -69,14 +69,14 @@ def test_a_reset_that_cannot_restore_the_kv_cache_under_load_is_refused_and_chan
         base = server.base_url
         server.configure(kv_cache_tokens=100_000)
         threads = _start_streams(base, 2, tokens=25)
-        server.configure(token_rate=400)
+        server.configure(token_rate=10)  # slower: the streams stay in flight (~2.5 s) through both refusals
         server.set_faults([{"kind": "http_error", "status": 500, "requests": [9]}])
         with pytest.raises(SettingsError, match=r"reset refused, nothing was changed: cannot resize the KV cache of `fake-model` while 2 requests"):
             server.reset()
         refused = httpx.post(base + "/admin/reset")
         assert refused.status_code == 400 and "reset refused" in refused.json()["error"]["message"]
         config = httpx.get(base + "/admin/config").json()
-        assert config["models"]["fake-model"]["token_rate"] == 400 and config["faults"][0]["requests"] == [9]
+        assert config["models"]["fake-model"]["token_rate"] == 10 and config["faults"][0]["requests"] == [9]
         for t in threads:
             t.join(30)
         assert len(server.ledger()) == 2  # still generation 0
