@@ -159,7 +159,11 @@ CASES: tuple[Case, ...] = (
     Case("concurrent", "32 concurrent streams of 16 tokens through the gateway", kind="concurrent"),
     Case("refused", "the local server is stopped (connection refused)", stop_local=True),
     Case("refused-stream", "the local server is stopped; streamed", send=Send(stream=True), stop_local=True),
-    Case("rl-refused", "require: local; the local server is stopped", send=Send(require="local"), stop_local=True),
+    # The probe has seen the stopped server: whether a gateway skips a route it knows is down or
+    # tries it, the answer must be 503 and nothing may reach the API. Waiting makes the case one
+    # state, not a race between the probe and the request.
+    Case("rl-refused", "require: local; the local server is stopped (the probe has seen it)", send=Send(require="local"),
+         stop_local=True, wait_probe=True),
 )
 
 
