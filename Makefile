@@ -29,7 +29,7 @@ selftest: $(STAMP)
 	$(BIN)/grader selftest
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 # The quality gate, run by CI before the tests: fake_server/ is linted, formatted and type-checked
 # strictly; the grader and the stub client are type-checked.
