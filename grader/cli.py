@@ -130,9 +130,11 @@ def selftest(full: bool, jobs: int, names: tuple[str, ...]) -> None:
         raise click.UsageError(str(exc)) from None
     bad = [f.name for f in findings if not f.ok]
     unsure = sum(len(f.inconclusive) for f in findings)
+    unstable = [f.name for f in findings if f.unstable]
     click.echo(f"\n{len(findings) - len(bad)} of {len(findings)} graded as expected"
                + (f"; wrong: {', '.join(bad)}" if bad else "")
-               + (f"; {unsure} criteria inconclusive (a busy machine?)" if unsure else ""))
+               + (f"; {unsure} criteria inconclusive (a busy machine?)" if unsure else "")
+               + (f"; right only when graded again: {', '.join(unstable)}" if unstable else ""))
     sys.exit(1 if bad else 0)
 
 

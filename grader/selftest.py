@@ -4,7 +4,8 @@ The reference ("wheat") must score full marks. Each chaff is the reference with 
 and names the criteria it must lose: it must lose each of them (score below the weight) and
 nothing else. By default a chaff is graded on its targets, on every criterion that comes free
 with the scenario runs its targets need, and on a seeded sample of two more; `--full` grades
-every chaff on every criterion.
+every chaff on every criterion. A chaff graded wrong is graded once more: wrong twice is wrong,
+right the second time is reported as unstable with what the first grading said.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Finding:
     ok: bool
     lines: list[str] = field(default_factory=list)  # what was wrong, criterion by criterion
     inconclusive: list[str] = field(default_factory=list)  # criteria the grader could not tell
+    unstable: list[str] = field(default_factory=list)  # wrong at first, right when graded again
     score: float = 0.0
     max_score: float = 0.0
     seconds: float = 0.0
@@ -84,7 +86,7 @@ def _judge(name: str, result: Grade, targets: list[str]) -> Finding:
     except on the reference, which must be graded whole."""
     finding = Finding(name, True, score=result.score, max_score=result.max_score, seconds=result.duration_s)
     for c in result.criteria:
-        first = c.output.splitlines()[0] if c.output else ""
+        first = " ".join(c.output.splitlines()[:2]) if c.output else ""
         if c.status == "inconclusive" and name != "reference":
             finding.inconclusive.append(c.id)
             finding.lines.append(f"{c.id}: inconclusive (not counted as wrong): {first}")
@@ -125,6 +127,15 @@ def selftest(*, full: bool = False, jobs: int = 2, names: tuple[str, ...] = (), 
                 result = grade(GradeRun(folder, Path(tmp) / "out" / name, only=only, seed=seed, echo=quiet,
                                         jobs=2 if name == "reference" else 1))
                 finding = _judge(name, result, targets)
+                if not finding.ok:
+                    # Graded wrong once: grade it again. Wrong twice is wrong; right the second time
+                    # is listed as unstable, with what the first grading said, for a person to follow up.
+                    again = _judge(name, grade(GradeRun(folder, Path(tmp) / "out" / f"{name}-again", only=only,
+                                                        seed=seed, echo=quiet)), targets)
+                    if again.ok:
+                        again.unstable = [f"first grading: {line}" for line in finding.lines]
+                        again.lines = again.unstable + again.lines
+                    finding = again
             with lock:
                 findings.append(finding)
                 mark = "ok  " if finding.ok else "FAIL"
