@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
+from grader.contract import ContractError, read_yaml
 
 __all__ = ["Chaff", "ChaffError", "Edit", "list_chaff", "materialize", "read_chaff"]
 
@@ -65,13 +65,9 @@ def read_chaff(chaff_dir: Path) -> Chaff:
     chaff_dir = Path(chaff_dir)
     source = chaff_dir / "chaff.yaml"
     try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ChaffError(f"{source}: cannot read ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}:" if mark is not None else ""
-        raise ChaffError(f"{source}:{line} not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        data = read_yaml(source)
+    except ContractError as exc:  # the one YAML reader that names the file and the line
+        raise ChaffError(str(exc)) from None
     if not isinstance(data, dict):
         raise ChaffError(f"{source}: must be a mapping with {', '.join(sorted(_KEYS))}")
     unknown, missing = sorted(set(map(str, data)) - _KEYS), sorted(_KEYS - set(data))
