@@ -232,6 +232,7 @@ class _Session:
         self.url = f"http://127.0.0.1:{PORT}"
         self.local_stopped = False
         self.local_url = ""
+        self.was_unhealthy = False  # the last case made /health answer 503
 
     def stats(self) -> Any:
         answer = self.box.http("GET", self.url + "/stats", timeout_s=5.0)
@@ -251,6 +252,11 @@ class _Session:
             self.box.reset(self.local_name)
             if case.local_settings:
                 self.box.configure(self.local_name, **case.local_settings)
+            if self.was_unhealthy:
+                # Let the probe see /health healthy again, so this case does not start in the
+                # last one's health state: one state, not a race between probe and request.
+                time.sleep(HEALTH_NOTICE_S)
+        self.was_unhealthy = any(f.get("kind") == "unhealthy" for f in case.local_faults)
         self.box.reset(self.api_name)
         if case.api_settings:
             self.box.configure(self.api_name, **case.api_settings)
