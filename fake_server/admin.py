@@ -122,6 +122,15 @@ async def ledger(request: Request, control: ServerControl) -> Response:
     return JSONResponse(await asyncio.to_thread(read) if settle > 0 else read())
 
 
+async def health_checks(request: Request, control: ServerControl) -> Response:
+    """The /health answers given so far, `?since=T` only those after Unix time T."""
+    try:
+        since = float(request.query_params.get("since", "0"))
+    except ValueError:
+        raise BadRequest("`since` must be a Unix time in seconds.") from None
+    return JSONResponse({"health_checks": control.health_checks(since=since)})
+
+
 def admin_routes(control: ServerControl) -> list[Route]:
     return [
         Route("/admin/config", _admin(get_config, control), methods=["GET"]),
@@ -130,6 +139,7 @@ def admin_routes(control: ServerControl) -> list[Route]:
         Route("/admin/faults", _admin(put_faults, control), methods=["PUT"]),
         Route("/admin/faults", _admin(post_fault, control), methods=["POST"]),
         Route("/admin/health", _admin(set_health, control), methods=["POST"]),
+        Route("/admin/health-checks", _admin(health_checks, control), methods=["GET"]),
         Route("/admin/reset", _admin(reset, control), methods=["POST"]),
         Route("/admin/ledger", _admin(ledger, control), methods=["GET"]),
     ]

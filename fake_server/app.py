@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -29,9 +30,9 @@ VERSION = "0.11.0-fake"
 
 async def health(request: Request) -> Response:
     state: ServerState = request.app.state.server
-    if state.health_ok():
-        return Response(status_code=200)
-    return Response(status_code=503)
+    status = 200 if state.health_ok() else 503
+    state.health_checks.append((time.time(), status))
+    return Response(status_code=status)
 
 
 async def models(request: Request) -> Response:

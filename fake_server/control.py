@@ -56,6 +56,11 @@ class ServerControl:
     def reset(self) -> None:
         self.state.reset()
 
+    def health_checks(self, *, since: float = 0.0) -> list[dict[str, Any]]:
+        """The /health answers given after Unix time `since`, oldest first: {"at": time, "status": 200|503}
+        (the last 4,096 are kept, across resets)."""
+        return [{"at": at, "status": status} for at, status in self.state.health_checks if at > since]
+
     def ledger(self, *, since: int = 0, settle: float = 0.0, generation: int | None = None) -> dict[str, Any]:
         """Finished records of one generation (default: the current one) numbered above `since`,
         oldest first, once that generation's requests in flight have ended or `settle` seconds

@@ -33,6 +33,7 @@ class Controls(Protocol):
     def set_healthy(self, healthy: bool) -> bool: ...
     def reset(self) -> None: ...
     def ledger(self, *, settle: float, generation: int | None) -> dict[str, Any]: ...
+    def health_checks(self, *, since: float) -> list[dict[str, Any]]: ...
 
 
 class LocalControls:
@@ -53,6 +54,9 @@ class LocalControls:
 
     def reset(self) -> None:
         self._on_loop(self.control.reset)
+
+    def health_checks(self, *, since: float) -> list[dict[str, Any]]:
+        return self._on_loop(lambda: self.control.health_checks(since=since))
 
     def ledger(self, *, settle: float, generation: int | None) -> dict[str, Any]:
         # The ledger locks, so this one runs here: it blocks this thread, not the server's loop, and
@@ -88,6 +92,12 @@ class AdminControls:
 
     def reset(self) -> None:
         self._call("POST", "/admin/reset")
+
+    def health_checks(self, *, since: float) -> list[dict[str, Any]]:
+        checks: list[dict[str, Any]] = self._call("GET", "/admin/health-checks", params={"since": repr(since)})[
+            "health_checks"
+        ]
+        return checks
 
     def ledger(self, *, settle: float, generation: int | None) -> dict[str, Any]:
         params: dict[str, Any] = {"settle": f"{settle:g}"}
@@ -172,6 +182,11 @@ class RunningServer:
 
     def reset(self) -> None:
         self.controls.reset()
+
+    def health_checks(self, since: float = 0.0) -> list[dict[str, Any]]:
+        """The /health answers given after Unix time `since`, oldest first ({"at", "status"}): when a
+        client's health probe saw this server, and what it was told."""
+        return self.controls.health_checks(since=since)
 
     def log_text(self) -> str:
         """What a subprocess server has written to stdout and stderr so far ("" in-process)."""

@@ -10,6 +10,7 @@ import copy
 import dataclasses
 import sys
 import time
+from collections import deque
 from typing import Any
 
 from .engine import Engine
@@ -53,6 +54,9 @@ class ServerState:
                     name, model, settings.seed, ignore_slot_limit=self.ignore_slot_limit
                 )
             self.engines[name] = engine
+        # Every /health answer as (Unix time, status), newest last: a grader reads when a client's
+        # probe saw the server healthy or not. Kept across resets (a probe is not a request).
+        self.health_checks: deque[tuple[float, int]] = deque(maxlen=4096)
         self.count = 0  # requests of the current generation (the ledger's): numbers restart at each reset
         self.persona: Any = None  # set by create_app; the API persona keeps rate-limit windows
 

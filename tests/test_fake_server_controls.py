@@ -7,6 +7,7 @@ through the admin API), and observes the effect through the public OpenAI endpoi
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -80,3 +81,18 @@ def test_ledger_waits_for_requests_in_flight(server: RunningServer) -> None:
         response.read()
     (record,) = server.ledger(settle=10)
     assert record["completion_tokens"] == 10
+
+
+def test_health_checks_say_when_a_probe_asked_and_what_it_was_told(server: RunningServer) -> None:
+    before = time.time()
+    assert httpx.get(server.base_url + "/health", timeout=10).status_code == 200
+    server.set_faults([{"kind": "unhealthy"}])
+    middle = time.time()
+    assert httpx.get(server.base_url + "/health", timeout=10).status_code == 503
+    server.reset()  # a probe is not a request: the log outlives a reset
+    assert httpx.get(server.base_url + "/health", timeout=10).status_code == 200
+    checks = server.health_checks(since=before)
+    assert [c["status"] for c in checks] == [200, 503, 200]
+    assert before < checks[0]["at"] < middle < checks[1]["at"] <= checks[2]["at"] <= time.time()
+    assert [c["status"] for c in server.health_checks(since=middle)] == [503, 200]
+    assert server.health_checks(since=time.time() + 60) == []
