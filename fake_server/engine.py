@@ -29,7 +29,7 @@ from .faults import FaultRule
 from .kv_cache import BLOCK_SIZE, KVCache, block_hashes
 from .ledger import LedgerRecord
 from .metrics import EngineMetrics
-from .sequence import DECODE, DONE, PREFILL, WAITING, Sequence
+from .sequence import Event, EventKind, Sequence, SequenceState
 from .settings import ModelSettings, SettingsError
 from .textgen import TextStream
 
@@ -197,9 +197,9 @@ class Engine:
 
     def abort(self, seq: Sequence, reason: str = "abort") -> None:
         """The client went away (or an injected engine error, reason "error"): free the slot and the KV blocks now."""
-        if seq.state == DONE:
+        if seq.state is SequenceState.DONE:
             return
-        if seq.state == WAITING:
+        if seq.state is SequenceState.WAITING:
             try:
                 self.waiting.remove(seq)
             except ValueError:
@@ -233,7 +233,7 @@ class Engine:
         self.waiting.clear()
         for seq in doomed:
             seq.error = message
-            seq.push(("error", message, 0, "error", None))
+            seq.push(Event("error", message, 0, "error", None))
             self._finish(seq, "error")
 
     async def _run(self) -> None:
@@ -268,13 +268,13 @@ class Engine:
         slots = s.max_num_seqs if not self.ignore_slot_limit else 1 << 62
         for seq in list(self.running):
             # never reserve past what the request may still generate (vLLM clamps the same way)
-            if seq.state == DECODE and self._grow(seq, min(k, seq.max_tokens - seq.output)):
+            if seq.state is SequenceState.DECODE and self._grow(seq, min(k, seq.max_tokens - seq.output)):
                 plan.decode.append(seq)
-        plan.decode = [q for q in plan.decode if q.state == DECODE]
+        plan.decode = [q for q in plan.decode if q.state is SequenceState.DECODE]
         budget -= len(plan.decode) * k
         starting = 0
         for seq in self.running:
-            if seq.state == PREFILL and budget > 0:
+            if seq.state is SequenceState.PREFILL and budget > 0:
                 chunk = min(budget, self._prefill_target(seq) - seq.computed)
                 plan.prefill.append((seq, chunk))
                 budget -= chunk
@@ -293,7 +293,7 @@ class Engine:
             wall = wall or time.time()
             seq.blocks = blocks
             seq.computed = len(cached) * BLOCK_SIZE
-            seq.state = PREFILL
+            seq.state = SequenceState.PREFILL
             self.running.append(seq)
             if not seq.admitted_once:
                 seq.admitted_once = True
@@ -306,7 +306,7 @@ class Engine:
                 self.metrics.prefix_hits += seq.computed
                 self.metrics.queue_time.observe(now - seq.arrival_mono)
                 if seq.role_on_schedule:
-                    seq.push(("role", "", 0, None, None))
+                    seq.push(Event("role", "", 0, None, None))
             chunk = min(budget, target - seq.computed)
             plan.prefill.append((seq, chunk))
             budget -= chunk
@@ -347,7 +347,7 @@ class Engine:
         self.kv.release(seq.blocks)
         seq.blocks = []
         seq.computed = 0
-        seq.state = WAITING
+        seq.state = SequenceState.WAITING
         seq.eligible_at = 0.0
         seq.record.preemptions += 1
         self.metrics.preemptions += 1
@@ -357,11 +357,11 @@ class Engine:
         now = time.perf_counter()
         k = plan.tokens_per_chunk
         for seq, chunk in plan.prefill:
-            if seq.state != PREFILL:
+            if seq.state is not SequenceState.PREFILL:
                 continue
             seq.computed += chunk
             if seq.computed >= self._prefill_target(seq):
-                seq.state = DECODE
+                seq.state = SequenceState.DECODE
                 self.kv.register(seq.blocks, seq.hashes)
                 if seq.record.prefill_end is None:
                     seq.record.prefill_end = time.time()
@@ -369,7 +369,7 @@ class Engine:
                         self.metrics.prefill_time.observe(now - seq.scheduled_mono)
                 self._emit(seq, 1, now, lag)
         for seq in plan.decode:
-            if seq.state == DECODE:
+            if seq.state is SequenceState.DECODE:
                 self._emit(seq, k, now, lag)
 
     def _emit(self, seq: Sequence, n: int, now: float, lag: float) -> None:
@@ -382,7 +382,8 @@ class Engine:
         elif seq.last_token_mono is not None:
             self.metrics.itl.observe(now - seq.last_token_mono)
         seq.last_token_mono = now
-        kind, text, count = "", "", seq.carried
+        kind: EventKind = ""
+        text, count = "", seq.carried
         seq.carried = 0
         finish: str | None = None
         emitted = 0
@@ -392,7 +393,7 @@ class Engine:
                 # The one place a fault acts on generation: before token after_tokens + 1, so
                 # exactly after_tokens tokens are generated, sent and billed before it.
                 if count:
-                    seq.push((kind or "content", text, count, None, None))
+                    seq.push(Event(kind or "content", text, count, None, None))
                     text, count = "", 0
                 self.metrics.generation_tokens += emitted
                 emitted = 0
@@ -401,6 +402,7 @@ class Engine:
             emitted += 1
             seq.output += 1
             seq.computed += 1
+            piece_kind: EventKind
             if seq.output <= seq.reasoning_len:
                 piece_kind, piece = "reasoning", seq.text.reasoning()
                 seq.reasoning_out += 1
@@ -412,7 +414,7 @@ class Engine:
                 if seq.stop:
                     piece, finish = self._hold_for_stop(seq, piece)
             if count and piece_kind != kind:
-                seq.push((kind, text, count, None, None))
+                seq.push(Event(kind, text, count, None, None))
                 text, count = "", 0
             kind = piece_kind
             text += piece
@@ -427,7 +429,7 @@ class Engine:
         if finish is None and not text and kind == "content":
             seq.carried = count  # all held back for a possible stop string: nothing to send yet
         elif count or finish:
-            seq.push((kind, text, count, finish, seq.stop_reason if finish else None))
+            seq.push(Event(kind, text, count, finish, seq.stop_reason if finish else None))
         if finish:
             self._finish(seq, finish)
 
@@ -436,7 +438,7 @@ class Engine:
         seq.fault_fired = True
         if fault.kind == "engine_crash":
             raise InjectedCrash(f"injected engine crash at request {seq.record.number}, token {seq.output}")
-        seq.push(("fault", "", 0, None, None))  # the writer acts here: stall, malformed frame, cut, ...
+        seq.push(Event("fault", "", 0, None, None))  # the writer acts here: stall, malformed frame, cut, ...
         if fault.ends_generation:
             self._finish(seq, "error" if fault.kind == "stream_error" else "abort")
             return True
@@ -460,14 +462,14 @@ class Engine:
         return held[: len(held) - keep], None
 
     def _finish(self, seq: Sequence, reason: str) -> None:
-        if seq.state == DONE:
+        if seq.state is SequenceState.DONE:
             return
         if seq in self.running:
             self.running.remove(seq)
         if seq.blocks:
             self.kv.release(seq.blocks)
             seq.blocks = []
-        seq.state = DONE
+        seq.state = SequenceState.DONE
         seq.finish_reason = reason
         now = time.perf_counter()
         m = self.metrics

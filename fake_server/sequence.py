@@ -1,5 +1,8 @@
 """One request inside an engine, and the hand-off point between the engine and its writer.
 
+`Event` is what a response writer reads, one per chunk it may send. It is made once per token at
+up to 1,000 tokens a second per stream, so it is a NamedTuple (a tuple with names), nothing heavier.
+
 The engine appends events; the response writer takes them with `next_events()`. A waiting writer
 is woken with a future, so handing over a token costs one callback, not a queue per request.
 """
@@ -7,22 +10,40 @@ is woken with a future, so handing over a token costs one callback, not a queue 
 from __future__ import annotations
 
 import asyncio
+import enum
 import time
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 from .faults import FaultRule
 from .ledger import LedgerRecord
 from .textgen import TextStream
 
-__all__ = ["DECODE", "DONE", "PREFILL", "WAITING", "Event", "Sequence", "usage_of"]
+__all__ = ["Event", "EventKind", "Sequence", "SequenceState", "usage_of"]
 
-WAITING, PREFILL, DECODE, DONE = range(4)
+# "role", "reasoning" or "content"; "fault" where the sequence's fault acts (the writer applies it
+# there); "error" (text: the message) when the engine failed. "" is what tokens whose text was all
+# held back for a stop string are handed over as when the next token's text is free; the writer
+# sends it as an empty non-content delta and the ledger names the chunk "". Kept as it was.
+EventKind = Literal["role", "reasoning", "content", "fault", "error", ""]
 
-# An event for the response writer: (kind, text, tokens, finish_reason, stop_reason).
-# kind is "role", "reasoning" or "content"; "fault" where the sequence's fault acts (the writer
-# applies it there); or "error" (text: the message) when the engine failed. A finish_reason marks
-# the sequence's last event.
-Event = tuple[str, str, int, str | None, str | None]
+
+class Event(NamedTuple):
+    """One hand-over to the response writer; a finish_reason marks the sequence's last event."""
+
+    kind: EventKind
+    text: str
+    tokens: int
+    finish_reason: str | None = None
+    stop_reason: str | None = None
+
+
+class SequenceState(enum.Enum):
+    """Where a sequence is in the scheduler: queued, prefilling, decoding, or ended."""
+
+    WAITING = 0
+    PREFILL = 1
+    DECODE = 2
+    DONE = 3
 
 
 class Sequence:
@@ -90,7 +111,7 @@ class Sequence:
         self.output = 0
         self.reasoning_out = 0
         self.blocks: list[int] = []
-        self.state = WAITING
+        self.state = SequenceState.WAITING
         self.events: list[Event] = []
         self.finish_reason: str | None = None
         self.stop_reason: str | None = None
@@ -109,7 +130,7 @@ class Sequence:
 
     @property
     def done(self) -> bool:
-        return self.state == DONE
+        return self.state is SequenceState.DONE
 
     @property
     def content_tokens(self) -> int:
@@ -128,7 +149,7 @@ class Sequence:
 
     async def next_events(self) -> list[Event]:
         """Wait for and take the events produced since the last call; [] once the sequence is done."""
-        while not self.events and self.state != DONE:
+        while not self.events and self.state is not SequenceState.DONE:
             self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
         events, self.events = self.events, []

@@ -128,7 +128,8 @@ class StreamWriter:
             events = await seq.next_events()
             if not events:
                 break
-            for kind, text, count, finish, stop_reason in events:
+            for event in events:
+                kind, text, count = event.kind, event.text, event.tokens
                 if kind == "role":
                     await self._send_role(send)
                     continue
@@ -141,7 +142,8 @@ class StreamWriter:
                     continue
                 if kind == "error":
                     return await self._send_error(send, 500, text)
-                body = enc.delta(kind, text, finish, stop_reason, self._usage_suffix(self.tokens_sent + count))
+                finish = event.finish_reason
+                body = enc.delta(kind, text, finish, event.stop_reason, self._usage_suffix(self.tokens_sent + count))
                 # A content chunk with no text (the end-of-sequence token) shows the user nothing:
                 # the ledger calls it "finish", so the last content chunk is the last visible one.
                 await self._write(send, body, "finish" if kind == "content" and not text else kind, count)
@@ -218,11 +220,11 @@ async def collect(engine: Engine, seq: Sequence, receive: Receive, stall: float 
             events = await seq.next_events()
             if not events:
                 break
-            for kind, text, _, _, _ in events:
-                if kind == "content":
-                    content.append(text)
-                elif kind == "reasoning":
-                    reasoning.append(text)
+            for event in events:
+                if event.kind == "content":
+                    content.append(event.text)
+                elif event.kind == "reasoning":
+                    reasoning.append(event.text)
     finally:
         watcher.cancel()
     return not gone, "".join(content), "".join(reasoning)
