@@ -18,7 +18,8 @@ from grader.criteria import candidate_tests, gateway, loadgen
 from grader.criteria import manifests as manifest_criteria
 from grader.criteria import memo as memo_criteria
 from grader.criteria import sizing as sizing_criteria
-from grader.criteria.gateway_run import CASES, run_gateway
+from grader.criteria.busy import busy_from_ledgers
+from grader.criteria.gateway_run import BUSY_LAG_S, CASES, GatewayRun, run_gateway
 from grader.criteria.gateway_run import Box as GatewayBox
 from grader.criteria.loadgen_run import Box, LoadgenRun, run_loadgen
 from grader.criteria.verdict import Verdict, is_borderline
@@ -36,7 +37,9 @@ def result_of(criterion: Criterion, verdict: Verdict, *, duration_s: float, atte
     score = 0.0 if inconclusive else round(criterion.weight * verdict.score_fraction, 6)
     output = verdict.output
     if inconclusive:
-        output = f"INCONCLUSIVE: borderline twice (within {criterion.tolerance_text} of the limit); a person should look.\n{output}"
+        why = f"the machine was too busy both times: {verdict.busy}" if verdict.busy else \
+            f"borderline twice (within {criterion.tolerance_text} of the limit)"
+        output = f"INCONCLUSIVE: {why}; a person should look.\n{output}"
     return CriterionResult(
         id=criterion.id, title=criterion.text, deliverable=criterion.deliverable, weight=criterion.weight,
         visibility=criterion.visibility,  # type: ignore[arg-type]
@@ -83,15 +86,20 @@ def grade_loadgen(box: Box, submission: Submission, rubric: Rubric, criteria: li
             out.append(runs[key])
         return out
 
+    def judged(criterion: Criterion, *, again: bool = False) -> Verdict:
+        used = scenario_runs(criterion, again=again)
+        verdict = loadgen.CHECKS[criterion.id](used, criterion)
+        verdict.busy = verdict.busy or busy_from_ledgers(run.ledger for run in used)
+        return verdict
+
     results = []
     for criterion in criteria:
         started = time.perf_counter()
-        check = loadgen.CHECKS[criterion.id]
-        verdict = check(scenario_runs(criterion), criterion)
+        verdict = judged(criterion)
         attempts, inconclusive = 1, False
         if is_borderline(verdict):
             attempts = 2
-            verdict = check(scenario_runs(criterion, again=True), criterion)
+            verdict = judged(criterion, again=True)
             inconclusive = is_borderline(verdict)
         result = result_of(criterion, verdict, duration_s=time.perf_counter() - started, attempts=attempts,
                            inconclusive=inconclusive)
@@ -133,8 +141,7 @@ def grade_gateway(box: GatewayBox, submission: Submission, rubric: Rubric, crite
     results = []
     for criterion in criteria:
         named = dataclasses.replace(criterion, scenarios=gateway.CASES_OF.get(criterion.id, ("every case",)))
-        check = gateway.CHECKS[criterion.id]
-        verdict = check(run, criterion)
+        verdict = _gateway_verdict(run, criterion)
         attempts, inconclusive, took = 1, False, per_criterion
         if is_borderline(verdict):
             attempts = 2
@@ -143,13 +150,23 @@ def grade_gateway(box: GatewayBox, submission: Submission, rubric: Rubric, crite
             again = run_gateway(box, submission, seed=seed,
                                 cases=tuple(c for c in CASES if not names or c.name in names or c.kind == "startup"))
             inherent += again.inherent_s
-            verdict = check(again, criterion)
+            verdict = _gateway_verdict(again, criterion)
             inconclusive = is_borderline(verdict)
             took += time.perf_counter() - again_started
         result = result_of(named, verdict, duration_s=took, attempts=attempts, inconclusive=inconclusive)
         report(result)
         results.append(result)
     return results, inherent
+
+
+def _gateway_verdict(run: GatewayRun, criterion: Criterion) -> Verdict:
+    """A gateway check's verdict, told whether its cases' servers kept time (for checks with a margin)."""
+    verdict = gateway.CHECKS[criterion.id](run, criterion)
+    names = gateway.CASES_OF.get(criterion.id) or tuple(run.cases)
+    cases = [run.cases[n] for n in names if n in run.cases]
+    verdict.busy = verdict.busy or busy_from_ledgers((ledger for c in cases for ledger in (c.local, c.api)),
+                                                     limit_s=BUSY_LAG_S)
+    return verdict
 
 
 def _plain(criteria: list[Criterion], facts: Any, checks: dict[str, Any], started: float,

@@ -8,7 +8,8 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from grader.criteria.gateway_run import CaseRun, GatewayRun
+from grader.criteria.busy import busy_from_ledgers
+from grader.criteria.gateway_run import BUSY_LAG_S, CaseRun, GatewayRun
 from grader.criteria.verdict import Verdict
 from grader.outcome import Evidence
 
@@ -154,20 +155,31 @@ def judge_cases(gw: GatewayRun, names: tuple[str, ...], per_case: Callable[[Case
     runs = [gw.cases[n] for n in names if n in gw.cases]
     missing = [n for n in names if n not in gw.cases]
     problems = [f"{n}: not run" for n in missing]
-    unsure: list[str] = []
+    unsure: list[str] = []    # problems found where the machine was too busy to tell
+    doubtful: list[str] = []  # right answers to a case whose premise was never seen to hold
+    reasons: list[str] = []
     for run in runs:
         if run.problem:
             problems.append(f"{run.case.name}: {run.problem}")
             continue
         found = [f"{run.case.name}: {p}" for p in per_case(run)]
-        (unsure if found and too_busy(run) else problems).extend(found)
+        why = busy_reason(run)
+        if found and why:
+            unsure.extend(found)
+            reasons.append(why)
+        elif found:
+            problems.extend(found)
+        elif run.extra.get("unseen"):
+            doubtful.append(run.case.name)
+            reasons.append(f"{run.case.name}: {run.extra['unseen']}")
     ok = not problems and not unsure
     output = (f"all {len(runs)} cases right" if ok else f"{len(problems + unsure)} problem(s):\n- "
               + "\n- ".join((problems + unsure)[:12]))
-    if unsure and not problems:
-        output += f"\n{BUSY}"
-    # Problems only where the machine was too busy to tell: borderline, so the cases run again.
-    return Verdict(ok, output, margin=1.0 if unsure and not problems else None,
+    doubt = bool(unsure or doubtful) and not problems
+    if doubt:
+        output += "".join(f"\n({why})" for why in dict.fromkeys(reasons))
+    # Only where the machine was too busy to tell: borderline, so the cases run again.
+    return Verdict(ok, output, margin=1.0 if doubt else None, busy=reasons[0] if doubt else None,
                    evidence=case_evidence(gw, runs, reported, truth))
 
 
@@ -179,6 +191,18 @@ def too_busy(run: CaseRun) -> bool:
     """A case with no fault in which the gateway still went to the API: on this machine a local first
     byte took longer than first_byte_s, so the case cannot tell a right gateway from a wrong one."""
     return run.case.kind == "concurrent" and bool(run.api)
+
+
+def busy_reason(run: CaseRun) -> str | None:
+    """Why this case ran on a machine too busy to tell a right gateway from a wrong one, if it did:
+    a fallback where no fault was set, a premise the grader waited for and never saw (the probe
+    asking /health), or fake servers whose own steps ran BUSY_LAG_S late."""
+    if too_busy(run):
+        return BUSY.strip("()")
+    unseen = run.extra.get("unseen")
+    if unseen:
+        return str(unseen)
+    return busy_from_ledgers((run.local, run.api), limit_s=BUSY_LAG_S)
 
 
 def statuses_of(records: list[dict[str, Any]]) -> str:

@@ -40,6 +40,9 @@ HEALTH_INTERVAL_S = CONFIG["local"]["health_interval_s"]
 PROBE_TIMEOUT_S = CONFIG["local"]["timeouts"]["first_byte_s"]
 # A probe result may be this old before traffic must follow it: one period, one probe's timeout, a margin.
 HEALTH_NOTICE_S = HEALTH_INTERVAL_S + PROBE_TIMEOUT_S + 0.5
+# A fake server whose steps ran this late could not keep the gateway's time either: half the
+# tightest gateway timeout (first_byte_s), a quarter of the stall a fallback must outlast.
+BUSY_LAG_S = PROBE_TIMEOUT_S / 2
 
 LOCAL_SERVER = {"served_model_name": [LOCAL_MODEL], "max_num_seqs": 64, "token_rate": 400, "prefill_overhead": 0.0,
                 "max_model_len": MAX_MODEL_LEN, "output_len_min": 48, "output_len_max": 48}
@@ -55,6 +58,7 @@ class Box(Protocol):
     def reset(self, name: str) -> None: ...
     def stop_server(self, name: str) -> None: ...
     def ledger(self, name: str, settle: float = ...) -> list[dict[str, Any]]: ...
+    def health_checks(self, name: str, since: float = ...) -> list[dict[str, Any]]: ...
     def spawn(self, argv: list[str], *, timeout_s: float = ...) -> str: ...
     def stop(self, handle: str) -> Any: ...
     def wait_port(self, port: int, timeout_s: float = ...) -> bool: ...
@@ -233,6 +237,7 @@ class _Session:
         self.local_stopped = False
         self.local_url = ""
         self.was_unhealthy = False  # the last case made /health answer 503
+        self.started_at = time.time()
 
     def stats(self) -> Any:
         answer = self.box.http("GET", self.url + "/stats", timeout_s=5.0)
@@ -309,13 +314,32 @@ def _run_one(session: _Session, case: Case, run: CaseRun) -> None:
         box.reset(session.local_name)
         box.reset(session.api_name)
         run.stats_before = session.stats()
+    faults_at = time.time()
     box.set_faults(session.local_name, list(case.local_faults)) if not session.local_stopped else None
     box.set_faults(session.api_name, list(case.api_faults))
     if case.wait_probe:
         time.sleep(HEALTH_NOTICE_S)
+        if not session.local_stopped and any(f.get("kind") == "unhealthy" for f in case.local_faults):
+            unseen = _probe_unseen(session, faults_at)
+            if unseen:
+                run.extra["unseen"] = unseen
     run.t0 = time.time()
     run.sent.append(body)
     run.answers.append(session.send(body))
+
+
+def _probe_unseen(session: _Session, since: float) -> str | None:
+    """Why the case's premise, "the probe has seen /health answer 503", may not hold; None if it does.
+
+    A gateway that never asks /health is judged by the case as it is. One that probes, but did not
+    ask in the HEALTH_NOTICE_S since /health turned 503, was starved by a busy machine (or probes
+    slower than health_interval_s): the case cannot tell right from wrong then."""
+    checks = session.box.health_checks(session.local_name, since=session.started_at)
+    if not checks or any(c.get("status") == 503 and c.get("at", 0.0) >= since for c in checks):
+        return None
+    last = max(float(c.get("at", 0.0)) for c in checks)
+    return (f"the gateway's probe did not ask /health in the {HEALTH_NOTICE_S:g} s after it turned 503 (its last "
+            f"probe was {time.time() - last:.2f} s before the request), so the case's premise never held")
 
 
 def _run_require_bad(session: _Session, case: Case, run: CaseRun) -> None:

@@ -4,6 +4,11 @@ A timing check reports its `margin`: the worst error it saw divided by its toler
 (< 0.7) or well outside (> 1.5) the answer stands. In between it is borderline: the criterion is
 run once more, and if it is borderline again it is `inconclusive` (no points, flagged for a
 person) rather than a guessed pass or fail.
+
+On a machine seen to be too busy to keep time (`busy`: the fake servers' own steps ran late, or a
+state the grader waited for was never seen), the band widens to 0.5-3: the same error that would
+stand on a quiet machine may be the machine's, not the candidate's, so it earns a rerun instead.
+A check whose answer depends on such a state without any margin says so with margin 1.0.
 """
 
 from __future__ import annotations
@@ -12,9 +17,10 @@ from dataclasses import dataclass, field
 
 from grader.outcome import Evidence
 
-__all__ = ["BORDERLINE", "Verdict", "is_borderline", "within"]
+__all__ = ["BORDERLINE", "BUSY_BORDERLINE", "Verdict", "is_borderline", "within"]
 
 BORDERLINE = (0.7, 1.5)
+BUSY_BORDERLINE = (0.5, 3.0)
 
 
 @dataclass
@@ -24,6 +30,7 @@ class Verdict:
     fraction: float | None = None  # a partial score in [0, 1]; None means all (passed) or nothing
     margin: float | None = None  # worst error / tolerance, for timing checks
     evidence: Evidence = field(default_factory=Evidence)
+    busy: str | None = None  # why the machine was too busy to trust this check's timing, if it was
 
     @property
     def score_fraction(self) -> float:
@@ -33,7 +40,7 @@ class Verdict:
 
 
 def is_borderline(verdict: Verdict) -> bool:
-    low, high = BORDERLINE
+    low, high = BUSY_BORDERLINE if verdict.busy else BORDERLINE
     return verdict.margin is not None and low <= verdict.margin <= high
 
 

@@ -56,7 +56,8 @@ def _test(c: CriterionResult) -> dict[str, Any]:
     score = awarded(c)
     output = clean(c.output)
     if c.status in ("inconclusive", "skipped"):
-        why = ("still borderline after a rerun; 0 points until a person judges it"
+        why = ("still borderline, or the machine still too busy to tell, after a rerun; 0 points until a person "
+               "judges it"
                if c.status == "inconclusive" else "not run; 0 points")
         output = f"{c.status.upper()}: {why}.\n{output}"
     if c.tolerance and clean(c.tolerance) not in output:

@@ -287,6 +287,10 @@ class Sandbox:
         """The named server's ledger records (fake_server.ledger), once in-flight requests settle."""
         return self._request("ledger", {"name": name, "settle": settle}, timeout_s=settle + _OP_MARGIN_S)["records"]
 
+    def health_checks(self, name: str, since: float = 0.0) -> list[dict[str, Any]]:
+        """The named server's /health answers after Unix time `since` ({"at", "status"}, oldest first)."""
+        return self._request("health_checks", {"name": name, "since": since}, timeout_s=_OP_MARGIN_S)["checks"]
+
     def run(self, argv: list[str], *, timeout_s: float, env: dict[str, str] | None = None,
             inject: dict[str, str] | None = None, files_back: tuple[str, ...] | list[str] = (), cwd: str = "work") -> RunResult:
         """Run a candidate command to its end; every process it started is gone when this returns."""

@@ -38,6 +38,7 @@ class Harness:
             "set_faults": lambda a: self.servers.set_faults(_req(a, "name"), _req(a, "faults")),
             "reset": lambda a: self.servers.reset(_req(a, "name")),
             "stop_server": lambda a: self.servers.stop(_req(a, "name")),
+            "health_checks": lambda a: {"checks": self.servers.health_checks(_req(a, "name"), _number(a, "since", 0.0))},
             "ledger": lambda a: {"records": self.servers.ledger(_req(a, "name"), _number(a, "settle", 2.0))},
             "run": self._run,
             "spawn": self._spawn,

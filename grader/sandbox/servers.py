@@ -63,6 +63,9 @@ class ServerPool:
     def ledger(self, name: str, settle: float) -> list[dict[str, Any]]:
         return self.get(name).ledger(settle)
 
+    def health_checks(self, name: str, since: float) -> list[dict[str, Any]]:
+        return self.get(name).health_checks(since)
+
     def stop(self, name: str) -> None:
         self.get(name)
         stack, _ = self._servers.pop(name)
