@@ -138,3 +138,13 @@ def test_demo_runs_on_the_base_dependencies(installed):
     done = _run(installed, "python", "-c", code, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "ledger TTFT ms" in done.stdout
+
+
+def test_the_sandbox_shows_candidates_the_installed_chart_and_schemas(installed):
+    code = ("from grader.sandbox.layout import kit_paths; from grader.kit_files import kit_dir; p = kit_paths(); "
+            "print(kit_dir('chart')); print(kit_dir('schemas')); print('\\n'.join(map(str, p.extras)))")
+    done = _run(installed, "python", "-c", code)
+    assert done.returncode == 0, done.stderr
+    chart, schemas, *extras = done.stdout.split()
+    assert Path(chart).is_relative_to(installed["purelib"]) and (Path(chart) / "Chart.yaml").is_file()
+    assert {str(Path(chart).resolve()), str(Path(schemas).resolve())} <= set(extras), extras

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import fake_server
 import grader
+from grader.kit_files import kit_dir
 
 __all__ = ["BOX_ROOT", "CGROUP_MOUNTS", "HIDDEN", "KIT_COPY", "SUBMISSION_SOURCE", "KitPaths", "bwrap_argv", "kit_paths"]
 
@@ -35,7 +36,7 @@ class KitPaths:
     grader: Path
     python_prefixes: tuple[Path, ...]  # sys.base_prefix, sys.prefix, and where the interpreter really is
     python_bin: Path  # the folder of the interpreter running the kit (the venv's bin/)
-    extras: tuple[Path, ...]  # starter/, chart/, schemas/ that exist beside fake_server
+    extras: tuple[Path, ...]  # starter/ beside fake_server, chart/ and schemas/ wherever the kit keeps them
 
     @property
     def starter(self) -> Path | None:
@@ -60,7 +61,10 @@ def kit_paths() -> KitPaths:
     real_python = Path(os.path.realpath(sys.executable))
     prefixes = [Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), real_python.parent.parent]
     unique = tuple(dict.fromkeys(p for p in prefixes if p != Path("/")))
-    extras = tuple(fs.parent / name for name in ("starter", "chart", "schemas") if (fs.parent / name).is_dir())
+    # chart/ and schemas/ live in a checkout beside the packages, in a wheel inside grader/_kit/:
+    # ask kit_files, as every reader of them does, so both installs show candidates the same data.
+    found = [fs.parent / "starter", kit_dir("chart"), kit_dir("schemas")]
+    extras = tuple(dict.fromkeys(p.resolve() for p in found if p.is_dir()))
     return KitPaths(fake_server=fs, grader=gr, python_prefixes=unique,
                     python_bin=Path(sys.executable).parent.absolute(), extras=extras)
 
