@@ -66,6 +66,8 @@ class CriterionResult:
     duration_s: float = 0.0
     attempts: int = 1  # 2 when a borderline first run was rerun
     evidence: Evidence = field(default_factory=Evidence)
+    margin: float | None = None  # a timing check's worst error over its tolerance (last run)
+    busy: str | None = None  # why the machine was judged too busy to keep time (last run), if it was
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -45,7 +45,8 @@ def result_of(criterion: Criterion, verdict: Verdict, *, duration_s: float, atte
         visibility=criterion.visibility,  # type: ignore[arg-type]
         status=status, score=score, output=output, tolerance=criterion.tolerance_text,  # type: ignore[arg-type]
         scenario=", ".join(criterion.scenarios), duration_s=round(duration_s, 3), attempts=attempts,
-        evidence=verdict.evidence,
+        evidence=verdict.evidence, margin=None if verdict.margin is None else round(verdict.margin, 3),
+        busy=verdict.busy,
     )
 
 
