@@ -93,6 +93,20 @@ class FaultRule:
     def ends_generation(self) -> bool:
         return self.kind in _ENDING_KINDS
 
+    def tokens_before(self, output: int, n: int) -> int:
+        """Of the next n tokens of a sequence that has generated `output`, how many come before
+        this fault acts: it acts when token `after_tokens + 1` is next, so exactly `after_tokens`
+        tokens are generated, sent and billed before it (n when it does not act within them)."""
+        gap = self.after_tokens - output
+        return gap if 0 <= gap < n else n
+
+    @property
+    def finish_reason(self) -> str | None:
+        """How a sequence ends when this fault acts on its generation (None: it goes on)."""
+        if not self.ends_generation:
+            return None
+        return "error" if self.kind == "stream_error" else "abort"
+
     def describe(self) -> dict[str, Any]:
         """The rule as the ledger and /admin/faults show it: only what differs from defaults."""
         base = FaultRule(kind=self.kind)

@@ -22,6 +22,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from .events import Finished, Lifecycle, Preempted, PrefillDone, Scheduled, Tokens
+
 __all__ = ["EngineMetrics", "Histogram", "MeteredEngine", "render"]
 
 
@@ -163,6 +165,37 @@ class EngineMetrics:
         self.request_prompt_tokens = Histogram(TOKEN_BUCKETS)
         self.request_generation_tokens = Histogram(TOKEN_BUCKETS)
         self.step_lag = Histogram(LAG_BUCKETS)
+
+    def on_event(self, event: Lifecycle) -> None:
+        """Count what the engine reports about a sequence (the per-token path comes first)."""
+        seq = event.seq
+        if isinstance(event, Tokens):
+            now = event.now
+            if seq.first_token_mono is None:
+                seq.first_token_mono = now
+                self.ttft.observe(now - seq.arrival_mono)
+                self.prompt_tokens += seq.num_prompt  # counted once, when prefill first completes, as vLLM
+            elif seq.last_token_mono is not None:
+                self.itl.observe(now - seq.last_token_mono)
+            seq.last_token_mono = now
+            self.generation_tokens += event.generated
+        elif isinstance(event, Scheduled):
+            self.prefix_queries += seq.num_prompt
+            self.prefix_hits += event.cached_tokens
+            self.queue_time.observe(event.now - seq.arrival_mono)
+        elif isinstance(event, PrefillDone):
+            if seq.scheduled_mono is not None:
+                self.prefill_time.observe(event.now - seq.scheduled_mono)
+        elif isinstance(event, Preempted):
+            self.preemptions += 1
+        elif isinstance(event, Finished):
+            now = event.now
+            self.success[event.reason] += 1
+            self.e2e.observe(now - seq.arrival_mono)
+            self.request_prompt_tokens.observe(seq.num_prompt)
+            self.request_generation_tokens.observe(seq.output)
+            if seq.first_token_mono is not None:
+                self.decode_time.observe(now - seq.first_token_mono)
 
 
 _HISTOGRAMS = (

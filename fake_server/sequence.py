@@ -71,6 +71,7 @@ class Sequence:
         "natural_len",
         "num_prompt",
         "output",
+        "prefilled_once",
         "prompt_ids",
         "reasoning_len",
         "reasoning_out",
@@ -124,6 +125,7 @@ class Sequence:
         self.held = ""  # content held back while it may be the start of a stop string
         self.carried = 0  # tokens generated but not yet handed over (all their text held back)
         self.admitted_once = False
+        self.prefilled_once = False  # its prompt's KV has existed once (later prefills are recomputes)
         self.fault: FaultRule | None = None  # a fault the engine applies at a generated token
         self.fault_fired = False
         self.error: str | None = None  # why the engine ended it with an error
