@@ -22,8 +22,10 @@ def generate(seq: Sequence, n: int, *, interrupted: bool = False) -> tuple[list[
     is handed over now, even text held back for a stop string, unless the answer ended first.
     """
     events: list[Event] = []
-    kind: EventKind = ""
-    text, count = "", seq.carried  # tokens of earlier steps whose text was all held back
+    # Tokens of earlier steps whose text was all held back for a stop string are content: they go
+    # out with the next content text, in its chunk, as vLLM sends them.
+    kind: EventKind = "content"
+    text, count = "", seq.carried
     seq.carried = 0
     finish: str | None = None
     generated = 0
@@ -53,7 +55,7 @@ def generate(seq: Sequence, n: int, *, interrupted: bool = False) -> tuple[list[
             break
     if interrupted and finish is None:
         if count:
-            events.append(Event(kind or "content", text, count))
+            events.append(Event(kind, text, count))
         return events, generated, None
     if finish == "length" and seq.held:
         text, seq.held = text + seq.held, ""

@@ -21,10 +21,8 @@ from .textgen import TextStream
 __all__ = ["Event", "EventKind", "Sequence", "SequenceState", "usage_of"]
 
 # "role", "reasoning" or "content"; "fault" where the sequence's fault acts (the writer applies it
-# there); "error" (text: the message) when the engine failed. "" is what tokens whose text was all
-# held back for a stop string are handed over as when the next token's text is free; the writer
-# sends it as an empty non-content delta and the ledger names the chunk "". Kept as it was.
-EventKind = Literal["role", "reasoning", "content", "fault", "error", ""]
+# there); "error" (text: the message) when the engine failed.
+EventKind = Literal["role", "reasoning", "content", "fault", "error"]
 
 
 class Event(NamedTuple):

@@ -95,3 +95,14 @@ def test_an_interruption_hands_over_everything_generated_so_far():
     generate(s, 1)  # all held back, carried
     assert generate(s, 0, interrupted=True) == ([Event("content", "", 1)], 0, None)
     assert s.carried == 0
+
+
+def test_tokens_held_back_whole_go_out_with_the_next_content_in_one_content_event():
+    # The longest stop string has 6 characters, so the last 5 wait: " x" alone is all held back.
+    s = seq(Words(" x", " y", " q"), stop=(" x y z",))
+    assert generate(s, 1) == ([], 1, None)
+    assert s.carried == 1
+    # " x y": all but its last character can no longer begin the stop string; both tokens go out
+    # as one content event (never an event of no kind before it).
+    assert generate(s, 1) == ([Event("content", " x ", 2)], 1, None)
+    assert s.held == "y"
