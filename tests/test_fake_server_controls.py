@@ -96,3 +96,9 @@ def test_health_checks_say_when_a_probe_asked_and_what_it_was_told(server: Runni
     assert before < checks[0]["at"] < middle < checks[1]["at"] <= checks[2]["at"] <= time.time()
     assert [c["status"] for c in server.health_checks(since=middle)] == [503, 200]
     assert server.health_checks(since=time.time() + 60) == []
+
+
+def test_the_health_log_refuses_a_since_that_is_not_a_time() -> None:
+    with serve_subprocess("--admin") as server:
+        answer = httpx.get(server.base_url + "/admin/health-checks", params={"since": "yesterday"}, timeout=10)
+        assert answer.status_code == 400 and "since" in answer.json()["error"]["message"]
