@@ -63,3 +63,6 @@ def test_a_probe_that_never_saw_the_503_makes_the_case_inconclusive_not_a_wrong_
     assert test["extra_data"]["status"] == "inconclusive" and test["extra_data"]["attempts"] == 2, test
     assert test["score"] == 0
     assert "INCONCLUSIVE" in test["output"] and "premise never held" in test["output"], test["output"]
+    # rl-unhealthy follows rl-unhealthy-stall: it waits for the probe to see /health healthy again
+    # first, which this probe never does either.
+    assert "turned 503" in test["output"] and "turned healthy again" in test["output"], test["output"]

@@ -249,11 +249,12 @@ class _Session:
         except (json.JSONDecodeError, TypeError):
             return {"_status": answer["status"], "_body": (answer.get("body") or "")[:200], "_error": answer.get("error")}
 
-    def prepare(self, case: Case) -> None:
+    def prepare(self, case: Case, run: CaseRun) -> None:
         if case.stop_local and not self.local_stopped:
             self.box.stop_server(self.local_name)
             self.local_stopped = True
         if not self.local_stopped:
+            healthy_at = time.time()
             self.box.reset(self.local_name)
             if case.local_settings:
                 self.box.configure(self.local_name, **case.local_settings)
@@ -261,6 +262,7 @@ class _Session:
                 # Let the probe see /health healthy again, so this case does not start in the
                 # last one's health state: one state, not a race between probe and request.
                 time.sleep(HEALTH_NOTICE_S)
+                _note_unseen(run, _probe_unseen(self, healthy_at, status=200))
         self.was_unhealthy = any(f.get("kind") == "unhealthy" for f in case.local_faults)
         self.box.reset(self.api_name)
         if case.api_settings:
@@ -320,26 +322,31 @@ def _run_one(session: _Session, case: Case, run: CaseRun) -> None:
     if case.wait_probe:
         time.sleep(HEALTH_NOTICE_S)
         if not session.local_stopped and any(f.get("kind") == "unhealthy" for f in case.local_faults):
-            unseen = _probe_unseen(session, faults_at)
-            if unseen:
-                run.extra["unseen"] = unseen
+            _note_unseen(run, _probe_unseen(session, faults_at, status=503))
     run.t0 = time.time()
     run.sent.append(body)
     run.answers.append(session.send(body))
 
 
-def _probe_unseen(session: _Session, since: float) -> str | None:
-    """Why the case's premise, "the probe has seen /health answer 503", may not hold; None if it does.
+def _note_unseen(run: CaseRun, why: str | None) -> None:
+    """Keep why a premise of this case never held (judge_cases makes its answer borderline)."""
+    if why:
+        run.extra["unseen"] = "; ".join(filter(None, (run.extra.get("unseen"), why)))
+
+
+def _probe_unseen(session: _Session, since: float, *, status: int) -> str | None:
+    """Why the case's premise, "the probe has seen /health answer `status`", may not hold; None if it does.
 
     A gateway that never asks /health is judged by the case as it is. One that probes, but did not
-    ask in the HEALTH_NOTICE_S since /health turned 503, was starved by a busy machine (or probes
-    slower than health_interval_s): the case cannot tell right from wrong then."""
+    ask in the HEALTH_NOTICE_S since /health turned to `status`, was starved by a busy machine (or
+    probes slower than health_interval_s): the case cannot tell right from wrong then."""
     checks = session.box.health_checks(session.local_name, since=session.started_at)
-    if not checks or any(c.get("status") == 503 and c.get("at", 0.0) >= since for c in checks):
+    if not checks or any(c.get("status") == status and c.get("at", 0.0) >= since for c in checks):
         return None
     last = max(float(c.get("at", 0.0)) for c in checks)
-    return (f"the gateway's probe did not ask /health in the {HEALTH_NOTICE_S:g} s after it turned 503 (its last "
-            f"probe was {time.time() - last:.2f} s before the request), so the case's premise never held")
+    state = "healthy again" if status == 200 else f"{status}"
+    return (f"the gateway's probe did not ask /health in the {HEALTH_NOTICE_S:g} s after it turned {state} (its "
+            f"last probe was {time.time() - last:.2f} s before the request), so the case's premise never held")
 
 
 def _run_require_bad(session: _Session, case: Case, run: CaseRun) -> None:
@@ -435,7 +442,7 @@ def _run_case(session: _Session, case: Case, run: CaseRun) -> CaseRun:
         run.answers.append(session.box.http("GET", session.url + "/health", timeout_s=5.0))
         run.stats_after = session.stats()
         return run
-    session.prepare(case)
+    session.prepare(case, run)
     run.local_stopped = session.local_stopped
     run.stats_before = session.stats()
     if case.kind == "concurrent":
