@@ -66,13 +66,16 @@ def http_request(method: str, url: str, *, headers: dict[str, str] | None = None
 
 
 def _read_events(response: httpx.Response, out: dict[str, Any], body: bytearray, deadline: float) -> None:
-    """SSE: one event per blank-line-terminated block; its data lines joined by newlines."""
+    """SSE as the HTML standard reads it, and so as a client sees the gateway's stream: lines end with
+    CRLF, LF or CR (httpx splits them, across reads too); `data:` lines of one event are joined by
+    newlines; comments and other fields are skipped; a blank line ends the event. An event the
+    stream leaves unfinished is not dispatched (its bytes stay in `body`), as a client drops it."""
     data: list[str] = []
     for line in response.iter_lines():
         now = time.time()
         if len(body) < _BODY_CAP:
             body += (line + "\n").encode()
-        if line.startswith("data:"):
+        if line.startswith("data:") or line == "data":
             data.append(line[5:].removeprefix(" "))
         elif line == "" and data:
             out["events"].append([now, "\n".join(data)])
@@ -80,8 +83,6 @@ def _read_events(response: httpx.Response, out: dict[str, Any], body: bytearray,
         if time.monotonic() > deadline:
             out["error"] = "timed out reading the event stream"
             return
-    if data:
-        out["events"].append([time.time(), "\n".join(data)])
 
 
 def http_many(requests: Any, *, timeout_s: float = 30.0) -> list[dict[str, Any]]:
