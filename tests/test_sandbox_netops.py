@@ -29,6 +29,11 @@ def _serve_once(writes: list[bytes]) -> str:
                 for piece in (HEAD, *writes):
                     conn.sendall(piece)
                     time.sleep(0.02)  # so the client reads them apart
+                # End the answer, then read what is left of the request until the client closes:
+                # closing with unread bytes would reset the connection instead of ending it.
+                conn.shutdown(socket.SHUT_WR)
+                while conn.recv(65536):
+                    pass
 
     threading.Thread(target=serve, daemon=True).start()
     return f"http://127.0.0.1:{listener.getsockname()[1]}/v1/chat/completions"
