@@ -221,12 +221,15 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--max-requests", type=int, default=400_000, help="Stop when this many were sent.")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "soak.json")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
-        result = run_soak(args.minutes * 60, ledger=Path(tmp) / "ledger.jsonl", workers=args.workers, seed=args.seed)
-    args.out.write_text(json.dumps({**asdict(result), "ok": result.ok, "command": f"python -m bench.soak --minutes {args.minutes:g}"},
-                                   indent=2) + "\n")
+        result = run_soak(args.minutes * 60, ledger=Path(tmp) / "ledger.jsonl", workers=args.workers, seed=args.seed,
+                          max_requests=args.max_requests)
+    command = (f"python -m bench.soak --minutes {args.minutes:g} --workers {args.workers} --seed {args.seed} "
+               f"--max-requests {args.max_requests}")
+    args.out.write_text(json.dumps({**asdict(result), "ok": result.ok, "command": command}, indent=2) + "\n")
     print(f"{result.sent} requests in {result.seconds} s ({result.kinds}); ledger {result.records} records; "
           f"{result.reconfigurations} reconfigurations")
     print(f"RSS {result.rss_mib[0]} -> {result.rss_mib[-1]} MiB (after a {result.warm_up_s} s warm-up: "
