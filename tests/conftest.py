@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+import signal
 from typing import Any
 
 import httpx
 from api_client import SSEDecoder
 from prometheus_client.parser import text_string_to_metric_families
+
+# A test run started in the background by a non-interactive shell (`make test &`, some CI runners)
+# inherits SIGINT ignored, and so would every server and grader a test starts: Python keeps an
+# inherited "ignore", so the tests of Ctrl-C would test nothing and fail. Give children the default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def sse_events(raw: bytes) -> list[str]:

@@ -58,9 +58,14 @@ def test_fleet_command_prints_urls_and_stops_on_interrupt(tmp_path):
     fleet = tmp_path / "fleet.yaml"
     fleet.write_text("servers:\n  local: {port: 0}\n  api: {port: 0, persona: api}\n")
     proc = subprocess.Popen([sys.executable, "-m", "fake_server", "fleet", str(fleet)], stdout=subprocess.PIPE, text=True)
-    lines = [proc.stdout.readline(), proc.stdout.readline()]
-    assert lines[0].split()[:2] == ["local", "local"] and lines[1].split()[:2] == ["api", "api"]
-    url = lines[1].split()[-1]
-    assert httpx.get(url + "/models").json()["data"][0]["id"] == "opus-5.5"
-    proc.send_signal(2)
-    assert proc.wait(10) == 0
+    try:
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        assert lines[0].split()[:2] == ["local", "local"] and lines[1].split()[:2] == ["api", "api"]
+        url = lines[1].split()[-1]
+        assert httpx.get(url + "/models").json()["data"][0]["id"] == "opus-5.5"
+        proc.send_signal(2)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:  # a failed test leaves no server behind
+            proc.kill()
+            proc.wait()
