@@ -340,8 +340,10 @@ def _probe_unseen(session: _Session, since: float, *, status: int) -> str | None
     A gateway that never asks /health is judged by the case as it is. One that probes, but did not
     ask in the HEALTH_NOTICE_S since /health turned to `status`, was starved by a busy machine (or
     probes slower than health_interval_s): the case cannot tell right from wrong then."""
-    checks = session.box.health_checks(session.local_name, since=session.started_at)
-    if not checks or any(c.get("status") == status and c.get("at", 0.0) >= since for c in checks):
+    if any(c.get("status") == status for c in session.box.health_checks(session.local_name, since=since)):
+        return None
+    checks = session.box.health_checks(session.local_name, since=session.started_at)  # only on this rare path
+    if not checks:
         return None
     last = max(float(c.get("at", 0.0)) for c in checks)
     state = "healthy again" if status == 200 else f"{status}"
