@@ -19,7 +19,8 @@ from grader.criteria import manifests as manifest_criteria
 from grader.criteria import memo as memo_criteria
 from grader.criteria import sizing as sizing_criteria
 from grader.criteria.busy import busy_from_ledgers
-from grader.criteria.gateway_run import BUSY_LAG_S, CASES, GatewayRun, run_gateway
+from grader.criteria.gateway_cases import BUSY_LAG_S, CASES
+from grader.criteria.gateway_run import GatewayRun, run_gateway
 from grader.criteria.gateway_run import Box as GatewayBox
 from grader.criteria.loadgen_run import Box, LoadgenRun, run_loadgen
 from grader.criteria.verdict import Verdict, is_borderline

@@ -15,7 +15,8 @@ import pytest
 from grader.chaff import list_chaff, materialize
 from grader.contract import Submission, load_submission
 from grader.criteria import gateway
-from grader.criteria.gateway_run import CASES, GatewayRun, run_gateway
+from grader.criteria.gateway_cases import CASES
+from grader.criteria.gateway_run import GatewayRun, run_gateway
 from grader.rubric import load_rubric
 from grader.sandbox import Sandbox, SandboxError
 
@@ -83,6 +84,24 @@ def test_chaff_that_closes_a_streamed_error_with_done_loses_committed_stream(tmp
     assert not verdict.passed
     assert "local-stream-error: the client's stream has [DONE]" in verdict.output
     assert "local-cut" not in verdict.output
+
+
+def test_a_refused_connection_is_graded_before_the_probe_has_seen_the_stop(tmp_path: Path) -> None:
+    """The refused cases run in a second start of the gateway whose probe has not seen the stop: the
+    reference tries the local route, is refused and falls back; a gateway that does not fall back on a
+    connection error fails (with the 0.25 s probe of the first start, it passed whenever its probe won
+    the race and skipped the route)."""
+    criteria = ("gateway.fallback-refused",)
+    run = _run(REFERENCE, criteria)
+    verdict = _verdicts(run, criteria)[criteria[0]]
+    assert verdict.passed, verdict.output
+    first = run.cases["refused"].answers[0]
+    assert first["status"] == 200
+    assert {k.lower(): v for k, v in first["headers"].items()}["x-gateway-attempts"] == "local,api"
+    chaff = _run(_chaff("gateway-refused-not-fallback", tmp_path), criteria)
+    verdict = _verdicts(chaff, criteria)[criteria[0]]
+    assert not verdict.passed
+    assert "refused: the client got HTTP 500" in verdict.output, verdict.output
 
 
 def test_a_gateway_that_never_listens_fails_every_criterion_with_the_reason(tmp_path: Path) -> None:

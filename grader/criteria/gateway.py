@@ -24,13 +24,8 @@ from grader.criteria.gateway_answers import (
     parse_json,
     statuses_of,
 )
-from grader.criteria.gateway_run import (
-    API_MODEL,
-    HEALTH_INTERVAL_S,
-    LOCAL_MODEL,
-    CaseRun,
-    GatewayRun,
-)
+from grader.criteria.gateway_cases import API_MODEL, HEALTH_INTERVAL_S, LOCAL_MODEL
+from grader.criteria.gateway_run import CaseRun, GatewayRun
 from grader.criteria.gateway_stats import stats_cost, stats_counts, stats_latency
 from grader.criteria.verdict import Verdict, within
 from grader.rubric import Criterion

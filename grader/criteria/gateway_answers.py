@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from grader.criteria.busy import busy_from_ledgers
-from grader.criteria.gateway_run import BUSY_LAG_S, CaseRun, GatewayRun
+from grader.criteria.gateway_cases import BUSY_LAG_S
+from grader.criteria.gateway_run import CaseRun, GatewayRun
 from grader.criteria.verdict import Verdict
 from grader.outcome import Evidence
 

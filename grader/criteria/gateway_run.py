@@ -1,12 +1,17 @@
 """Run the candidate's gateway once, between a local and an API fake server, through every case.
 
-The gateway is started once per section with one config; the two fake servers live for the whole
-section in the sandbox's harness. Before each case the grader resets both servers (a new ledger
+The gateway is started with one config for all but the last two cases (see below); the two fake
+servers live as long as it does, in the sandbox's harness. Before each case the grader resets both servers (a new ledger
 generation, no faults, start-up settings) and sets that case's faults and settings through the
 harness, never through anything the candidate can reach. Each case sends its request(s), and
 keeps the answers, both ledgers and `/stats` before and after. Nothing here judges: the checks in
-`gateway.py` do. The cases run in a fixed order; the local server is stopped only for the last
-ones (a refused connection), since a stopped server cannot come back on the port the config names.
+`gateway.py` do; the cases themselves are in gateway_cases.py.
+
+The fallback on a refused connection needs a gateway whose probe has not yet seen the stop, or
+the gateway rightly skips the route and the fallback is never tried. With the section's 0.25 s
+probe that is a race the grade would lose at random, so those cases run in a second, short
+session: the gateway started again with a probe interval of QUIET_INTERVAL_S, the local server
+stopped once the start-up probe has answered 200. Its probe then still says "up" for a minute.
 """
 
 from __future__ import annotations
@@ -17,39 +22,26 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from grader.contract import Submission
+from grader.criteria.gateway_cases import (
+    API_SERVER,
+    CASES,
+    CONFIG,
+    HEALTH_INTERVAL_S,
+    HEALTH_NOTICE_S,
+    LOCAL_MODEL,
+    LOCAL_SERVER,
+    MAX_MODEL_LEN,
+    PORT,
+    QUIET_INTERVAL_S,
+    STALL_S,
+    START_TIMEOUT_S,
+    UNHEALTHY,
+    Case,
+    Send,
+    body_for,
+)
 
-__all__ = ["CASES", "CONFIG", "Case", "CaseRun", "GatewayRun", "Send", "run_gateway", "serving_route"]
-
-PORT = 18080                    # inside the sandbox's own network namespace, below the ephemeral range
-LOCAL_MODEL, API_MODEL, CLIENT_MODEL = "qwen-local", "opus-api", "model-the-client-asked-for"
-API_KEY = "sk-grader-gateway"
-PRICE_IN, PRICE_OUT = 4.0, 20.0  # USD per million tokens, the same in the config and the API server
-MAX_MODEL_LEN = 256
-STALL_S = 2.5                   # a stall lasts >= 5x the first-byte timeout it must trip
-START_TIMEOUT_S = 20.0
-
-CONFIG: dict[str, Any] = {
-    "contract": 1,
-    "local": {"base_url": "", "model": LOCAL_MODEL, "health_url": "", "health_interval_s": 0.25,
-              "timeouts": {"connect_s": 0.5, "first_byte_s": 0.5, "total_s": 10.0}},
-    "api": {"base_url": "", "model": API_MODEL, "api_key": API_KEY,
-            "prices": {"input_per_million_usd": PRICE_IN, "output_per_million_usd": PRICE_OUT},
-            "timeouts": {"connect_s": 0.5, "first_byte_s": 0.5, "total_s": 10.0}},
-}
-HEALTH_INTERVAL_S = CONFIG["local"]["health_interval_s"]
-PROBE_TIMEOUT_S = CONFIG["local"]["timeouts"]["first_byte_s"]
-# A probe result may be this old before traffic must follow it: one period, one probe's timeout, a margin.
-HEALTH_NOTICE_S = HEALTH_INTERVAL_S + PROBE_TIMEOUT_S + 0.5
-# A fake server whose steps ran this late could not keep the gateway's time either: half the
-# tightest gateway timeout (first_byte_s), a quarter of the stall a fallback must outlast.
-BUSY_LAG_S = PROBE_TIMEOUT_S / 2
-
-LOCAL_SERVER = {"served_model_name": [LOCAL_MODEL], "max_num_seqs": 64, "token_rate": 400, "prefill_overhead": 0.0,
-                "max_model_len": MAX_MODEL_LEN, "output_len_min": 48, "output_len_max": 48}
-API_SERVER = {"persona": "api", "served_model_name": [API_MODEL], "api_key": API_KEY, "price_input": PRICE_IN,
-              "price_output": PRICE_OUT, "max_num_seqs": 64, "token_rate": 400, "prefill_overhead": 0.0,
-              "output_len_min": 48, "output_len_max": 48}
-
+__all__ = ["Box", "CaseRun", "GatewayRun", "run_gateway", "serving_route"]
 
 class Box(Protocol):
     def serve(self, name: str, **settings: Any) -> dict[str, Any]: ...
@@ -65,110 +57,6 @@ class Box(Protocol):
     def http(self, method: str, url: str, *, json: Any = ..., stream: bool = ..., timeout_s: float = ...) -> dict[str, Any]: ...
     def http_many(self, requests: list[dict[str, Any]], *, timeout_s: float = ...) -> list[dict[str, Any]]: ...
     def write_file(self, name: str, text: str) -> str: ...
-
-
-@dataclass(frozen=True)
-class Send:
-    """One chat request to the gateway."""
-
-    require: Any = None          # None: no `require` field
-    stream: bool = False
-    max_tokens: int = 8
-    words: int = 6               # prompt length, in words of one token
-    fit: str | None = None       # "exact" | "over": max_tokens set from the local /tokenize count
-
-
-@dataclass(frozen=True)
-class Case:
-    name: str
-    what: str                                    # one line for the report
-    local_faults: tuple[dict[str, Any], ...] = ()
-    api_faults: tuple[dict[str, Any], ...] = ()
-    local_settings: dict[str, Any] = field(default_factory=dict)
-    api_settings: dict[str, Any] = field(default_factory=dict)
-    send: Send = Send()
-    wait_probe: bool = False     # let the probe see the faults (HEALTH_NOTICE_S) before sending
-    warm_s: float = 0.0          # healthy traffic for this long first (so a cached "healthy" is old)
-    kind: str = "one"            # one | recover | concurrent | startup
-    stop_local: bool = False     # the local server is stopped before this case (and stays stopped)
-
-    @property
-    def stall(self) -> bool:
-        return any("stall" in f["kind"] for f in self.local_faults + self.api_faults)
-
-
-def _error(status: int, message: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {"kind": "http_error", "status": status, **({"message": message} if message else {}), **extra}
-
-
-_STALL_BEFORE = {"kind": "stall_before_headers", "seconds": STALL_S}
-_STALL_AFTER = {"kind": "stall_after_headers", "seconds": STALL_S}
-_UNHEALTHY = {"kind": "unhealthy"}
-_SLOW = {"token_rate": 30}
-_LONG_WORDS = MAX_MODEL_LEN + 40
-
-CASES: tuple[Case, ...] = (
-    Case("startup", "the gateway starts; GET /health and GET /stats", kind="startup"),
-    Case("local-ok", "a healthy local route, non-streamed"),
-    Case("local-ok-stream", "a healthy local route, streamed", send=Send(stream=True)),
-    Case("local-500", "the local route answers 500", (_error(500),)),
-    Case("local-502-stream", "the local route answers 502 to a streamed request", (_error(502),), send=Send(stream=True)),
-    Case("local-503", "the local route answers 503", (_error(503, retry_after=1),)),
-    Case("local-stall-before-headers", f"the local route sends nothing for {STALL_S:g} s (first_byte_s 0.5)",
-         (_STALL_BEFORE,)),
-    Case("local-stall-after-headers", f"the local route sends 200 and headers, then nothing for {STALL_S:g} s",
-         (_STALL_AFTER,), send=Send(stream=True)),
-    Case("local-400", "the local route answers 400", (_error(400, "grader: bad request marker 400"),)),
-    Case("local-404", "the local route answers 404", (_error(404, "grader: The model `x` does not exist (404)."),)),
-    Case("local-404-stream", "the local route answers 404 to a streamed request",
-         (_error(404, "grader: The model `y` does not exist (404 stream)."),), send=Send(stream=True)),
-    Case("local-429", "the local route answers 429 with Retry-After", (_error(429, "grader: slow down (429)", retry_after=2),)),
-    Case("local-cut", "the local stream is cut after 3 tokens", ({"kind": "cut", "after_tokens": 3},), send=Send(stream=True)),
-    Case("local-stream-error", "the local stream sends an error event after 3 tokens, then [DONE]",
-         ({"kind": "stream_error", "after_tokens": 3},), send=Send(stream=True)),
-    Case("local-no-done", "the local stream ends cleanly after 3 tokens without [DONE]",
-         ({"kind": "no_done", "after_tokens": 3},), send=Send(stream=True)),
-    Case("api-cut", "the local route answers 503; the API stream is cut after 3 tokens",
-         (_error(503),), ({"kind": "cut", "after_tokens": 3},), send=Send(stream=True)),
-    Case("require-bad", 'require: "remote" and require: 5 are refused with 400', kind="require-bad"),
-    Case("rl-500", "require: local; the local route answers 500", (_error(500),), send=Send(require="local")),
-    Case("rl-stall", f"require: local; the local route stalls {STALL_S:g} s before headers", (_STALL_BEFORE,),
-         send=Send(require="local")),
-    Case("rl-stall-stream", f"require: local; the local stream stalls {STALL_S:g} s after headers", (_STALL_AFTER,),
-         send=Send(require="local", stream=True)),
-    Case("rl-404", "require: local; the local route answers 404",
-         (_error(404, "grader: The model `z` does not exist (require local)."),), send=Send(require="local")),
-    Case("rl-too-long", f"require: local; prompt + max_tokens over max_model_len {MAX_MODEL_LEN}",
-         send=Send(require="local", words=_LONG_WORDS)),
-    Case("rl-unhealthy-stall", "require: local; /health answers 503 (the probe has seen it) and the route stalls",
-         (_UNHEALTHY, _STALL_BEFORE), send=Send(require="local"), wait_probe=True),
-    Case("rl-unhealthy", "require: local; /health answers 503 (the probe has seen it)", (_UNHEALTHY,),
-         send=Send(require="local"), wait_probe=True),
-    Case("rl-health-stale", "require: local; after 1 s of healthy traffic /health turns 503", (_UNHEALTHY,),
-         send=Send(require="local"), wait_probe=True, warm_s=1.0),
-    Case("unhealthy-any", "/health answers 503 (the probe has seen it); require: any", (_UNHEALTHY,), wait_probe=True),
-    Case("recover", "/health is healthy again: polled with require: local until the local route serves",
-         kind="recover"),
-    Case("too-long-any", f"a prompt over max_model_len {MAX_MODEL_LEN}; require: any", send=Send(words=_LONG_WORDS)),
-    Case("fit-exact", "prompt + max_tokens == max_model_len: it fits", send=Send(fit="exact")),
-    Case("fit-over-by-one", "prompt + max_tokens == max_model_len + 1: too long", send=Send(fit="over")),
-    Case("all-500", "local 500, API 500", (_error(500),), (_error(500),)),
-    Case("local-500-api-stall", f"local 500, the API stalls {STALL_S:g} s (its first_byte_s 0.5)",
-         (_error(500),), (_STALL_BEFORE,)),
-    Case("local-stall-api-500", "the local route stalls, the API answers 500", (_STALL_BEFORE,), (_error(500),)),
-    Case("slow-local-stream", "a local stream of 30 tokens at 30 tokens/s", local_settings=_SLOW,
-         send=Send(stream=True, max_tokens=30)),
-    Case("slow-api-stream", "local 503; an API stream of 30 tokens at 30 tokens/s", (_error(503),), api_settings=_SLOW,
-         send=Send(stream=True, max_tokens=30)),
-    Case("concurrent", "32 concurrent streams of 16 tokens through the gateway", kind="concurrent"),
-    Case("refused", "the local server is stopped (connection refused)", stop_local=True),
-    Case("refused-stream", "the local server is stopped; streamed", send=Send(stream=True), stop_local=True),
-    # The probe has seen the stopped server: whether a gateway skips a route it knows is down or
-    # tries it, the answer must be 503 and nothing may reach the API. Waiting makes the case one
-    # state, not a race between the probe and the request.
-    Case("rl-refused", "require: local; the local server is stopped (the probe has seen it)", send=Send(require="local"),
-         stop_local=True, wait_probe=True),
-)
 
 
 @dataclass
@@ -205,19 +93,6 @@ class GatewayRun:
         if self.stderr_tail.strip():
             out += f"\n--- stderr (tail) ---\n{self.stderr_tail[-3000:]}"
         return out
-
-
-def body_for(case: Case, send: Send, *, max_tokens: int | None = None) -> dict[str, Any]:
-    """The chat request a case sends: a prompt naming the case, so each is its own text."""
-    words = " ".join(f"w{i}" for i in range(send.words))
-    body: dict[str, Any] = {"model": CLIENT_MODEL, "max_tokens": max_tokens if max_tokens is not None else send.max_tokens,
-                            "messages": [{"role": "user", "content": f"case {case.name} {words}"}]}
-    if send.stream:
-        body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
-    if send.require is not None:
-        body["require"] = send.require
-    return body
 
 
 def serving_route(run: CaseRun) -> str | None:
@@ -362,7 +237,7 @@ def _run_require_bad(session: _Session, case: Case, run: CaseRun) -> None:
 def _run_recover(session: _Session, case: Case, run: CaseRun) -> None:
     """Unhealthy until the probe has seen it, then healthy: how long until require: local is served?"""
     box = session.box
-    box.set_faults(session.local_name, [_UNHEALTHY])
+    box.set_faults(session.local_name, [UNHEALTHY])
     time.sleep(HEALTH_NOTICE_S)
     run.stats_before = session.stats()
     box.set_faults(session.local_name, [])
@@ -398,18 +273,52 @@ def _run_concurrent(session: _Session, case: Case, run: CaseRun) -> None:
 
 
 def run_gateway(box: Box, submission: Submission, *, seed: int, cases: tuple[Case, ...] = CASES) -> GatewayRun:
-    """Start both servers and the gateway, run `cases` in order, stop everything; never raises for the candidate."""
+    """Start both servers and the gateway, run `cases` in order, stop everything; never raises for the candidate.
+
+    The `quiet_probe` cases run after the others, in a second start of the gateway (see the module's
+    docstring)."""
+    started = time.perf_counter()
+    main = _run_session(box, submission, seed, tuple(c for c in cases if not c.quiet_probe), quiet=False)
+    runs, inherent = dict(main.runs), main.inherent
+    stdout, stderr = main.stdout_tail, main.stderr_tail
+    quiet_cases = tuple(c for c in cases if c.quiet_probe)
+    if quiet_cases and not main.start_problem:
+        quiet = _run_session(box, submission, seed, quiet_cases, quiet=True)
+        for case in quiet_cases:
+            runs[case.name] = quiet.runs.get(case.name) or CaseRun(
+                case, t0=time.time(), problem=f"the gateway did not start a second time: {quiet.start_problem}")
+        inherent += quiet.inherent
+        marker = f"\n--- started again, health_interval_s {QUIET_INTERVAL_S:g} ---\n"
+        stdout = stdout[-1500:] + (marker + quiet.stdout_tail[-1500:] if quiet.stdout_tail.strip() else "")
+        stderr = stderr[-1500:] + (marker + quiet.stderr_tail[-1500:] if quiet.stderr_tail.strip() else "")
+    return GatewayRun(main.argv, not main.start_problem, main.start_problem, runs, time.perf_counter() - started,
+                      inherent, stdout, stderr)
+
+
+@dataclass
+class _SessionRun:
+    argv: list[str]
+    start_problem: str
+    runs: dict[str, CaseRun]
+    inherent: float
+    stdout_tail: str
+    stderr_tail: str
+
+
+def _run_session(box: Box, submission: Submission, seed: int, cases: tuple[Case, ...], *, quiet: bool) -> _SessionRun:
+    """One start of the gateway between two fresh fake servers, through `cases`; `quiet`: probing every
+    QUIET_INTERVAL_S, the cases start once its start-up probe has answered."""
     local_name, api_name = "gateway-local", "gateway-api"
     local = box.serve(local_name, **{**LOCAL_SERVER, "seed": seed})
     api = box.serve(api_name, **{**API_SERVER, "seed": seed + 1})
     config = json.loads(json.dumps(CONFIG))
-    config["local"].update(base_url=local["base_url"], health_url=local["url"] + "/health")
+    config["local"].update(base_url=local["base_url"], health_url=local["url"] + "/health",
+                           health_interval_s=QUIET_INTERVAL_S if quiet else HEALTH_INTERVAL_S)
     config["api"]["base_url"] = api["base_url"]
     path = box.write_file("grader-gateway-config.yaml", json.dumps(config, indent=2) + "\n")  # JSON is YAML
     argv = submission.command("gateway") + ["--config", path, "--port", str(PORT)]
     session = _Session(box, local_name, api_name)
     session.local_url = local["url"]
-    started = time.perf_counter()
     handle = box.spawn(argv, timeout_s=600.0)
     runs: dict[str, CaseRun] = {}
     inherent = 0.0
@@ -421,6 +330,8 @@ def run_gateway(box: Box, submission: Submission, *, seed: int, cases: tuple[Cas
             health = box.http("GET", session.url + "/health", timeout_s=5.0)
             if health["status"] != 200:
                 time.sleep(1.0)  # it may still be starting its lifespan
+            if quiet:
+                _await_first_probe(session)
             for case in cases:
                 case_started = time.perf_counter()
                 run = CaseRun(case, t0=time.time())
@@ -435,8 +346,19 @@ def run_gateway(box: Box, submission: Submission, *, seed: int, cases: tuple[Cas
         if not session.local_stopped:
             box.stop_server(local_name)
         box.stop_server(api_name)
-    return GatewayRun(argv, not start_problem, start_problem, runs, time.perf_counter() - started, inherent,
-                      getattr(result, "stdout_tail", ""), getattr(result, "stderr_tail", ""))
+    return _SessionRun(argv, start_problem, runs, inherent, getattr(result, "stdout_tail", ""),
+                       getattr(result, "stderr_tail", ""))
+
+
+def _await_first_probe(session: _Session, timeout_s: float = 5.0) -> None:
+    """Wait for the gateway's start-up probe to have had its 200 (the contract says to probe at start).
+
+    A gateway that never probes is judged by the cases as it is; so is one that took longer."""
+    until = time.monotonic() + timeout_s
+    while time.monotonic() < until:
+        if any(c.get("status") == 200 for c in session.box.health_checks(session.local_name, since=session.started_at)):
+            return
+        time.sleep(0.05)
 
 
 def _run_case(session: _Session, case: Case, run: CaseRun) -> CaseRun:

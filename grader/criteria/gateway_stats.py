@@ -15,7 +15,8 @@ from grader.criteria.gateway_answers import (
     success_records,
     too_busy,
 )
-from grader.criteria.gateway_run import PRICE_OUT, CaseRun, GatewayRun
+from grader.criteria.gateway_cases import PRICE_OUT
+from grader.criteria.gateway_run import CaseRun, GatewayRun
 from grader.criteria.truth import nearest_rank
 from grader.criteria.verdict import Verdict, within
 from grader.outcome import Evidence
@@ -92,7 +93,9 @@ def stats_cost(gw: GatewayRun, criterion: Criterion) -> Verdict:
 def stats_latency(gw: GatewayRun, criterion: Criterion) -> Verdict:
     if not gw.started:
         return Verdict(False, f"the gateway did not start: {gw.start_problem}", evidence=case_evidence(gw, []))
-    runs = [r for r in gw.cases.values() if r.case.kind != "startup" and not r.problem]
+    # The end's /stats counts the first start of the gateway only: the refused cases' second start
+    # (quiet_probe) keeps statistics of its own, judged case by case in stats_counts and stats_cost.
+    runs = [r for r in gw.cases.values() if r.case.kind != "startup" and not r.problem and not r.case.quiet_probe]
     last = runs[-1].stats_after if runs else None
     problems, worst, rows = [], 0.0, []
     for route in ("local", "api"):
