@@ -20,8 +20,8 @@ from grader.criteria import memo as memo_criteria
 from grader.criteria import sizing as sizing_criteria
 from grader.criteria.busy import busy_from_ledgers
 from grader.criteria.gateway_cases import BUSY_LAG_S, CASES
-from grader.criteria.gateway_run import GatewayRun, run_gateway
 from grader.criteria.gateway_run import Box as GatewayBox
+from grader.criteria.gateway_run import GatewayRun, run_gateway
 from grader.criteria.loadgen_run import Box, LoadgenRun, run_loadgen
 from grader.criteria.verdict import Verdict, is_borderline
 from grader.outcome import CriterionResult, Evidence

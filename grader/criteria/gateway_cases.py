@@ -2,7 +2,7 @@
 settings, and each case's faults and request.
 
 What a case *is* lives here; how a case runs is gateway_run.py, how it is judged gateway.py. The
-order of CASES is the order they run in (the `quiet_probe` ones last, in a second start of the
+order of CASES is the order they run in (the last, `quiet_probe` ones in a second start of the
 gateway): the local server is stopped only for the last ones, since a stopped server cannot come
 back on the port the config names.
 """
@@ -141,15 +141,16 @@ CASES: tuple[Case, ...] = (
     Case("slow-api-stream", "local 503; an API stream of 30 tokens at 30 tokens/s", (_error(503),), api_settings=_SLOW,
          send=Send(stream=True, max_tokens=30)),
     Case("concurrent", "32 concurrent streams of 16 tokens through the gateway", kind="concurrent"),
-    Case("refused", "the local server is stopped, its probe has not seen it (connection refused)",
-         stop_local=True, quiet_probe=True),
-    Case("refused-stream", "the local server is stopped, its probe has not seen it; streamed", send=Send(stream=True),
-         stop_local=True, quiet_probe=True),
     # The probe has seen the stopped server: whether a gateway skips a route it knows is down or
     # tries it, the answer must be 503 and nothing may reach the API. Waiting makes the case one
     # state, not a race between the probe and the request.
     Case("rl-refused", "require: local; the local server is stopped (the probe has seen it)", send=Send(require="local"),
          stop_local=True, wait_probe=True),
+    # In the second start (probe every QUIET_INTERVAL_S): the gateway must try the route, be refused, fall back.
+    Case("refused", "the local server is stopped, its probe has not seen it (connection refused)",
+         stop_local=True, quiet_probe=True),
+    Case("refused-stream", "the local server is stopped, its probe has not seen it; streamed", send=Send(stream=True),
+         stop_local=True, quiet_probe=True),
 )
 
 

@@ -1,11 +1,11 @@
-"""Run the candidate's gateway once, between a local and an API fake server, through every case.
+"""Run the candidate's gateway between a local and an API fake server, through every case.
 
 The gateway is started with one config for all but the last two cases (see below); the two fake
-servers live as long as it does, in the sandbox's harness. Before each case the grader resets both servers (a new ledger
-generation, no faults, start-up settings) and sets that case's faults and settings through the
-harness, never through anything the candidate can reach. Each case sends its request(s), and
-keeps the answers, both ledgers and `/stats` before and after. Nothing here judges: the checks in
-`gateway.py` do; the cases themselves are in gateway_cases.py.
+servers live as long as it does, in the sandbox's harness. Before each case the grader resets both
+servers (a new ledger generation, no faults, start-up settings) and sets that case's faults and
+settings through the harness, never through anything the candidate can reach. Each case sends its
+request(s), and keeps the answers, both ledgers and `/stats` before and after. Nothing here
+judges: the checks in `gateway.py` do; the cases themselves are in gateway_cases.py.
 
 The fallback on a refused connection needs a gateway whose probe has not yet seen the stop, or
 the gateway rightly skips the route and the fallback is never tried. With the section's 0.25 s
@@ -71,7 +71,7 @@ class CaseRun:
     stats_after: Any = None
     local_stopped: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
-    problem: str = ""                                # the grader could not run the case (never the candidate's fault)
+    problem: str = ""                                # the case could not run (a sandbox error; no second start)
 
 
 @dataclass
