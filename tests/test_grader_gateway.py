@@ -87,21 +87,23 @@ def test_chaff_that_closes_a_streamed_error_with_done_loses_committed_stream(tmp
 
 
 def test_a_refused_connection_is_graded_before_the_probe_has_seen_the_stop(tmp_path: Path) -> None:
-    """The refused cases run in a second start of the gateway whose probe has not seen the stop: the
-    reference tries the local route, is refused and falls back; a gateway that does not fall back on a
-    connection error fails (with the 0.25 s probe of the first start, it passed whenever its probe won
-    the race and skipped the route)."""
+    """Each refused case runs in a start of the gateway of its own, whose probe has not seen the
+    stop: the reference tries the local route, is refused and falls back, streamed or not; a gateway
+    that does not fall back on a connection error fails both (with the 0.25 s probe of the first
+    start it passed: its probe had seen the stop, so it skipped the route)."""
     criteria = ("gateway.fallback-refused",)
     run = _run(REFERENCE, criteria)
     verdict = _verdicts(run, criteria)[criteria[0]]
     assert verdict.passed, verdict.output
-    first = run.cases["refused"].answers[0]
-    assert first["status"] == 200
-    assert {k.lower(): v for k, v in first["headers"].items()}["x-gateway-attempts"] == "local,api"
+    for name in ("refused", "refused-stream"):
+        answer = run.cases[name].answers[0]
+        assert answer["status"] == 200
+        assert {k.lower(): v for k, v in answer["headers"].items()}["x-gateway-attempts"] == "local,api", name
     chaff = _run(_chaff("gateway-refused-not-fallback", tmp_path), criteria)
     verdict = _verdicts(chaff, criteria)[criteria[0]]
     assert not verdict.passed
     assert "refused: the client got HTTP 500" in verdict.output, verdict.output
+    assert "refused-stream: the client got HTTP 500" in verdict.output, verdict.output
 
 
 def test_a_gateway_that_never_listens_fails_every_criterion_with_the_reason(tmp_path: Path) -> None:

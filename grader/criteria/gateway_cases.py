@@ -2,8 +2,8 @@
 settings, and each case's faults and request.
 
 What a case *is* lives here; how a case runs is gateway_run.py, how it is judged gateway.py. The
-order of CASES is the order they run in (the last, `quiet_probe` ones in a second start of the
-gateway): the local server is stopped only for the last ones, since a stopped server cannot come
+order of CASES is the order they run in (the last, `quiet_probe` ones each in a start of the
+gateway of its own): the local server is stopped only for the last ones, since a stopped server cannot come
 back on the port the config names.
 """
 
@@ -70,7 +70,7 @@ class Case:
     warm_s: float = 0.0          # healthy traffic for this long first (so a cached "healthy" is old)
     kind: str = "one"            # one | recover | concurrent | startup
     stop_local: bool = False     # the local server is stopped before this case (and stays stopped)
-    quiet_probe: bool = False    # run in the second session, whose probe has not seen the local server stop
+    quiet_probe: bool = False    # run in a start of its own, whose probe has not seen the local server stop
 
     @property
     def stall(self) -> bool:
@@ -146,7 +146,7 @@ CASES: tuple[Case, ...] = (
     # state, not a race between the probe and the request.
     Case("rl-refused", "require: local; the local server is stopped (the probe has seen it)", send=Send(require="local"),
          stop_local=True, wait_probe=True),
-    # In the second start (probe every QUIET_INTERVAL_S): the gateway must try the route, be refused, fall back.
+    # Each in a start of its own (probe every QUIET_INTERVAL_S): the gateway must try the route, be refused, fall back.
     Case("refused", "the local server is stopped, its probe has not seen it (connection refused)",
          stop_local=True, quiet_probe=True),
     Case("refused-stream", "the local server is stopped, its probe has not seen it; streamed", send=Send(stream=True),

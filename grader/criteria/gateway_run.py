@@ -9,9 +9,10 @@ judges: the checks in `gateway.py` do; the cases themselves are in gateway_cases
 
 The fallback on a refused connection needs a gateway whose probe has not yet seen the stop, or
 the gateway rightly skips the route and the fallback is never tried. With the section's 0.25 s
-probe that is a race the grade would lose at random, so those cases run in a second, short
-session: the gateway started again with a probe interval of QUIET_INTERVAL_S, the local server
-stopped once the start-up probe has answered 200. Its probe then still says "up" for a minute.
+probe that is a race the grade would lose at random, so each of those cases runs in a short
+start of its own: the gateway started again with a probe interval of QUIET_INTERVAL_S, the local
+server stopped once the start-up probe has answered 200. Its probe then still says "up" for a
+minute (a start each, as a gateway may rightly mark the route down after its first refusal).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ class CaseRun:
     stats_after: Any = None
     local_stopped: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
-    problem: str = ""                                # the case could not run (a sandbox error; no second start)
+    problem: str = ""                                # the case could not run (a sandbox error; no new start)
 
 
 @dataclass
@@ -275,22 +276,21 @@ def _run_concurrent(session: _Session, case: Case, run: CaseRun) -> None:
 def run_gateway(box: Box, submission: Submission, *, seed: int, cases: tuple[Case, ...] = CASES) -> GatewayRun:
     """Start both servers and the gateway, run `cases` in order, stop everything; never raises for the candidate.
 
-    The `quiet_probe` cases run after the others, in a second start of the gateway (see the module's
-    docstring)."""
+    The `quiet_probe` cases run after the others, each in a start of the gateway of its own (see the
+    module's docstring)."""
     started = time.perf_counter()
     main = _run_session(box, submission, seed, tuple(c for c in cases if not c.quiet_probe), quiet=False)
     runs, inherent = dict(main.runs), main.inherent
     stdout, stderr = main.stdout_tail, main.stderr_tail
-    quiet_cases = tuple(c for c in cases if c.quiet_probe)
-    if quiet_cases and not main.start_problem:
-        quiet = _run_session(box, submission, seed, quiet_cases, quiet=True)
-        for case in quiet_cases:
-            runs[case.name] = quiet.runs.get(case.name) or CaseRun(
-                case, t0=time.time(), problem=f"the gateway did not start a second time: {quiet.start_problem}")
+    for case in (c for c in cases if c.quiet_probe and not main.start_problem):
+        # A start of its own: the gateway may rightly mark the route down after the first refusal.
+        quiet = _run_session(box, submission, seed, (case,), quiet=True)
+        runs[case.name] = quiet.runs.get(case.name) or CaseRun(
+            case, t0=time.time(), problem=f"the gateway did not start again: {quiet.start_problem}")
         inherent += quiet.inherent
-        marker = f"\n--- started again, health_interval_s {QUIET_INTERVAL_S:g} ---\n"
-        stdout = stdout[-1500:] + (marker + quiet.stdout_tail[-1500:] if quiet.stdout_tail.strip() else "")
-        stderr = stderr[-1500:] + (marker + quiet.stderr_tail[-1500:] if quiet.stderr_tail.strip() else "")
+        marker = f"\n--- started again for {case.name}, health_interval_s {QUIET_INTERVAL_S:g} ---\n"
+        stdout = stdout[-1500:] + (marker + quiet.stdout_tail[-1000:] if quiet.stdout_tail.strip() else "")
+        stderr = stderr[-1500:] + (marker + quiet.stderr_tail[-1000:] if quiet.stderr_tail.strip() else "")
     return GatewayRun(main.argv, not main.start_problem, main.start_problem, runs, time.perf_counter() - started,
                       inherent, stdout, stderr)
 

@@ -93,8 +93,8 @@ def stats_cost(gw: GatewayRun, criterion: Criterion) -> Verdict:
 def stats_latency(gw: GatewayRun, criterion: Criterion) -> Verdict:
     if not gw.started:
         return Verdict(False, f"the gateway did not start: {gw.start_problem}", evidence=case_evidence(gw, []))
-    # The end's /stats counts the first start of the gateway only: the refused cases' second start
-    # (quiet_probe) keeps statistics of its own, judged case by case in stats_counts and stats_cost.
+    # The end's /stats counts the first start of the gateway only: the refused cases' own starts
+    # (quiet_probe) keep statistics of their own, judged case by case in stats_counts and stats_cost.
     runs = [r for r in gw.cases.values() if r.case.kind != "startup" and not r.problem and not r.case.quiet_probe]
     last = runs[-1].stats_after if runs else None
     problems, worst, rows = [], 0.0, []
