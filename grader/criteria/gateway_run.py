@@ -281,7 +281,7 @@ def run_gateway(box: Box, submission: Submission, *, seed: int, cases: tuple[Cas
     started = time.perf_counter()
     main = _run_session(box, submission, seed, tuple(c for c in cases if not c.quiet_probe), quiet=False)
     runs, inherent = dict(main.runs), main.inherent
-    stdout, stderr = main.stdout_tail, main.stderr_tail
+    stdout, stderr = [main.stdout_tail[-1500:]], [main.stderr_tail[-1500:]]  # each start's tail, in order
     for case in (c for c in cases if c.quiet_probe and not main.start_problem):
         # A start of its own: the gateway may rightly mark the route down after the first refusal.
         quiet = _run_session(box, submission, seed, (case,), quiet=True)
@@ -289,10 +289,10 @@ def run_gateway(box: Box, submission: Submission, *, seed: int, cases: tuple[Cas
             case, t0=time.time(), problem=f"the gateway did not start again: {quiet.start_problem}")
         inherent += quiet.inherent
         marker = f"\n--- started again for {case.name}, health_interval_s {QUIET_INTERVAL_S:g} ---\n"
-        stdout = stdout[-1500:] + (marker + quiet.stdout_tail[-1000:] if quiet.stdout_tail.strip() else "")
-        stderr = stderr[-1500:] + (marker + quiet.stderr_tail[-1000:] if quiet.stderr_tail.strip() else "")
+        stdout += [marker + quiet.stdout_tail[-1000:]] if quiet.stdout_tail.strip() else []
+        stderr += [marker + quiet.stderr_tail[-1000:]] if quiet.stderr_tail.strip() else []
     return GatewayRun(main.argv, not main.start_problem, main.start_problem, runs, time.perf_counter() - started,
-                      inherent, stdout, stderr)
+                      inherent, "".join(stdout), "".join(stderr))
 
 
 @dataclass
