@@ -7,6 +7,7 @@ the grader's own, so what is tested here is what a grade does.
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from grader.chaff import list_chaff, materialize
 from grader.contract import Submission, load_submission
 from grader.criteria import gateway
+from grader.criteria.gateway_answers import answer_header
 from grader.criteria.gateway_cases import CASES
 from grader.criteria.gateway_run import GatewayRun, run_gateway
 from grader.rubric import load_rubric
@@ -98,7 +100,7 @@ def test_a_refused_connection_is_graded_before_the_probe_has_seen_the_stop(tmp_p
     for name in ("refused", "refused-stream"):
         answer = run.cases[name].answers[0]
         assert answer["status"] == 200
-        assert {k.lower(): v for k, v in answer["headers"].items()}["x-gateway-attempts"] == "local,api", name
+        assert answer_header(answer, "x-gateway-attempts") == "local,api", name
     chaff = _run(_chaff("gateway-refused-not-fallback", tmp_path), criteria)
     verdict = _verdicts(chaff, criteria)[criteria[0]]
     assert not verdict.passed
@@ -124,6 +126,47 @@ def test_a_gateway_that_never_listens_fails_every_criterion_with_the_reason(tmp_
         assert time.monotonic() - started < 30
     verdict = _verdicts(run, ("gateway.fallback-5xx",))["gateway.fallback-5xx"]
     assert not verdict.passed and "did not start" in verdict.output and "127.0.0.1:18080" in verdict.output
+
+
+ONCE = """\
+import runpy, sys
+from pathlib import Path
+
+marker = Path("started-once")
+if marker.exists():
+    sys.exit("once.py: this gateway starts only once")
+marker.write_text("")
+sys.path.insert(0, "gateway")
+sys.argv[0] = "gateway/gateway.py"
+runpy.run_path("gateway/gateway.py", run_name="__main__")
+"""
+
+
+def test_a_gateway_that_starts_only_once_fails_the_refused_cases_by_name(tmp_path: Path) -> None:
+    """The refused cases need starts of their own: a gateway that will not start again fails them,
+    saying so, and keeps what its first start earned."""
+    folder = tmp_path / "once"
+    shutil.copytree(REFERENCE / "gateway", folder / "gateway", ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "gateway" / "once.py").write_text(ONCE)
+    submission = Submission(folder, {"contract": 1, "gateway": {"command": ["python", "gateway/once.py"]}})
+    criteria = ("gateway.fallback-refused", "gateway.fallback-5xx")
+    names = {n for c in criteria for n in gateway.CASES_OF[c]}
+    with Sandbox(folder) as box:
+        from grader.criteria import gateway_run
+
+        original = gateway_run.START_TIMEOUT_S
+        gateway_run.START_TIMEOUT_S = 3.0
+        try:
+            run = run_gateway(box, submission, seed=0, cases=tuple(c for c in CASES if c.name in names))
+        finally:
+            gateway_run.START_TIMEOUT_S = original
+    verdicts = _verdicts(run, criteria)
+    assert verdicts["gateway.fallback-5xx"].passed, verdicts["gateway.fallback-5xx"].output
+    refused = verdicts["gateway.fallback-refused"]
+    assert not refused.passed
+    assert "refused: the gateway did not start again: nothing listened on 127.0.0.1:18080" in refused.output
+    assert "refused-stream: the gateway did not start again" in refused.output
+    assert "this gateway starts only once" in run.logs
 
 
 def test_sandbox_sends_requests_at_once_and_writes_only_plain_names(tmp_path: Path) -> None:

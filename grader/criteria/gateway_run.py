@@ -210,13 +210,18 @@ def _note_unseen(run: CaseRun, why: str | None) -> None:
         run.extra["unseen"] = "; ".join(filter(None, (run.extra.get("unseen"), why)))
 
 
+def _probed(session: _Session, since: float, status: int) -> bool:
+    """Whether the local server's /health answered `status` to anyone after Unix time `since`."""
+    return any(c.get("status") == status for c in session.box.health_checks(session.local_name, since=since))
+
+
 def _probe_unseen(session: _Session, since: float, *, status: int) -> str | None:
     """Why the case's premise, "the probe has seen /health answer `status`", may not hold; None if it does.
 
     A gateway that never asks /health is judged by the case as it is. One that probes, but did not
     ask in the HEALTH_NOTICE_S since /health turned to `status`, was starved by a busy machine (or
     probes slower than health_interval_s): the case cannot tell right from wrong then."""
-    if any(c.get("status") == status for c in session.box.health_checks(session.local_name, since=since)):
+    if _probed(session, since, status):
         return None
     checks = session.box.health_checks(session.local_name, since=session.started_at)  # only on this rare path
     if not checks:
@@ -356,7 +361,7 @@ def _await_first_probe(session: _Session, timeout_s: float = 5.0) -> None:
     A gateway that never probes is judged by the cases as it is; so is one that took longer."""
     until = time.monotonic() + timeout_s
     while time.monotonic() < until:
-        if any(c.get("status") == 200 for c in session.box.health_checks(session.local_name, since=session.started_at)):
+        if _probed(session, session.started_at, 200):
             return
         time.sleep(0.05)
 
