@@ -13,12 +13,15 @@ import re
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .scenarios import list_scenarios
 from .settings import ServerSettings, SettingsError, model_fields, server_fields
+
+if TYPE_CHECKING:
+    from .control import ServerControl
 
 __all__ = ["main"]
 
@@ -43,6 +46,8 @@ def _option_for(f: dataclasses.Field[Any]) -> Callable[[Any], Any]:
     if kind == "list[str]":
         return click.option(flag, f.name, multiple=True, help=help_text + "  (repeat for several)")
     choices = f.metadata.get("choices")
+    if choices:
+        choices = (*choices, *f.metadata.get("aliases", {}))  # former names are still accepted
     py_type: Any = click.Choice(choices) if choices else {"int": int, "float": float}.get(kind, str)
     return click.option(flag, f.name, type=py_type, default=None, help=help_text)
 
@@ -109,7 +114,7 @@ def _run(settings: ServerSettings) -> None:
     sock = bind(settings.host, settings.port)
     server, control = make_server(settings)
     names = ", ".join(control.state.engines)
-    click.echo(f"fake-server ({settings.persona}) serving {names} on {url_for(sock)}", nl=True)
+    click.echo(f"fake-server ({settings.persona}; {_timers(control)}) serving {names} on {url_for(sock)}", nl=True)
     sys.stdout.flush()
     loop = new_loop()
     asyncio.set_event_loop(loop)
@@ -122,6 +127,14 @@ def _run(settings: ServerSettings) -> None:
         pass
     finally:
         loop.close()
+
+
+def _timers(control: ServerControl) -> str:
+    """`step timer: timerfd`, or each model's when they differ."""
+    timers = {name: engine.step_timer for name, engine in control.state.named_engines()}
+    if len(set(timers.values())) == 1:
+        return f"step timer: {next(iter(timers.values()))}"
+    return "step timers: " + ", ".join(f"{timer} for {name}" for name, timer in timers.items())
 
 
 @main.command()

@@ -1,33 +1,48 @@
-"""Waiting for the end of an engine step: cheap by default, precise on request.
+"""Waiting for the end of an engine step: on a high-resolution timer by default.
 
-Both clocks wait until an absolute deadline (the engine lays its steps end to end on a fixed
-timeline, so a late wake-up shortens the next wait instead of stretching time), and both yield to
-the event loop at least once per step, even when the deadline has already passed: that is the
-moment the stream writers send the previous step's tokens, so a late engine never runs several
-steps back to back while the writers wait.
+Every clock waits until an absolute deadline (the engine lays its steps end to end on a fixed
+timeline, so a late wake-up shortens the next wait instead of stretching time), and every clock
+yields to the event loop at least once per step, even when the deadline has already passed: that
+is the moment the stream writers send the previous step's tokens, so a late engine never runs
+several steps back to back while the writers wait.
 
-- `cheap` (the default) sleeps on the loop's timer and nothing else. The timer wakes up to about
-  a millisecond late (epoll's millisecond timeout, and a virtual CPU's own wake-up time), which
-  the next step's shorter wait absorbs. One stream costs a few percent of a core.
-- `precise` sleeps on the timer until `margin` before the deadline and spins (yielding) for the
-  rest, with a margin it adapts to the lateness it has seen. Steps end within a fraction of a
-  millisecond of their deadline, at the price of a busy core for that fraction of every step.
+The `timing` setting chooses the clock:
+
+- `auto` (the default) sleeps on the kernel's high-resolution timer (timers.py: timerfd on Linux,
+  a kqueue timer on macOS), which the event loop reads like a socket. It wakes a few hundredths
+  of a millisecond after the deadline, with no busy-wait. Where there is no such timer it is
+  `loop`; where setting one up fails, it is `loop` too, with a one-line warning.
+- `loop` sleeps on the event loop's own timer. epoll's timeout is whole milliseconds, so it wakes
+  up to about a millisecond late, which the next step's shorter wait absorbs. (`cheap`, its
+  former name, is still accepted.)
+- `precise` sleeps on the loop's timer until `margin` before the deadline and spins (yielding)
+  for the rest, with a margin it adapts to the lateness it has seen: the last few hundredths of a
+  millisecond, at the price of a busy core for that margin of every step.
+
+Each clock names what it waits on (`kind`): `timerfd`, `kqueue`, `loop`, or `spin`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import deque
 
-__all__ = ["TIMING_MODES", "CheapClock", "PreciseClock", "StepClock", "clock_for"]
+from .timers import KernelTimer, open_timer
 
-TIMING_MODES = ("cheap", "precise")
+__all__ = ["TIMING_ALIASES", "TIMING_MODES", "LoopClock", "PreciseClock", "StepClock", "TimerClock", "clock_for"]
+
+TIMING_MODES = ("auto", "loop", "precise")
+TIMING_ALIASES = {"cheap": "loop"}  # former names, still accepted
+
+_log = logging.getLogger("fake_server")
 
 
-class CheapClock:
-    """Timer-only waits: no busy-wait at all."""
+class LoopClock:
+    """The event loop's timer only: no busy-wait, up to about a millisecond late."""
 
+    kind = "loop"
     # A step ending later than this restarts the timeline from now rather than catching up.
     reanchor = 0.005
 
@@ -35,10 +50,33 @@ class CheapClock:
         delay = deadline - time.perf_counter()
         await asyncio.sleep(max(0, delay))
 
+    def close(self) -> None:
+        pass
+
+
+class TimerClock:
+    """The kernel's high-resolution timer: no busy-wait, a fraction of a millisecond late."""
+
+    reanchor = 0.005
+
+    def __init__(self, timer: KernelTimer) -> None:
+        self._timer = timer
+        self.kind = timer.kind
+
+    async def sleep_until(self, deadline: float) -> None:
+        if deadline <= time.perf_counter():
+            await asyncio.sleep(0)
+        else:
+            await self._timer.sleep_until(deadline)
+
+    def close(self) -> None:
+        self._timer.close()
+
 
 class PreciseClock:
     """Timer waits to `margin` before the deadline, then a yielding spin to the deadline."""
 
+    kind = "spin"
     reanchor = 0.002
 
     def __init__(self) -> None:
@@ -55,13 +93,25 @@ class PreciseClock:
         while time.perf_counter() < deadline:
             await asyncio.sleep(0)
 
+    def close(self) -> None:
+        pass
 
-StepClock = CheapClock | PreciseClock
+
+StepClock = LoopClock | TimerClock | PreciseClock
 
 
 def clock_for(mode: str) -> StepClock:
+    """The clock of a timing mode. `auto` never fails: without a usable timer it is the loop's."""
+    mode = TIMING_ALIASES.get(mode, mode)
     if mode == "precise":
         return PreciseClock()
-    if mode == "cheap":
-        return CheapClock()
-    raise ValueError(f"timing must be one of {', '.join(TIMING_MODES)} (got {mode!r})")
+    if mode == "loop":
+        return LoopClock()
+    if mode != "auto":
+        raise ValueError(f"timing must be one of {', '.join(TIMING_MODES)} (got {mode!r})")
+    try:
+        timer = open_timer()
+    except Exception as exc:  # noqa: BLE001 - any failure to set up the timer means the loop's timer, never a crash
+        _log.warning("fake-server: no high-resolution step timer (%s); steps wait on the event loop's timer", exc)
+        return LoopClock()
+    return LoopClock() if timer is None else TimerClock(timer)

@@ -64,9 +64,12 @@ class ServerControl:
     def ledger(self, *, since: int = 0, settle: float = 0.0, generation: int | None = None) -> dict[str, Any]:
         """Finished records of one generation (default: the current one) numbered above `since`,
         oldest first, once that generation's requests in flight have ended or `settle` seconds
-        have passed. Safe from any thread (the ledger locks); it blocks for up to `settle`."""
+        have passed, under a header: the generation and what each model's steps wait on
+        (`step_timer`). Safe from any thread (the ledger locks); it blocks for up to `settle`."""
         if not 0 <= settle <= MAX_SETTLE:
             raise SettingsError(f"ledger: `settle` must be between 0 and {MAX_SETTLE:g} seconds, got {settle!r}")
         gen = self.state.ledger.generation if generation is None else generation
         records = self.state.ledger.records(settle, generation=gen)
-        return {"records": [r.to_dict() for r in records if r.number > since], "generation": gen}
+        # The header says what each model's steps waited on (timerfd, kqueue, loop or spin).
+        timers = {name: engine.step_timer for name, engine in self.state.named_engines()}
+        return {"step_timer": timers, "generation": gen, "records": [r.to_dict() for r in records if r.number > since]}

@@ -70,6 +70,8 @@ class Engine:
         self._wakeup: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._clock: StepClock = clock_for(settings.timing)
+        self._retired: list[StepClock] = []  # clocks replaced while the step loop may sleep on one
+        self._clock_closed = False
         self.failure: str | None = None  # why the step loop died, once it has
         check_capacity(settings)
 
@@ -82,6 +84,8 @@ class Engine:
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
+        if self._clock_closed:  # started again after stop(): a new timer
+            self._clock, self._clock_closed = clock_for(self.settings.timing), False
         self.failure = None
         self._wakeup = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._supervise(), name=f"engine:{self.name}")
@@ -100,6 +104,18 @@ class Engine:
             self._task = None
         for seq in list(self.waiting) + list(self.running):
             self._finish(seq, "abort")
+        self._close_retired()
+        self._clock.close()
+        self._clock_closed = True
+
+    @property
+    def step_timer(self) -> str:
+        """What the step loop waits on: timerfd, kqueue, loop (the event loop's timer) or spin."""
+        return self._clock.kind
+
+    def _close_retired(self) -> None:
+        while self._retired:
+            self._retired.pop().close()
 
     def check_reconfigure(self, settings: ModelSettings) -> None:
         """Raise SettingsError if `settings` cannot be applied now (nothing is changed)."""
@@ -123,6 +139,8 @@ class Engine:
         if self._kv_changes(settings):
             self.scheduler.kv = self._new_kv(settings)
         if settings.timing != self.settings.timing:
+            # The step loop may be asleep on the old clock: it closes it once it wakes.
+            self._retired.append(self._clock)
             self._clock = clock_for(settings.timing)
         self.settings = settings
         self.scheduler.settings = settings
@@ -235,6 +253,8 @@ class Engine:
         assert self._wakeup is not None
         timeline: float | None = None  # planned end of the previous step
         while True:
+            if self._retired:
+                self._close_retired()
             now = time.perf_counter()
             plan = self.scheduler.plan(now)
             if plan.empty:

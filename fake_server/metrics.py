@@ -18,6 +18,7 @@ from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
     HistogramMetricFamily,
+    InfoMetricFamily,
     Metric,
 )
 from prometheus_client.registry import Collector
@@ -45,6 +46,9 @@ class MeteredEngine(Protocol):
 
     @property
     def metrics(self) -> EngineMetrics: ...
+
+    @property
+    def step_timer(self) -> str: ...
 
 
 # Buckets as vLLM declares them (seconds, or tokens for the size histograms).
@@ -241,7 +245,14 @@ class _EngineCollector(Collector):
             running.add_metric([name], engine.num_running)
             waiting.add_metric([name], engine.num_waiting)
             kv.add_metric([name], engine.kv.usage())
-        yield from (running, waiting, kv)
+        timer = InfoMetricFamily(
+            "fake_server:step_timer",
+            "What the engine's steps wait on: timerfd, kqueue, loop (the event loop's timer) or spin.",
+            labels=["model_name"],
+        )
+        for name, engine in engines:
+            timer.add_metric([name], {"timer": engine.step_timer})
+        yield from (running, waiting, kv, timer)
         for metric, attr, doc in _COUNTERS:
             family = CounterMetricFamily(metric, doc, labels=["model_name"])
             for name, engine in engines:

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from .clock import TIMING_ALIASES, TIMING_MODES
 from .errors import SettingsError
 from .faults import parse_rules
 
@@ -40,9 +41,10 @@ def _meta(
     min: float | None = None,
     max: float | None = None,
     choices: tuple[str, ...] | None = None,
+    aliases: dict[str, str] | None = None,
     cli: bool = True,
 ) -> dict[str, Any]:
-    return {"help": help, "min": min, "max": max, "choices": choices, "cli": cli}
+    return {"help": help, "min": min, "max": max, "choices": choices, "aliases": aliases or {}, "cli": cli}
 
 
 def _opt(
@@ -52,9 +54,11 @@ def _opt(
     min: float | None = None,
     max: float | None = None,
     choices: tuple[str, ...] | None = None,
+    aliases: dict[str, str] | None = None,
     cli: bool = True,
 ) -> Any:
-    return field(default=default, metadata=_meta(help, min=min, max=max, choices=choices, cli=cli))
+    meta = _meta(help, min=min, max=max, choices=choices, aliases=aliases, cli=cli)
+    return field(default=default, metadata=meta)
 
 
 @dataclass
@@ -117,9 +121,10 @@ class ModelSettings:
         0.0, "Seconds after start during which /health answers 503 and requests are refused with 503.", min=0, max=3600
     )
     timing: str = _opt(
-        "cheap",
-        "How the engine waits for a step's end: 'cheap' sleeps on the event loop's timer (about 1 ms late at worst, no busy-wait); 'precise' spins for the last fraction of a millisecond (a busy core, for benchmarks that ask for it).",
-        choices=("cheap", "precise"),
+        "auto",
+        "How the engine waits for a step's end: 'auto' on the kernel's high-resolution timer (timerfd on Linux, kqueue on macOS; a fraction of a millisecond late, no busy-wait), else as 'loop'; 'loop' on the event loop's timer (up to ~1 ms late; 'cheap' is its former name); 'precise' spins for the last fraction of a millisecond (a busy core).",
+        choices=TIMING_MODES,
+        aliases=TIMING_ALIASES,
     )
     sse_line_ending: str = _opt(
         "lf",
@@ -267,6 +272,7 @@ def _coerce(f: dataclasses.Field[Any], value: Any, where: str) -> Any:
             return None
         if not isinstance(value, str):
             raise SettingsError(f"{name} must be a string (got {value!r})")
+        value = meta.get("aliases", {}).get(value, value)
         choices = meta.get("choices")
         if choices and value not in choices:
             raise SettingsError(f"{name} must be one of {', '.join(choices)} (got {value!r})")
