@@ -57,7 +57,7 @@ hostile-full: $(STAMP)
 	$(BIN)/python -m bench.loaded
 
 schemas: $(STAMP)
-	$(BIN)/python -m grader.schemas_build
+	$(BIN)/python -m grader.kit.schemas_build
 
 clean:
 	rm -rf $(VENV) .pytest_cache grade-report

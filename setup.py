@@ -1,7 +1,7 @@
 """Build hook: the wheel carries the kit's `schemas/` and `chart/` inside the `grader` package.
 
 They live at the top of the repository (the candidate and the chart tooling use them there), so
-the build copies them to `grader/_kit/`; `grader.kit_files` finds them in either place. Every
+the build copies them to `grader/_kit/`; `grader.shared.kit_files` finds them in either place. Every
 other setting is in pyproject.toml.
 """
 

@@ -17,7 +17,7 @@ import platform
 import tempfile
 from pathlib import Path
 
-from grader.grade import GradeRun, grade
+from grader.grading.grade import GradeRun, grade
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "submissions" / "reference"

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.grade import GradeRun, grade
+from grader.grading.grade import GradeRun, grade
 
 ROOT = Path(__file__).resolve().parents[1]
 _BURN = ("import multiprocessing as mp, sys, time\n"
@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "loaded.json")
     parser.add_argument("--no-selftest", action="store_true", help="Skip the loaded selftest (the longest part).")
     args = parser.parse_args()
-    from grader.selftest import selftest
+    from grader.kit.selftest import selftest
 
     with tempfile.TemporaryDirectory(prefix="bench-loaded-") as tmp:
         idle = grade_reference(Path(tmp) / "idle")

@@ -91,10 +91,10 @@ def grade(submission: Path, out: Path, only: tuple[str, ...], seed: int, overrid
     Exit status: 0 when a report was written, whatever the score; 2 when the grader could not run
     (a missing submission, a bad rubric, an unwritable --out).
     """
-    from grader.grade import GradeRun
-    from grader.grade import grade as grade_submission
+    from grader.grading.grade import GradeRun
+    from grader.grading.grade import grade as grade_submission
+    from grader.grading.rubric import RubricError
     from grader.reports import score_table
-    from grader.rubric import RubricError
 
     if not submission.exists():
         raise click.UsageError(f"{submission}: no such file or folder")
@@ -119,8 +119,8 @@ def grade(submission: Path, out: Path, only: tuple[str, ...], seed: int, overrid
 def selftest(full: bool, jobs: int, names: tuple[str, ...]) -> None:
     """Grade the reference (full marks) and every chaff (each loses exactly its targets)."""
     try:
-        from grader.selftest import SelftestError
-        from grader.selftest import selftest as run_selftest
+        from grader.kit.selftest import SelftestError
+        from grader.kit.selftest import selftest as run_selftest
     except ImportError:  # a candidate's kit carries neither the reference nor the chaff
         raise click.UsageError("selftest runs from the kit's repository; this install has no reference or chaff") from None
 
@@ -155,8 +155,8 @@ def check(submission: Path, out: Path, only: tuple[str, ...], seed: int, jobs: i
     checklist and the memo's honesty rules. Exit status: 0 when all pass, 1 when any fails, 2 on
     bad usage (a missing folder).
     """
+    from grader.candidate.check import run_check
     from grader.contract import ContractError
-    from grader.self_check import run_check
 
     if not submission.is_dir():
         raise click.UsageError(f"{submission}: no such folder (give the folder that holds submission.yaml)")
@@ -178,9 +178,9 @@ def memo(memo_file: Path) -> None:
     Exit status: 0 when every scored rule holds (advice does not count), 1 when one is broken,
     2 when FILE does not exist.
     """
+    from grader.candidate.check import memo_lines, read_memo
     from grader.contract import ContractError
-    from grader.memo_honesty import errors
-    from grader.self_check import memo_lines, read_memo
+    from grader.criteria.memo_rules import errors
 
     if not memo_file.is_file():
         raise click.UsageError(f"{memo_file}: no such file")
@@ -205,7 +205,7 @@ def bundle(out: Path, pythons: str, platforms: tuple[str, ...]) -> None:
     Needs the package index (pip download); the archive it writes installs with none. It holds no
     reference, no chaff, no hidden criteria and no hidden input sets.
     """
-    from grader.bundle import DEFAULT_PLATFORMS, BundleError, build_bundle
+    from grader.kit.bundle import DEFAULT_PLATFORMS, BundleError, build_bundle
 
     try:
         result = build_bundle(out, pythons=[p.strip() for p in pythons.split(",") if p.strip()],
@@ -244,7 +244,7 @@ def grade_many(paths: tuple[Path, ...], out: Path | None, jobs: int, force: bool
     Resumable: a finished grade in --out is kept unless --force. Exit status: 0 when every
     submission has a report, 1 when the grader could not grade one, 2 on bad usage.
     """
-    from grader.many_cli import run_grade_many
+    from grader.round.commands import run_grade_many
 
     run_grade_many(paths, out, jobs=jobs, force=force, seed=seed, only=only, override=override, merge=merge,
                    index=index, job_file=job_file, image=image, parallelism=parallelism, job_name=job_name)
@@ -255,7 +255,7 @@ def grade_many(paths: tuple[Path, ...], out: Path | None, jobs: int, force: bool
 @click.argument("scores", nargs=-1, required=True, metavar="ITEM=SCORE/MAX...")
 def human_score(report_json: Path, scores: tuple[str, ...]) -> None:
     """Record a person's checklist points in REPORT_JSON, e.g. `human.1=2/3` (ITEM is an id or the item's text)."""
-    from grader.many_cli import run_human_score
+    from grader.round.commands import run_human_score
 
     run_human_score(report_json, scores)
 

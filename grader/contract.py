@@ -18,8 +18,8 @@ import yaml
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from grader.kit_files import schemas_dir
-from grader.schema_words import explain
+from grader.shared.kit_files import schemas_dir
+from grader.shared.schema_words import explain
 
 __all__ = [
     "CONTRACT_VERSION",

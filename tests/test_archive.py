@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.archive import ArchiveError, unpack
+from grader.grading.archive import ArchiveError, unpack
 
 SUBMISSION = {"sub/submission.yaml": b"version: 1\n", "sub/loadgen/main.py": b"print('hi')\n", "sub/memo.md": b"# memo\n"}
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from grader.chaff import ChaffError, list_chaff, materialize, read_chaff
+from grader.kit.chaff import ChaffError, list_chaff, materialize, read_chaff
 from grader.contract import load_submission
 
 ROOT = Path(__file__).resolve().parent.parent

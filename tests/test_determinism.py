@@ -43,7 +43,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "hostile"))
 from hostile_grading import ROOT, grade
 
-from grader.chaff import materialize
+from grader.kit.chaff import materialize
 
 FULL = os.environ.get("HOSTILE_FULL") == "1"
 SUBSET = ("loadgen.ttft", "loadgen.cut", "gateway.starts", "manifests.gpu-request", "sizing.replicas", "memo.p99-max")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader.chaff import materialize, read_chaff
-from grader.many import ManyError, find_submissions, finished
+from grader.kit.chaff import materialize, read_chaff
+from grader.round.many import ManyError, find_submissions, finished
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "submissions"

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.chaff import list_chaff, materialize
+from grader.kit.chaff import list_chaff, materialize
 from grader.criteria.busy import BUSY_LAG_S, busy_from_ledgers
 from grader.criteria.verdict import BORDERLINE, BUSY_BORDERLINE, Verdict, is_borderline
 

@@ -13,7 +13,7 @@ import pytest
 from api_client import SSEDecoder
 from conftest import chat_body
 
-from grader.criteria.candidate_tests import PERCENTILE_METHODS
+from grader.criteria.tests import PERCENTILE_METHODS
 from grader.criteria.matching import match
 from grader.criteria.truth import (
     in_flight_series,

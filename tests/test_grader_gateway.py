@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from grader.chaff import list_chaff, materialize
+from grader.kit.chaff import list_chaff, materialize
 from grader.contract import Submission, load_submission
 from grader.criteria import gateway
-from grader.criteria.gateway_answers import answer_header
-from grader.criteria.gateway_cases import CASES
-from grader.criteria.gateway_run import GatewayRun, run_gateway
-from grader.rubric import load_rubric
+from grader.criteria.gateway.answers import answer_header
+from grader.runs.gateway_cases import CASES
+from grader.runs.gateway import GatewayRun, run_gateway
+from grader.grading.rubric import load_rubric
 from grader.sandbox import Sandbox, SandboxError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,7 +114,7 @@ def test_a_gateway_that_never_listens_fails_every_criterion_with_the_reason(tmp_
     (folder / "gateway" / "gateway.py").write_text("import time\ntime.sleep(60)\n")
     submission = Submission(folder, {"contract": 1, "gateway": {"command": ["python", "gateway/gateway.py"]}})
     with Sandbox(folder) as box:
-        from grader.criteria import gateway_run
+        from grader.runs import gateway as gateway_run
 
         started = time.monotonic()
         original = gateway_run.START_TIMEOUT_S
@@ -152,7 +152,7 @@ def test_a_gateway_that_starts_only_once_fails_the_refused_cases_by_name(tmp_pat
     criteria = ("gateway.fallback-refused", "gateway.fallback-5xx")
     names = {n for c in criteria for n in gateway.CASES_OF[c]}
     with Sandbox(folder) as box:
-        from grader.criteria import gateway_run
+        from grader.runs import gateway as gateway_run
 
         original = gateway_run.START_TIMEOUT_S
         gateway_run.START_TIMEOUT_S = 3.0

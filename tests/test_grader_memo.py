@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.chaff import materialize
-from grader.memo_honesty import check_memo
+from grader.kit.chaff import materialize
+from grader.criteria.memo_rules import check_memo
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMO = (ROOT / "submissions" / "reference" / "memo" / "MEMO.md").read_text()

@@ -9,8 +9,9 @@ import jsonschema
 import pytest
 import yaml
 
-from grader.criteria import candidate_tests, loadgen
-from grader.rubric import DEFAULT_RUBRIC, RubricError, load_rubric
+from grader.criteria import loadgen
+from grader.criteria import tests as candidate_tests
+from grader.grading.rubric import DEFAULT_RUBRIC, RubricError, load_rubric
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas" / "grader"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.chaff import materialize
+from grader.kit.chaff import materialize
 from grader.criteria.sizing import load_sets
 from grader.criteria.sizing_truth import Conventions, expected
 

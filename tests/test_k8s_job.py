@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader.chaff import materialize
-from grader.k8s_job import check_job
+from grader.kit.chaff import materialize
+from grader.round.k8s_job import check_job
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "submissions"

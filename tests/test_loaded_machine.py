@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.loaded import busy_cores, grade_reference, margins, wrong_on_reference
-from grader.selftest import selftest
+from grader.kit.selftest import selftest
 
 TIMED = ("loadgen.ttft", "loadgen.role-chunk", "loadgen.tps", "gateway.streaming")
 

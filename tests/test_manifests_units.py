@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from grader.manifests import ManifestReport
-from grader.manifests.checks.pdb import selector_matches
+from grader.manifests.checks.disruption_budget import selector_matches
 from grader.manifests.fieldpath import fmt_path
 from grader.manifests.loader import load_text
 from grader.manifests.quantity import parse_quantity

@@ -2,7 +2,7 @@
 
 The memo states its own sizing command; the test runs that command (and its stated variants) from
 submissions/reference/ exactly as written, so the memo and the script cannot drift apart unnoticed.
-The honesty rules themselves (grader/memo_honesty.py) are tested here on small front matters that
+The honesty rules themselves (grader/criteria/memo_rules.py) are tested here on small front matters that
 break one rule each.
 """
 
@@ -21,7 +21,7 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from grader.memo_honesty import check_figures, check_memo, errors, split_front_matter
+from grader.criteria.memo_rules import check_figures, check_memo, errors, split_front_matter
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "submissions" / "reference"

@@ -16,7 +16,7 @@ import yaml
 
 from fake_server import serve
 from grader.manifests import check_manifests
-from grader.schema_words import explain
+from grader.shared.schema_words import explain
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from grader import schemas_build
+from grader.kit import schemas_build
 from grader.manifests.schema_store import (
     SchemaStore,
     builtin_dir_name,

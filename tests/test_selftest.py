@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.selftest import selftest
+from grader.kit.selftest import selftest
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -74,7 +74,7 @@ def test_the_wheel_carries_schemas_chart_scenarios_and_rubric(installed):
     for needed in ("grader/_kit/schemas/contract/submission.schema.json", "grader/_kit/chart/Chart.yaml",
                    "grader/_kit/chart/templates/deployment.yaml", "grader/_kit/schemas/grader/rubric.schema.json",
                    "fake_server/scenarios/baseline.yaml", "grader/rubric.yaml",
-                   "grader/criteria/injected/sitecustomize.py"):
+                   "grader/runs/injected/sitecustomize.py"):
         assert needed in names
     assert not any(n.startswith(("submissions/", "tests/", "starter/")) for n in names)
     metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
@@ -121,7 +121,7 @@ def test_grader_contract_and_manifests_work_from_an_unrelated_folder(installed):
     assert done.returncode == 0, done.stderr
     assert "starter/submission.yaml: follows contract 1" in done.stdout
 
-    chart = _run(installed, "python", "-c", "from grader.kit_files import chart_dir; print(chart_dir())").stdout.strip()
+    chart = _run(installed, "python", "-c", "from grader.shared.kit_files import chart_dir; print(chart_dir())").stdout.strip()
     assert Path(chart).is_relative_to(installed["purelib"])
     done = _run(installed, "grader", "manifests", chart, "--values", "starter/manifests/values.yaml", timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr  # the skeleton fails the checklist on purpose
@@ -141,7 +141,7 @@ def test_demo_runs_on_the_base_dependencies(installed):
 
 
 def test_the_sandbox_shows_candidates_the_installed_chart_and_schemas(installed):
-    code = ("from grader.sandbox.layout import kit_paths; from grader.kit_files import kit_dir; p = kit_paths(); "
+    code = ("from grader.sandbox.layout import kit_paths; from grader.shared.kit_files import kit_dir; p = kit_paths(); "
             "print(kit_dir('chart')); print(kit_dir('schemas')); print('\\n'.join(map(str, p.extras)))")
     done = _run(installed, "python", "-c", code)
     assert done.returncode == 0, done.stderr

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from grader.criteria.loadgen_run import LoadgenRun
 from grader.criteria.matching import Pair
 from grader.criteria.truth import Truth, in_flight_series, max_in_flight, nearest_rank
 from grader.criteria.verdict import Verdict, within
-from grader.outcome import Evidence, Plot
-from grader.rubric import Criterion
+from grader.grading.outcome import Evidence, Plot
+from grader.grading.rubric import Criterion
+from grader.runs.loadgen import LoadgenRun
 
 __all__ = ["CHECKS"]
 

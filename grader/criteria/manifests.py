@@ -8,22 +8,20 @@ renders, and every document validates strictly.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from grader.contract import Submission
 from grader.criteria.verdict import Verdict
+from grader.grading.outcome import Evidence
+from grader.grading.rubric import Criterion
 from grader.manifests import (
     CheckResult,
     ManifestInputError,
     ManifestReport,
     check_manifests,
 )
-from grader.outcome import Evidence
-from grader.rubric import Criterion
+from grader.shared.kit_files import chart_dir
 
-__all__ = ["CHART", "CHECK_IDS", "check", "run_checker"]
+__all__ = ["CHECK_IDS", "check", "run_checker"]
 
-CHART = Path(__file__).resolve().parent.parent.parent / "chart"
 #: The checker's ids behind each criterion (`manifests.<id>`); the reading checks count as one.
 CHECK_IDS: dict[str, tuple[str, ...]] = {"manifests.schema-valid": ("yaml-parse", "render", "schema-valid")}
 
@@ -33,7 +31,7 @@ def run_checker(submission: Submission) -> ManifestReport | str:
     mode, path = submission.manifests
     try:
         if mode == "values":
-            return check_manifests([CHART], values=path)
+            return check_manifests([chart_dir()], values=path)
         return check_manifests([path])
     except ManifestInputError as exc:
         return str(exc)

@@ -1,4 +1,4 @@
-"""Memo criteria: the honesty rules of grader/memo_honesty.py as rubric lines, and the memo's figures
+"""Memo criteria: the honesty rules of grader/criteria/memo_rules.py as rubric lines, and the memo's figures
 against what the submission itself produced.
 
 Every finding quotes the memo's line. The figures are checked against two sources, got cheaply:
@@ -18,16 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from grader.contract import Submission, schema_errors
-from grader.criteria.verdict import Verdict
-from grader.memo_honesty import (
+from grader.criteria.memo_rules import (
     Finding,
     MemoError,
     check_memo,
     errors,
     split_front_matter,
 )
-from grader.outcome import Evidence
-from grader.rubric import Criterion
+from grader.criteria.verdict import Verdict
+from grader.grading.outcome import Evidence
+from grader.grading.rubric import Criterion
 
 __all__ = ["CHECKS", "HUMAN_CHECKLIST", "MemoFacts", "read_memo"]
 

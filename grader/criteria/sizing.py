@@ -22,8 +22,8 @@ import yaml
 from grader.contract import Submission, schema_errors
 from grader.criteria.sizing_truth import DEFAULTS, Conventions, expected
 from grader.criteria.verdict import Verdict
-from grader.outcome import Evidence
-from grader.rubric import Criterion
+from grader.grading.outcome import Evidence
+from grader.grading.rubric import Criterion
 
 __all__ = ["CHECKS", "GROUPS", "SETS_FILE", "SizingRun", "SizingRuns", "argv", "load_sets", "run_set"]
 

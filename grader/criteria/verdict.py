@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grader.outcome import Evidence
+from grader.grading.outcome import Evidence
 
 __all__ = ["BORDERLINE", "BUSY_BORDERLINE", "Verdict", "is_borderline", "within"]
 

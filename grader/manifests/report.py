@@ -20,8 +20,8 @@ def _failure(f: Finding) -> list[str]:
 def to_text(report: ManifestReport, verbose: bool = False) -> str:
     """Failures in full; passing checks as one line (with their evidence when `verbose`)."""
     width = max((len(c.id) for c in report.checks), default=0)
-    lines = [f"grader manifests: {report.source} ({len(report.documents)} documents, "
-             f"Kubernetes {report.kubernetes_version} schemas)"]
+    lines = [(f"grader manifests: {report.source} ({len(report.documents)} documents, "
+              f"Kubernetes {report.kubernetes_version} schemas)")]
     for check in report.checks:
         status = "PASS" if check.passed else "FAIL"
         lines.append(f"{status}  {check.id.ljust(width)}  {check.title}")

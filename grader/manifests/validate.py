@@ -14,7 +14,7 @@ from typing import Any
 
 import jsonschema
 
-from grader.schema_words import article, explain
+from grader.shared.schema_words import article, explain
 
 from .fieldpath import fmt_path
 from .loader import Document, PathKey

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import pygal
 from pygal.style import Style
 
-from grader.outcome import Plot
+from grader.grading.outcome import Plot
 from grader.reports.text import clean
 
 __all__ = ["MAX_POINTS", "plot_svg", "thin"]

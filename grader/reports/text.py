@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from grader.outcome import STATUSES, CriterionResult, Grade
+from grader.grading.outcome import STATUSES, CriterionResult, Grade
 
 __all__ = [
     "awarded",

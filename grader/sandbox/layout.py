@@ -18,7 +18,7 @@ from pathlib import Path
 
 import fake_server
 import grader
-from grader.kit_files import kit_dir
+from grader.shared.kit_files import kit_dir
 
 __all__ = ["BOX_ROOT", "CGROUP_MOUNTS", "HIDDEN", "KIT_COPY", "SUBMISSION_SOURCE", "KitPaths", "bwrap_argv", "kit_paths"]
 

@@ -6,7 +6,7 @@ only together with the rubric.
 
 from __future__ import annotations
 
-from . import gpu, hf_token, max_model_len, memory, model_volume, pdb, probes
+from . import disruption_budget, gpu, hf_token, max_model_len, memory, model_volume, probes
 from .base import Check, Context
 
 __all__ = ["CHECKLIST", "Check", "Context"]
@@ -15,7 +15,7 @@ CHECKLIST: tuple[Check, ...] = (
     gpu.CHECK,
     probes.READINESS,
     probes.STARTUP,
-    pdb.CHECK,
+    disruption_budget.CHECK,
     memory.CHECK,
     model_volume.CHECK,
     hf_token.CHECK,

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.contract import ContractError, Submission, load_submission
+from grader.criteria.memo_rules import Finding, check_memo, errors
 from grader.manifests import ManifestReport, check_manifests, to_text
-from grader.memo_honesty import Finding, check_memo, errors
 
 __all__ = ["CheckOutcome", "memo_lines", "read_memo", "run_check"]
 
@@ -58,7 +58,7 @@ def memo_lines(path: Path, findings: list[Finding]) -> list[str]:
 
 
 def _manifests(submission: Submission) -> ManifestReport:
-    from grader.kit_files import chart_dir
+    from grader.shared.kit_files import chart_dir
 
     mode, path = submission.manifests
     if mode == "values":
@@ -69,7 +69,7 @@ def _manifests(submission: Submission) -> ManifestReport:
 def run_check(folder: Path, out: Path, *, only: tuple[str, ...] = (), seed: int = 0, jobs: int = 1,
               echo: Callable[[str], None] = print) -> CheckOutcome:
     """Check the submission in `folder` as the grader would, public criteria only; reports go to `out`."""
-    from grader.grade import GradeRun, grade
+    from grader.grading.grade import GradeRun, grade
     from grader.reports import score_table
 
     outcome = CheckOutcome()

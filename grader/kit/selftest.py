@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.criteria import gateway
-from grader.grade import GradeRun, grade
-from grader.outcome import Grade
-from grader.rubric import Criterion, Rubric, load_rubric
+from grader.grading.grade import GradeRun, grade
+from grader.grading.outcome import Grade
+from grader.grading.rubric import Criterion, Rubric, load_rubric
 
 __all__ = ["SUBMISSIONS", "Finding", "SelftestError", "selftest"]
 
-SUBMISSIONS = Path(__file__).resolve().parent.parent / "submissions"
+SUBMISSIONS = Path(__file__).resolve().parents[2] / "submissions"
 
 
 class SelftestError(RuntimeError):
@@ -102,7 +102,7 @@ def _judge(name: str, result: Grade, targets: list[str]) -> Finding:
 def selftest(*, full: bool = False, jobs: int = 2, names: tuple[str, ...] = (), seed: int = 0,
              echo: Callable[[str], None] = print, root: Path = SUBMISSIONS) -> list[Finding]:
     """Grade the reference and every chaff (or those named); one Finding each."""
-    from grader.chaff import ChaffError, list_chaff, materialize
+    from grader.kit.chaff import ChaffError, list_chaff, materialize
 
     if not (root / "reference" / "submission.yaml").is_file():
         raise SelftestError(f"{root}: no reference submission here; the selftest runs from the kit's checkout")

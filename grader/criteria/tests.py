@@ -19,16 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from grader.contract import Submission
-from grader.criteria.loadgen_run import Box
 from grader.criteria.verdict import Verdict
-from grader.outcome import Evidence
-from grader.rubric import Criterion
+from grader.grading.outcome import Evidence
+from grader.grading.rubric import Criterion
+from grader.runs.loadgen import Box
 
 __all__ = ["CHECKS", "PERCENTILE_METHODS", "TestRuns", "run_tests"]
 
 PERCENTILE_METHODS = ("linear", "floor", "off-by-one", "unsorted")
 TIMEOUT_S = 300.0
-_INJECTED = Path(__file__).resolve().parent / "injected"
+_INJECTED = Path(__file__).resolve().parents[1] / "runs" / "injected"
 
 
 @dataclass

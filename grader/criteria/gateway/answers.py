@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from grader.criteria.busy import busy_from_ledgers
-from grader.criteria.gateway_cases import BUSY_LAG_S
-from grader.criteria.gateway_run import CaseRun, GatewayRun
 from grader.criteria.verdict import Verdict
-from grader.outcome import Evidence
+from grader.grading.outcome import Evidence
+from grader.runs.gateway import CaseRun, GatewayRun
+from grader.runs.gateway_cases import BUSY_LAG_S
 
 __all__ = ["COLUMNS", "answer_content", "answer_events", "answer_header", "answer_route", "case_evidence", "case_timeline",
            "has_error_body", "is_complete", "is_stream", "judge_cases", "parse_json", "record_how", "record_whole",

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from grader.contract import ContractError, Submission, read_yaml, schema_errors
 from grader.criteria.memo import HUMAN_CHECKLIST
-from grader.outcome import CriterionResult, Grade
-from grader.rubric import Criterion, Rubric, load_rubric
-from grader.sections import (
+from grader.grading.outcome import CriterionResult, Grade
+from grader.grading.rubric import Criterion, Rubric, load_rubric
+from grader.grading.sections import (
     grade_gateway,
     grade_loadgen,
     grade_manifests,
@@ -94,7 +94,7 @@ def _submission_folder(path: Path) -> Iterator[tuple[Path | None, str]]:
     if path.is_dir():
         yield path, ""
         return
-    from grader.archive import ArchiveError, unpack
+    from grader.grading.archive import ArchiveError, unpack
 
     with tempfile.TemporaryDirectory(prefix="grader-unpack-") as tmp:
         try:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from grader.contract import Submission
-from grader.criteria.gateway_cases import (
+from grader.runs.gateway_cases import (
     API_SERVER,
     CASES,
     CONFIG,

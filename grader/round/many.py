@@ -1,15 +1,15 @@
 """`grader grade-many`: grade a hiring round's submissions, in parallel, resumably.
 
-    from grader.many import ManyRun, find_submissions, grade_many
+    from grader.round.many import ManyRun, find_submissions, grade_many
     entries = find_submissions([Path("returns/")])          # one Entry per candidate, sorted by name
     outcome = grade_many(ManyRun(entries, Path("grades"), jobs=2))
 
-Each submission is graded by `grader.grade.grade` in its own sandbox (its own network namespace,
+Each submission is graded by `grader.grading.grade.grade` in its own sandbox (its own network namespace,
 so the fake servers' and the gateway's ports never meet) into `OUT/<name>/`. A grade is written
 into `OUT/.partial/<name>/` and renamed into place only once its reports are complete, so a run
 that is killed leaves either a finished grade or nothing: the next run keeps every finished
 grade (unless `force`) and redoes the rest. `grades.csv` and `index.html` are rebuilt from the
-report folders at the end (grader/many_index.py), which is also what `--merge` does.
+report folders at the end (grader/reports/round.py), which is also what `--merge` does.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.grade import GradeRun, grade
+from grader.grading.grade import GradeRun, grade
+from grader.grading.rubric import load_rubric
 from grader.reports import FILE_NAMES
-from grader.rubric import load_rubric
 
 __all__ = ["ARCHIVE_SUFFIXES", "PARTIAL", "Done", "Entry", "ManyError", "ManyRun", "Outcome", "find_submissions",
            "finished", "grade_many", "merge", "pick", "report_folders"]
@@ -202,7 +202,7 @@ def grade_many(run: ManyRun, *, on_start: Callable[[int, int], None] = lambda to
 
     `on_start(to_grade, kept)` is called once before grading; `on_done` after each grade, from
     the calling thread, in the order grades finish. Report folders only: the caller writes the
-    summary (grader.many_index.write_index) when it wants one.
+    summary (grader.reports.round.write_index) when it wants one.
     """
     criteria = [c.id for c in load_rubric(None, override=run.override).select(run.only)]
     jobs, note = _parallel_limit(run, criteria)

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 
 from grader.contract import schema_errors
-from grader.criteria.gateway_answers import (
+from grader.criteria.gateway.answers import (
     answer_content,
     answer_events,
     answer_header,
@@ -24,11 +24,11 @@ from grader.criteria.gateway_answers import (
     parse_json,
     statuses_of,
 )
-from grader.criteria.gateway_cases import API_MODEL, HEALTH_INTERVAL_S, LOCAL_MODEL
-from grader.criteria.gateway_run import CaseRun, GatewayRun
-from grader.criteria.gateway_stats import stats_cost, stats_counts, stats_latency
+from grader.criteria.gateway.stats import stats_cost, stats_counts, stats_latency
 from grader.criteria.verdict import Verdict, within
-from grader.rubric import Criterion
+from grader.grading.rubric import Criterion
+from grader.runs.gateway import CaseRun, GatewayRun
+from grader.runs.gateway_cases import API_MODEL, HEALTH_INTERVAL_S, LOCAL_MODEL
 
 __all__ = ["CASES_OF", "CHECKS"]
 

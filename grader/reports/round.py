@@ -1,6 +1,6 @@
 """The round's summary: `grades.csv` and `index.html`, rebuilt from report folders alone.
 
-    from grader.many_index import read_rows, write_index
+    from grader.reports.round import read_rows, write_index
     rows = read_rows(Path("grades"))          # every OUT/<name>/report.json, ranked
     write_index(rows, Path("grades"))         # grades.csv, index.html
 

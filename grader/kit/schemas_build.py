@@ -10,8 +10,8 @@ compact, to keep the committed size small (about 0.75 MB in all); field names, t
 
 The CRD schemas under `schemas/crds/` are hand-written and not touched here.
 
-    python -m grader.schemas_build            # regenerate
-    python -m grader.schemas_build --check    # exit 1 if the committed files are stale
+    python -m grader.kit.schemas_build            # regenerate
+    python -m grader.kit.schemas_build --check    # exit 1 if the committed files are stale
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def check(out_root: Path, version: str = KUBERNETES_VERSION) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.schemas_build", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m grader.kit.schemas_build", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=default_schemas_dir(), help="schemas folder (default: the kit's)")
     parser.add_argument("--check", action="store_true", help="compare with a fresh build instead of writing")
     args = parser.parse_args(argv)

@@ -16,11 +16,11 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from grader.contract import ContractError, read_yaml
-from grader.kit_files import schemas_dir
+from grader.shared.kit_files import schemas_dir
 
 __all__ = ["DEFAULT_RUBRIC", "Criterion", "Rubric", "RubricError", "Scenario", "load_rubric"]
 
-DEFAULT_RUBRIC = Path(__file__).resolve().parent / "rubric.yaml"
+DEFAULT_RUBRIC = Path(__file__).resolve().parents[1] / "rubric.yaml"
 _SCHEMA_DIR = schemas_dir() / "grader"
 
 

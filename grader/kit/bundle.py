@@ -80,7 +80,7 @@ class BundleResult:
 
 def kit_root() -> Path:
     """The checkout the bundle is built from (a bundle needs the sources, not an installed kit)."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     if not (root / "pyproject.toml").is_file() or not (root / "starter").is_dir():
         raise BundleError(f"{root}: not a checkout of the kit (grader bundle runs from the repository)")
     return root

@@ -1,5 +1,5 @@
 """What `grader grade-many` and `grader human-score` do with their arguments: the terminal side
-(progress bar, messages, exit status) of grader.many, grader.many_index and grader.k8s_job."""
+(progress bar, messages, exit status) of grader.round.many, grader.reports.round and grader.round.k8s_job."""
 
 from __future__ import annotations
 
@@ -12,8 +12,19 @@ from typing import Any
 
 import click
 
-from grader.many import PARTIAL, Done, Entry, ManyError, ManyRun, Outcome, find_submissions, grade_many, merge, pick
-from grader.many_index import RowError, read_rows, write_index
+from grader.reports.round import RowError, read_rows, write_index
+from grader.round.many import (
+    PARTIAL,
+    Done,
+    Entry,
+    ManyError,
+    ManyRun,
+    Outcome,
+    find_submissions,
+    grade_many,
+    merge,
+    pick,
+)
 
 __all__ = ["parse_score", "run_grade_many", "run_human_score"]
 
@@ -33,7 +44,7 @@ def _summary(out: Path) -> None:
 
 def _emit(entries: list[Entry], job_file: Path, *, image: str, parallelism: int, job_name: str, seed: int,
           only: tuple[str, ...]) -> None:
-    from grader.k8s_job import JobError, JobSpec, write_job
+    from grader.round.k8s_job import JobError, JobSpec, write_job
 
     spec = JobSpec(names=[e.path.name for e in entries], image=image, parallelism=parallelism, job_name=job_name,
                    seed=seed, only=only)
@@ -92,7 +103,7 @@ def run_grade_many(paths: Sequence[Path], out: Path | None, *, jobs: int, force:
 
 
 def _grade_with_bar(run: ManyRun) -> Outcome:
-    from grader.rubric import RubricError
+    from grader.grading.rubric import RubricError
 
     with contextlib.ExitStack() as stack:
         bars: list[Any] = []

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from grader.contract import Submission, schema_errors
 from grader.criteria.matching import Pair, match
 from grader.criteria.truth import Truth, truth_of
-from grader.rubric import Scenario
+from grader.grading.rubric import Scenario
 
 __all__ = ["MODEL", "Box", "LoadgenRun", "run_loadgen"]
 

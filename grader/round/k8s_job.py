@@ -1,6 +1,6 @@
 """`grader grade-many --emit-k8s-job FILE`: the round as a Kubernetes Indexed Job.
 
-    from grader.k8s_job import JobSpec, job_manifest, write_job
+    from grader.round.k8s_job import JobSpec, job_manifest, write_job
     text = write_job(JobSpec(names=["alice.zip", "bob"], image="grader:1.0"), Path("job.yaml"))
 
 One index per submission (completions = N, completionMode: Indexed). Pod i runs

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from grader.contract import schema_errors
-from grader.criteria.gateway_answers import (
+from grader.criteria.gateway.answers import (
     BUSY,
     answer_events,
     answer_route,
@@ -15,12 +15,12 @@ from grader.criteria.gateway_answers import (
     success_records,
     too_busy,
 )
-from grader.criteria.gateway_cases import PRICE_OUT
-from grader.criteria.gateway_run import CaseRun, GatewayRun
 from grader.criteria.truth import nearest_rank
 from grader.criteria.verdict import Verdict, within
-from grader.outcome import Evidence
-from grader.rubric import Criterion
+from grader.grading.outcome import Evidence
+from grader.grading.rubric import Criterion
+from grader.runs.gateway import CaseRun, GatewayRun
+from grader.runs.gateway_cases import PRICE_OUT
 
 __all__ = ["route_stats", "stats_cost", "stats_counts", "stats_latency"]
 

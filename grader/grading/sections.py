@@ -14,18 +14,19 @@ from collections.abc import Callable
 from typing import Any
 
 from grader.contract import Submission
-from grader.criteria import candidate_tests, gateway, loadgen
+from grader.criteria import gateway, loadgen
 from grader.criteria import manifests as manifest_criteria
 from grader.criteria import memo as memo_criteria
 from grader.criteria import sizing as sizing_criteria
+from grader.criteria import tests as candidate_tests
 from grader.criteria.busy import busy_from_ledgers
-from grader.criteria.gateway_cases import BUSY_LAG_S, CASES
-from grader.criteria.gateway_run import Box as GatewayBox
-from grader.criteria.gateway_run import GatewayRun, run_gateway
-from grader.criteria.loadgen_run import Box, LoadgenRun, run_loadgen
 from grader.criteria.verdict import Verdict, is_borderline
-from grader.outcome import CriterionResult, Evidence
-from grader.rubric import Criterion, Rubric
+from grader.grading.outcome import CriterionResult, Evidence
+from grader.grading.rubric import Criterion, Rubric
+from grader.runs.gateway import Box as GatewayBox
+from grader.runs.gateway import GatewayRun, run_gateway
+from grader.runs.gateway_cases import BUSY_LAG_S, CASES
+from grader.runs.loadgen import Box, LoadgenRun, run_loadgen
 
 __all__ = ["grade_gateway", "grade_loadgen", "grade_manifests", "grade_memo", "grade_sizing", "grade_tests", "result_of", "skipped", "unjudged"]
 

@@ -1,0 +1,1 @@
+"""The candidate's own checks: `grader check` and `grader memo`."""
