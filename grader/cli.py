@@ -113,10 +113,41 @@ def grade(submission: Path, out: Path, only: tuple[str, ...], seed: int, overrid
 
 
 @main.command()
+@click.argument("report_dir", metavar="REPORT_DIR", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--rubric", "override", type=click.Path(path_type=Path, dir_okay=False),
+              help="Override file: weights, visibility and tolerances by criterion id.")
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False),
+              help="Folder for the new reports (default: REPORT_DIR itself); the run records are copied there.")
+def rejudge(report_dir: Path, override: Path | None, out: Path | None) -> None:
+    """Judge a grade's run records (REPORT_DIR/runs/) again, with the kit's rubric or an override.
+
+    Runs nothing of the candidate's. Exit status: 0 when the reports were written; 2 when they could
+    not be (no records, records of another version, a bad override, an unwritable --out).
+    """
+    from grader.grading.rejudge import RecordError
+    from grader.grading.rejudge import rejudge as rejudge_grade
+    from grader.grading.rubric import RubricError
+    from grader.reports import score_table
+
+    if not report_dir.is_dir():
+        raise click.UsageError(f"{report_dir}: no such folder (give a folder `grader grade` wrote)")
+    try:
+        result = rejudge_grade(report_dir, override=override, out=out)
+    except (RecordError, RubricError) as exc:
+        raise click.UsageError(str(exc)) from None
+    except OSError as exc:
+        raise click.UsageError(f"{exc.filename or out}: {exc.strerror}") from None
+    click.echo(score_table(result))
+    click.echo(f"report: {((out or report_dir) / 'report.html').resolve()}")
+
+
+@main.command()
 @click.option("--full", is_flag=True, help="Grade every chaff on every criterion, not its targets and a sample.")
 @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True, help="Submissions graded at once.")
 @click.option("--only", "names", multiple=True, metavar="NAME", help="Only the reference or this chaff (repeatable).")
-def selftest(full: bool, jobs: int, names: tuple[str, ...]) -> None:
+@click.option("--keep", type=click.Path(path_type=Path, file_okay=False),
+              help="Keep each grade's reports and run records in this folder (one subfolder per submission).")
+def selftest(full: bool, jobs: int, names: tuple[str, ...], keep: Path | None) -> None:
     """Grade the reference (full marks) and every chaff (each loses exactly its targets)."""
     try:
         from grader.kit.selftest import SelftestError
@@ -125,7 +156,7 @@ def selftest(full: bool, jobs: int, names: tuple[str, ...]) -> None:
         raise click.UsageError("selftest runs from the kit's repository; this install has no reference or chaff") from None
 
     try:
-        findings = run_selftest(full=full, jobs=jobs, names=names, echo=click.echo)
+        findings = run_selftest(full=full, jobs=jobs, names=names, echo=click.echo, keep=keep)
     except SelftestError as exc:
         raise click.UsageError(str(exc)) from None
     bad = [f.name for f in findings if not f.ok]

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from grader.shared.kit_files import schemas_dir
-from grader.shared.schema_words import explain
+from grader.shared.schema_words import problems_of
+from grader.shared.yaml_files import YamlError, read_yaml, split_front_matter
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -31,7 +31,7 @@ __all__ = [
     "check_output",
     "command_problems",
     "load_submission",
-    "read_yaml",
+    "memo_front_matter",
     "schema_errors",
 ]
 
@@ -53,13 +53,7 @@ def _registry() -> tuple[Registry, dict[str, dict[str, Any]]]:
 
 
 _REGISTRY, _SCHEMAS = _registry()
-
-
-def _where(path: Any) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
+_VALIDATORS = {kind: Draft202012Validator(schema, registry=_REGISTRY) for kind, schema in _SCHEMAS.items()}
 
 
 def schema_errors(kind: str, data: Any) -> list[str]:
@@ -68,21 +62,7 @@ def schema_errors(kind: str, data: Any) -> list[str]:
         raise KeyError(f"no contract schema named {kind!r} (known: {', '.join(KINDS)})")
     if isinstance(data, dict) and "contract" in data and data["contract"] != CONTRACT_VERSION:
         return [f"contract: version {data['contract']!r} is not supported by this grader (it reads version {CONTRACT_VERSION})"]
-    validator = Draft202012Validator(_SCHEMAS[kind], registry=_REGISTRY)
-    errors = sorted(validator.iter_errors(data), key=lambda e: (list(e.absolute_path), e.message))
-    return [f"{_where(e.absolute_path)}: {explain(e)}" for e in errors]
-
-
-def read_yaml(path: Path) -> Any:
-    """A YAML file's data, or a ContractError naming the file and line."""
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ContractError(f"{path}: cannot read ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        raise ContractError(f"{path}:{line}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    return problems_of(_VALIDATORS[kind], data)
 
 
 @dataclass(frozen=True)
@@ -137,7 +117,7 @@ def load_submission(folder: Path) -> Submission:
     path = folder / "submission.yaml"
     if not path.is_file():
         raise ContractError(f"{folder}: no submission.yaml at its top (see starter/submission.yaml)")
-    data = read_yaml(path)
+    data = _yaml(path)
     errors = schema_errors("submission", data)
     if errors:
         raise ContractError(f"{path}:\n  " + "\n  ".join(errors))
@@ -245,7 +225,7 @@ def _top_level_names(tree: ast.Module) -> set[str]:
 def check_output(kind: str, path: Path) -> list[str]:
     """Problems with one output file (JSON, or YAML for configs and memo front matter)."""
     if path.suffix in (".yaml", ".yml"):
-        data = read_yaml(path)
+        data = _yaml(path)
     elif path.suffix == ".md":
         data = memo_front_matter(path)
     else:
@@ -258,22 +238,22 @@ def check_output(kind: str, path: Path) -> list[str]:
     return schema_errors(kind, data)
 
 
-def memo_front_matter(path: Path) -> Any:
-    """The YAML between the first two `---` lines of a Markdown memo."""
+def _yaml(path: Path) -> Any:
+    try:
+        return read_yaml(path)
+    except YamlError as exc:
+        raise ContractError(str(exc)) from None
+
+
+def memo_front_matter(path: Path) -> dict[str, Any]:
+    """The YAML mapping between the memo's first two `---` lines (the one reader `grader grade` uses too)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ContractError(f"{path}: cannot read ({exc.strerror})") from None
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
-        raise ContractError(f"{path}: line 1: the memo must start with YAML front matter between `---` lines")
+    except UnicodeDecodeError as exc:
+        raise ContractError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
-        end = next(i for i, line in enumerate(lines[1:], start=1) if line.strip() == "---")
-    except StopIteration:
-        raise ContractError(f"{path}: the front matter opened on line 1 is never closed with `---`") from None
-    try:
-        return yaml.safe_load("\n".join(lines[1:end]))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 2}" if mark is not None else ""
-        raise ContractError(f"{path}:{line}: front matter is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        return split_front_matter(text, source=str(path)).data
+    except YamlError as exc:
+        raise ContractError(str(exc)) from None

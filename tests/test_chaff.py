@@ -305,7 +305,7 @@ def test_every_load_generator_chaff_has_its_defect_shown():
 
 # The grader's own swap: an injected sitecustomize replaces the `loadgen.percentile` function when its
 # module is first imported, in the test process and in any child process, and leaves a marker.
-INJECTED = ROOT / "grader" / "criteria" / "injected"
+INJECTED = ROOT / "grader" / "runs" / "injected"
 
 
 def _pytest(folder: Path, test_file: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

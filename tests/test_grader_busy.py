@@ -12,27 +12,38 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from grader.criteria.busy import busy_from_ledgers
+from grader.criteria.verdict import Verdict, is_borderline
+from grader.grading.rubric import load_rubric
 from grader.kit.chaff import list_chaff, materialize
-from grader.criteria.busy import BUSY_LAG_S, busy_from_ledgers
-from grader.criteria.verdict import BORDERLINE, BUSY_BORDERLINE, Verdict, is_borderline
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAFF = ROOT / "submissions" / "chaff"
 
 
 def test_a_busy_machine_widens_the_band_that_earns_a_rerun() -> None:
-    for margin in (BUSY_BORDERLINE[0], 2.0, BUSY_BORDERLINE[1]):
-        assert is_borderline(Verdict(False, "", margin=margin, busy="steps ran late"))
-    assert not is_borderline(Verdict(False, "", margin=2.0))  # on a quiet machine 2x the tolerance stands
-    assert not is_borderline(Verdict(True, "", margin=BORDERLINE[0] - 0.01))
-    assert not is_borderline(Verdict(False, "", margin=BUSY_BORDERLINE[1] + 0.01, busy="steps ran late"))
-    assert not is_borderline(Verdict(True, "", margin=None, busy="steps ran late"))  # no margin: nothing to widen
+    judging = load_rubric().judging
+    quiet, busy = judging.borderline, judging.busy_borderline
+
+    def borderline(verdict: Verdict) -> bool:
+        return is_borderline(verdict, quiet, busy)
+
+    assert busy[0] < quiet[0] and quiet[1] < busy[1]
+    for margin in (busy[0], 2.0, busy[1]):
+        assert borderline(Verdict(False, "", margin=margin, busy="steps ran late"))
+    assert not borderline(Verdict(False, "", margin=2.0))  # on a quiet machine 2x the tolerance stands
+    assert not borderline(Verdict(True, "", margin=quiet[0] - 0.01))
+    assert not borderline(Verdict(False, "", margin=busy[1] + 0.01, busy="steps ran late"))
+    assert not borderline(Verdict(True, "", margin=None, busy="steps ran late"))  # no margin: nothing to widen
 
 
 def test_late_steps_in_a_ledger_say_the_machine_was_busy() -> None:
-    calm = [{"step_lag_max": 0.002}, {"step_lag_max": BUSY_LAG_S}, {}]
-    assert busy_from_ledgers([calm, []]) is None
-    why = busy_from_ledgers([calm, [{"step_lag_max": 0.080}]])
+    limit = load_rubric().judging.busy_lag_s
+    calm = [{"step_lag_max": 0.002}, {"step_lag_max": limit}, {}]
+    assert busy_from_ledgers([calm, []], limit_s=limit) is None
+    why = busy_from_ledgers([calm, [{"step_lag_max": 0.080}]], limit_s=limit)
     assert why is not None and "80 ms" in why
     assert busy_from_ledgers([[{"step_lag_max": 0.080}]], limit_s=0.25) is None
 
@@ -49,6 +60,7 @@ def _starved_probe(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_a_probe_that_never_saw_the_503_makes_the_case_inconclusive_not_a_wrong_pass(tmp_path: Path) -> None:
     folder = _starved_probe(tmp_path)
     out = tmp_path / "report"

@@ -22,7 +22,7 @@ from grader.criteria.truth import (
     truth_of,
 )
 
-INJECTED = Path(__file__).resolve().parent.parent / "grader" / "criteria" / "injected"
+INJECTED = Path(__file__).resolve().parent.parent / "grader" / "runs" / "injected"
 
 
 def test_nearest_rank_on_known_lists():

@@ -7,32 +7,41 @@ the grader's own, so what is tested here is what a grade does.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from pathlib import Path
 
 import pytest
 
-from grader.kit.chaff import list_chaff, materialize
 from grader.contract import Submission, load_submission
-from grader.criteria import gateway
 from grader.criteria.gateway.answers import answer_header
-from grader.runs.gateway_cases import CASES
-from grader.runs.gateway import GatewayRun, run_gateway
+from grader.criteria.registry import registered
+from grader.criteria.verdict import Verdict
 from grader.grading.rubric import load_rubric
+from grader.kit.chaff import list_chaff, materialize
+from grader.runs.gateway import GatewayRun, run_gateway
 from grader.sandbox import Sandbox, SandboxError
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "submissions" / "reference"
 CHAFF = ROOT / "submissions" / "chaff"
+RUBRIC = load_rubric()
+PLAN = RUBRIC.gateway
+
+
+def _cases_of(criteria: tuple[str, ...]) -> set[str]:
+    return {n for c in criteria for n in RUBRIC.criterion(c).cases}
 
 
 def _run(folder: Path, criteria: tuple[str, ...]) -> GatewayRun:
-    names = {n for c in criteria for n in gateway.CASES_OF[c]}
-    cases = tuple(c for c in CASES if c.name in names or c.kind == "startup")
+    names = _cases_of(criteria)
+    cases = tuple(c for c in PLAN.cases if c.name in names or c.kind == "startup")
     submission = load_submission(folder)
     with Sandbox(folder) as box:
-        return run_gateway(box, submission, seed=3, cases=cases)
+        return GatewayRun.from_record(run_gateway(box, submission, PLAN, seed=3, cases=cases).to_record())
 
 
 def _chaff(name: str, tmp_path: Path) -> Path:
@@ -41,9 +50,9 @@ def _chaff(name: str, tmp_path: Path) -> Path:
     return materialize(found[0].path, tmp_path)
 
 
-def _verdicts(run: GatewayRun, criteria: tuple[str, ...]) -> dict[str, gateway.Verdict]:
-    rubric = load_rubric()
-    return {c: gateway.CHECKS[c](run, rubric.criterion(c)) for c in criteria}
+def _verdicts(run: GatewayRun, criteria: tuple[str, ...]) -> dict[str, Verdict]:
+    checks = registered()
+    return {c: checks[c].judge(run, RUBRIC.criterion(c)) for c in criteria}
 
 
 ROUTING = ("gateway.starts", "gateway.no-fallback-4xx", "gateway.committed-stream", "gateway.context-check",
@@ -114,15 +123,9 @@ def test_a_gateway_that_never_listens_fails_every_criterion_with_the_reason(tmp_
     (folder / "gateway" / "gateway.py").write_text("import time\ntime.sleep(60)\n")
     submission = Submission(folder, {"contract": 1, "gateway": {"command": ["python", "gateway/gateway.py"]}})
     with Sandbox(folder) as box:
-        from grader.runs import gateway as gateway_run
-
         started = time.monotonic()
-        original = gateway_run.START_TIMEOUT_S
-        gateway_run.START_TIMEOUT_S = 2.0
-        try:
-            run = run_gateway(box, submission, seed=0, cases=CASES[:2])
-        finally:
-            gateway_run.START_TIMEOUT_S = original
+        plan = dataclasses.replace(PLAN, start_timeout_s=2.0)
+        run = run_gateway(box, submission, plan, seed=0, cases=PLAN.cases[:2])
         assert time.monotonic() - started < 30
     verdict = _verdicts(run, ("gateway.fallback-5xx",))["gateway.fallback-5xx"]
     assert not verdict.passed and "did not start" in verdict.output and "127.0.0.1:18080" in verdict.output
@@ -150,16 +153,10 @@ def test_a_gateway_that_starts_only_once_fails_the_refused_cases_by_name(tmp_pat
     (folder / "gateway" / "once.py").write_text(ONCE)
     submission = Submission(folder, {"contract": 1, "gateway": {"command": ["python", "gateway/once.py"]}})
     criteria = ("gateway.fallback-refused", "gateway.fallback-5xx")
-    names = {n for c in criteria for n in gateway.CASES_OF[c]}
+    names = _cases_of(criteria)
     with Sandbox(folder) as box:
-        from grader.runs import gateway as gateway_run
-
-        original = gateway_run.START_TIMEOUT_S
-        gateway_run.START_TIMEOUT_S = 3.0
-        try:
-            run = run_gateway(box, submission, seed=0, cases=tuple(c for c in CASES if c.name in names))
-        finally:
-            gateway_run.START_TIMEOUT_S = original
+        plan = dataclasses.replace(PLAN, start_timeout_s=3.0)
+        run = run_gateway(box, submission, plan, seed=0, cases=tuple(c for c in PLAN.cases if c.name in names))
     verdicts = _verdicts(run, criteria)
     assert verdicts["gateway.fallback-5xx"].passed, verdicts["gateway.fallback-5xx"].output
     refused = verdicts["gateway.fallback-refused"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader.kit.chaff import materialize
-from grader.criteria.sizing import load_sets
+from grader.runs.sizing import load_sets
 from grader.criteria.sizing_truth import Conventions, expected
 
 ROOT = Path(__file__).resolve().parents[1]

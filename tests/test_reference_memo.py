@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "submissions" / "reference"
 MEMO = REFERENCE / "memo" / "MEMO.md"
 TEXT = MEMO.read_text(encoding="utf-8")
-FRONT, BODY = split_front_matter(TEXT)
+FRONT, BODY, _ = split_front_matter(TEXT)
 FIGURES = {f["name"]: f for f in FRONT["figures"]}
 
 
@@ -243,8 +243,10 @@ def test_malformed_figures_are_named(bad: dict[str, Any], rule: str) -> None:
 
 
 @pytest.mark.parametrize(("text", "why"), [
-    ("# Memo\nno front matter", "no front matter"),
-    ("---\nfigures: [\n---\n", "not YAML"),
+    ("# Memo\nno front matter", "line 1: the memo must start with YAML front matter"),
+    ("---\nfigures: [\n---\n", "line 2: not valid YAML"),
+    ("  ---\nfigures: []\n---\n", "line 1: the front matter's `---` must start the line"),
+    ("\ufeff---\n---\n", "the front matter is empty"),
     ("---\n- a list\n---\n", "mapping"),
     ("---\ncontract: 2\nfigures: []\n---\n", "contract must be 1"),
 ])

@@ -2,9 +2,9 @@
 
 The fake servers share the cores with the candidate's code and the grader. Every ledger record
 carries `step_lag_max`, how far its engine's steps ran behind their own timeline. A step later
-than BUSY_LAG_S means the server itself could not keep time then, and a client on the same cores
+than the rubric's `busy_lag_s` means the server itself could not keep time then, and a client on the same cores
 will have been late by as much: its error is the machine's as much as its own. The verdict then
-uses the wider borderline band (verdict.BUSY_BORDERLINE), so such an answer is rerun, and
+uses the wider borderline band (the rubric's `judging.busy_borderline`), so such an answer is rerun, and
 `inconclusive` if the machine stays busy, rather than a wrong pass or fail.
 """
 
@@ -13,12 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["BUSY_LAG_S", "busy_from_ledgers"]
-
-BUSY_LAG_S = 0.025  # the tightest timing tolerance of the rubric (TTFT, 25 ms)
+__all__ = ["busy_from_ledgers"]
 
 
-def busy_from_ledgers(ledgers: Iterable[list[dict[str, Any]]], *, limit_s: float = BUSY_LAG_S) -> str | None:
+def busy_from_ledgers(ledgers: Iterable[list[dict[str, Any]]], *, limit_s: float) -> str | None:
     """Why the machine was too busy during these ledgers' requests, or None when it kept time: a
     step later than `limit_s` (a check with a looser tolerance passes its own)."""
     worst = max((float(r.get("step_lag_max") or 0.0) for ledger in ledgers for r in ledger), default=0.0)

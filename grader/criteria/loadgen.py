@@ -8,19 +8,17 @@ difference in clocks never costs a criterion, while a wrong definition always do
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from grader.criteria.matching import Pair
+from grader.criteria.registry import check
 from grader.criteria.truth import Truth, in_flight_series, max_in_flight, nearest_rank
 from grader.criteria.verdict import Verdict, within
 from grader.grading.outcome import Evidence, Plot
 from grader.grading.rubric import Criterion
 from grader.runs.loadgen import LoadgenRun
 
-__all__ = ["CHECKS"]
-
-Check = Callable[[list[LoadgenRun], Criterion], Verdict]
+__all__: list[str] = []  # the checks are found through the registry
 _COLUMNS = ["#", "id", "outcome (you / ledger)", "failure (you / allowed)", "TTFT s (you / ledger)",
             "tokens (you / ledger)", "TPS (you / ledger)", "paired by"]
 
@@ -76,16 +74,15 @@ def _ttft_plot(run: LoadgenRun) -> Plot:
                 {"requests": [(x, y) for x, y in points if y is not None]}, diagonal=True)
 
 
-# A request may be sent this long before the server registers its arrival: on a busy 2-core machine
-# both the client and the server wait for a core. A clock started earlier than this (before waiting
-# for a concurrency slot, say) is counted as the client's own wait inside TTFT.
-SEND_LEAD_S = 0.1
+# `send_lead_s`: a request may be sent this long before the server registers its arrival: on a busy
+# 2-core machine both the client and the server wait for a core. A clock started earlier than this
+# (before waiting for a concurrency slot, say) is counted as the client's own wait inside TTFT.
 
 
-def _send_time(rep: dict[str, Any], tru: Truth) -> float:
-    """The candidate's send time, trusted within [arrival - SEND_LEAD_S, arrival]."""
+def _send_time(rep: dict[str, Any], tru: Truth, lead_s: float) -> float:
+    """The candidate's send time, trusted within [arrival - lead_s, arrival]."""
     start = _num(rep.get("start"))
-    return tru.arrival if start is None else min(max(start, tru.arrival - SEND_LEAD_S), tru.arrival)
+    return tru.arrival if start is None else min(max(start, tru.arrival - lead_s), tru.arrival)
 
 
 def _ttft_problem(index: Any, rep: dict[str, Any], tru: Truth, criterion: Criterion) -> tuple[float, str | None]:
@@ -98,8 +95,8 @@ def _ttft_problem(index: Any, rep: dict[str, Any], tru: Truth, criterion: Criter
         return float("inf"), f"request {index}: no `start` time, so its TTFT cannot be placed on the ledger's clock"
     stopped = start + ttft - tru.first_content
     lead = tru.arrival - start
-    stop_margin = within(stopped, 0.0, abs_s=criterion.abs_s)
-    start_margin = lead / SEND_LEAD_S if lead >= 0 else within(lead, 0.0, abs_s=criterion.abs_s)
+    stop_margin = within(stopped, 0.0, abs_s=criterion.tol("abs_s"))
+    start_margin = lead / criterion.tol("send_lead_s") if lead >= 0 else within(lead, 0.0, abs_s=criterion.tol("abs_s"))
     margin = max(stop_margin, start_margin)
     if stop_margin > 1:
         return margin, (f"request {index}: TTFT {ttft:.4f} s stops {stopped * 1000:+.0f} ms from the first content "
@@ -111,7 +108,8 @@ def _ttft_problem(index: Any, rep: dict[str, Any], tru: Truth, criterion: Criter
     return margin, None
 
 
-def _compare_ttft(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
+@check("loadgen", "loadgen.ttft", "loadgen.role-chunk", needs=("abs_s", "send_lead_s"))
+def check_ttft(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     problems, worst, compared, outcome_problems = [], 0.0, 0, False
     for run in runs:
         if (bad := _unusable(run)) is not None:
@@ -132,8 +130,8 @@ def _compare_ttft(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
                 problems.append(problem)
     if not compared and not problems:
         problems.append("no successful request to compare")
-    tol = (f"{criterion.tolerance_text} for when it stops; `start` at most {SEND_LEAD_S * 1000:g} ms before the "
-           "server's arrival")
+    tol = (f"{criterion.tol('abs_s') * 1000:g} ms for when it stops; `start` at most "
+           f"{criterion.tol('send_lead_s') * 1000:g} ms before the server's arrival")
     out = (f"TTFT of {compared} request(s) agrees with the ledger (worst {worst:.2f} of the tolerance: {tol})"
            if not problems else f"{len(problems)} problem(s); tolerance {tol}:\n" + "\n".join(problems[:8]))
     return Verdict(not problems, out, margin=None if outcome_problems else worst,
@@ -168,6 +166,7 @@ def _outcomes(run: LoadgenRun, criterion: Criterion) -> Verdict:
     return Verdict(not problems, out, evidence=_evidence(run))
 
 
+@check("loadgen", "loadgen.runs")
 def check_runs(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
     problems = list(run.problems)
@@ -179,6 +178,7 @@ def check_runs(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     return Verdict(not problems, out, evidence=_evidence(run))
 
 
+@check("loadgen", "loadgen.reasoning-empty")
 def check_reasoning_empty(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
     verdict = _outcomes(run, criterion)
@@ -198,6 +198,7 @@ def check_reasoning_empty(runs: list[LoadgenRun], criterion: Criterion) -> Verdi
                    evidence=verdict.evidence)
 
 
+@check("loadgen", "loadgen.multi-token")
 def check_multi_token(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
     if (bad := _unusable(run)) is not None:
@@ -214,15 +215,16 @@ def check_multi_token(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     return Verdict(not problems, "\n".join(problems[:8]) or "output tokens from usage", evidence=_evidence(run))
 
 
+@check("loadgen", "loadgen.queueing", needs=("abs_s", "send_lead_s"))
 def check_queueing(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
     if (bad := _unusable(run)) is not None:
         return bad
     yours = [v for r in run.requests if isinstance(r, dict) and r.get("outcome") == "ok"
              and (v := _num(r.get("ttft_s"))) is not None]
-    # Each request's truth runs from your send time (trusted within SEND_LEAD_S of the server's
+    # Each request's truth runs from your send time (trusted within send_lead_s of the server's
     # arrival) to the first content chunk the server sent.
-    truth = [p.truth.first_content - _send_time(p.reported or {}, p.truth) for p in run.pairs
+    truth = [p.truth.first_content - _send_time(p.reported or {}, p.truth, criterion.tol("send_lead_s")) for p in run.pairs
              if p.truth is not None and p.truth.first_content is not None]
     p_yours, p_truth = nearest_rank(yours, 90), nearest_rank(truth, 90)
     evidence = _evidence(run, reported=f"p90 TTFT {_fmt(p_yours)} s over {len(yours)} requests",
@@ -230,11 +232,12 @@ def check_queueing(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
                          plots=[_ttft_plot(run)])
     if p_yours is None or p_truth is None or len(yours) != len(truth):
         return Verdict(False, f"{len(yours)} successful TTFT samples reported; the ledger has {len(truth)}", evidence=evidence)
-    margin = within(p_yours - p_truth, p_truth, abs_s=criterion.abs_s)
+    margin = within(p_yours - p_truth, p_truth, abs_s=criterion.tol("abs_s"))
     out = f"p90 TTFT {p_yours:.4f} s; ledger {p_truth:.4f} s; tolerance {criterion.tolerance_text}"
     return Verdict(margin <= 1, out, margin=margin, evidence=evidence)
 
 
+@check("loadgen", "loadgen.concurrency")
 def check_concurrency(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
     limit = run.scenario.loadgen["concurrency"]
@@ -254,6 +257,7 @@ def check_concurrency(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     return Verdict(False, f"{peak} in flight at the busiest moment with --concurrency {limit}: {why}", evidence=evidence)
 
 
+@check("loadgen", "loadgen.tps", needs=("rel",))
 def check_tps(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
     if (bad := _unusable(run)) is not None:
@@ -268,7 +272,7 @@ def check_tps(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
             problems.append(f"request {rep.get('index')}: no TPS; the ledger shows {tru.tps:.1f} tokens/s")
             continue
         points.append((tru.tps, tps))
-        margin = within(tps - tru.tps, tru.tps, rel=criterion.rel)
+        margin = within(tps - tru.tps, tru.tps, rel=criterion.tol("rel"))
         worst = max(worst, margin)
         if margin > 1:
             problems.append(f"request {rep.get('index')}: TPS {tps:.1f}, ledger {tru.tps:.1f}")
@@ -281,6 +285,7 @@ def check_tps(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     return Verdict(not problems, out, margin=worst if points else None, evidence=evidence)
 
 
+@check("loadgen", "loadgen.throughput", needs=("rel",))
 def check_throughput(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
     if (bad := _unusable(run)) is not None:
@@ -293,7 +298,7 @@ def check_throughput(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
                          truth=f"{tokens} tokens of successful requests over {wall:.3f} s = {truth:.1f} tokens/s")
     if yours is None:
         return Verdict(False, "summary.throughput_tokens_per_s is missing", evidence=evidence)
-    margin = within(yours - truth, truth, rel=criterion.rel)
+    margin = within(yours - truth, truth, rel=criterion.tol("rel"))
     out = f"throughput {yours:.1f} tokens/s; ledger {truth:.1f}; tolerance {criterion.tolerance_text}"
     return Verdict(margin <= 1, out, margin=margin, evidence=evidence)
 
@@ -307,18 +312,19 @@ def _percentile_problems(name: str, reported: Any, values: list[float], criterio
         problems.append(f"summary.{name}.n: {reported.get('n')!r}; your records have {n} samples")
     if reported.get("p99_is_max") is not (n < 100):
         problems.append(f"summary.{name}.p99_is_max: {reported.get('p99_is_max')!r} with n = {n}; it must be {n < 100}")
-    abs_s = criterion.abs_s if name == "ttft_s" else None  # seconds apply to TTFT; TPS is relative only
+    abs_s = criterion.tol("abs_s") if name == "ttft_s" else None  # seconds apply to TTFT; TPS is relative only
     for key, p in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)):
         expected, got = nearest_rank(values, p), reported.get(key)
         value = _num(got)
         if expected is None:
             if got is not None:
                 problems.append(f"summary.{name}.{key}: {got!r}; with no samples it is null")
-        elif value is None or within(value - expected, expected, abs_s=abs_s, rel=criterion.rel) > 1:
+        elif value is None or within(value - expected, expected, abs_s=abs_s, rel=criterion.tol("rel")) > 1:
             problems.append(f"summary.{name}.{key}: {got!r}; nearest rank of your {n} records gives {expected:.6g}")
     return problems
 
 
+@check("loadgen", "loadgen.percentiles", needs=("abs_s", "rel"))
 def check_percentiles(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
     if run.results is None:
@@ -335,6 +341,7 @@ def check_percentiles(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
                    evidence=evidence)
 
 
+@check("loadgen", "loadgen.summary", needs=("abs_s", "rel"))
 def check_summary(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
     if run.results is None:
@@ -352,19 +359,23 @@ def check_summary(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     ends = [v for r in records if (v := _num(r.get("end"))) is not None]
     wall = max(ends) - min(starts) if starts and ends else None
     got_wall, got_tp = _num(summary.get("wall_s")), _num(summary.get("throughput_tokens_per_s"))
-    if wall is None or got_wall is None or within(got_wall - wall, wall, abs_s=criterion.abs_s, rel=criterion.rel) > 1:
+    if wall is None or got_wall is None or within(got_wall - wall, wall, abs_s=criterion.tol("abs_s"),
+                                                  rel=criterion.tol("rel")) > 1:
         problems.append(f"summary.wall_s: {summary.get('wall_s')!r}; first start to last end of your records is {_fmt(wall)} s")
-    elif got_tp is None or within(got_tp - tokens / got_wall, tokens / got_wall, rel=criterion.rel) > 1:
+    elif got_tp is None or within(got_tp - tokens / got_wall, tokens / got_wall, rel=criterion.tol("rel")) > 1:
         problems.append(f"summary.throughput_tokens_per_s: {summary.get('throughput_tokens_per_s')!r}; "
                         f"output_tokens / wall_s = {tokens / got_wall:.6g}")
     return Verdict(not problems, "\n".join(problems) or "the summary agrees with your records",
                    evidence=_evidence(run, reported=str(summary)))
 
 
+@check("loadgen", "loadgen.cut", "loadgen.no-done", "loadgen.stream-error", "loadgen.malformed",
+       "loadgen.http-errors")
 def check_failures(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     return _outcomes(runs[0], criterion)
 
 
+@check("loadgen", "loadgen.sse-framing", needs=("abs_s", "send_lead_s"))
 def check_sse_framing(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     verdicts = [(run, _outcomes(run, criterion)) for run in runs]
     bad = [f"{run.scenario.name}: {v.output}" for run, v in verdicts if not v.passed]
@@ -372,27 +383,7 @@ def check_sse_framing(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     bad += [f"{run.scenario.name}: {v.output}" for run, v in zip(runs, tokens) if not v.passed and v.output not in " ".join(bad)]
     if bad:
         return Verdict(False, "\n".join(bad[:8]), evidence=verdicts[0][1].evidence)
-    ttft = _compare_ttft(runs, criterion)
+    ttft = check_ttft(runs, criterion)
     ttft.output = "every framing parsed; " + ttft.output
     return ttft
 
-
-CHECKS: dict[str, Check] = {
-    "loadgen.runs": check_runs,
-    "loadgen.ttft": _compare_ttft,
-    "loadgen.role-chunk": _compare_ttft,
-    "loadgen.reasoning-empty": check_reasoning_empty,
-    "loadgen.cut": check_failures,
-    "loadgen.no-done": check_failures,
-    "loadgen.stream-error": check_failures,
-    "loadgen.malformed": check_failures,
-    "loadgen.http-errors": check_failures,
-    "loadgen.multi-token": check_multi_token,
-    "loadgen.queueing": check_queueing,
-    "loadgen.concurrency": check_concurrency,
-    "loadgen.tps": check_tps,
-    "loadgen.throughput": check_throughput,
-    "loadgen.percentiles": check_percentiles,
-    "loadgen.summary": check_summary,
-    "loadgen.sse-framing": check_sse_framing,
-}

@@ -1,40 +1,27 @@
 """Manifests criteria: each item of `grader manifests`' checklist is its own rubric line.
 
-The verdicts are the checker's own results (`grader.manifests.check_manifests`), run once on the
-submission's values file (rendered with the kit's chart) or rendered YAML; nothing is checked a
-second time here. `manifests.schema-valid` gathers the reading checks: the YAML parses, the chart
-renders, and every document validates strictly.
+The verdicts are the checker's own results (`grader.manifests.check_manifests`, run once by
+runs/manifests.py on the submission's values file rendered with the kit's chart, or its rendered
+YAML); nothing is checked a second time here. `manifests.schema-valid` gathers the reading checks:
+the YAML parses, the chart renders, and every document validates strictly.
 """
 
 from __future__ import annotations
 
-from grader.contract import Submission
+from grader.criteria.registry import check
 from grader.criteria.verdict import Verdict
 from grader.grading.outcome import Evidence
 from grader.grading.rubric import Criterion
-from grader.manifests import (
-    CheckResult,
-    ManifestInputError,
-    ManifestReport,
-    check_manifests,
-)
-from grader.shared.kit_files import chart_dir
+from grader.manifests import CheckResult
+from grader.runs.manifests import ManifestsRun
 
-__all__ = ["CHECK_IDS", "check", "run_checker"]
+__all__ = ["CHECK_IDS"]
 
 #: The checker's ids behind each criterion (`manifests.<id>`); the reading checks count as one.
 CHECK_IDS: dict[str, tuple[str, ...]] = {"manifests.schema-valid": ("yaml-parse", "render", "schema-valid")}
-
-
-def run_checker(submission: Submission) -> ManifestReport | str:
-    """The checker's report on the submission's manifests, or why it could not run at all."""
-    mode, path = submission.manifests
-    try:
-        if mode == "values":
-            return check_manifests([chart_dir()], values=path)
-        return check_manifests([path])
-    except ManifestInputError as exc:
-        return str(exc)
+_ITEMS = ("manifests.schema-valid", "manifests.gpu-request", "manifests.readiness-probe", "manifests.startup-probe",
+          "manifests.pdb-selects-pods", "manifests.memory-limit", "manifests.model-volume", "manifests.hf-token-secret",
+          "manifests.max-model-len")
 
 
 def _lines(result: CheckResult) -> list[str]:
@@ -48,9 +35,11 @@ def _lines(result: CheckResult) -> list[str]:
     return out
 
 
-def check(report: ManifestReport | str, criterion: Criterion) -> Verdict:
-    if isinstance(report, str):
-        return Verdict(False, f"the manifests could not be checked: {report}")
+@check("manifests", *_ITEMS)
+def check_item(run: ManifestsRun, criterion: Criterion) -> Verdict:
+    report = run.report
+    if report is None:
+        return Verdict(False, f"the manifests could not be checked: {run.problem}")
     ids = CHECK_IDS.get(criterion.id, (criterion.id.split(".", 1)[1],))
     results = [c for c in report.checks if c.id in ids]
     if not results:

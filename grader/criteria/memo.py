@@ -1,23 +1,22 @@
 """Memo criteria: the honesty rules of grader/criteria/memo_rules.py as rubric lines, and the memo's figures
 against what the submission itself produced.
 
-Every finding quotes the memo's line. The figures are checked against two sources, got cheaply:
+Every finding quotes the memo's line. The figures are checked against two sources (runs/memo.py):
 the load generator's results file the memo names (`loadgen_results`, read from the submission, not
-rerun), and the sizing command run once, in a sandbox, on the memo's own `sizing_inputs`. A figure
-citing a `sizing:` or `loadgen:` field (`derived_from`), or named like a sizing output field, must
-match it within 0.5%. What a machine cannot judge goes to the person reading the report.
+rerun), and the sizing command's output on the memo's own `sizing_inputs`. A figure citing a
+`sizing:` or `loadgen:` field (`derived_from`), or named like a sizing output field, must match it
+within the criterion's tolerance. What a machine cannot judge goes to the person reading the report.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.contract import Submission, schema_errors
+from grader.contract import schema_errors
 from grader.criteria.memo_rules import (
     Finding,
     MemoError,
@@ -25,13 +24,14 @@ from grader.criteria.memo_rules import (
     errors,
     split_front_matter,
 )
+from grader.criteria.registry import check
 from grader.criteria.verdict import Verdict
 from grader.grading.outcome import Evidence
 from grader.grading.rubric import Criterion
+from grader.runs.memo import NAMED, MemoRun
 
-__all__ = ["CHECKS", "HUMAN_CHECKLIST", "MemoFacts", "read_memo"]
+__all__ = ["HUMAN_CHECKLIST", "MemoFacts", "facts_of"]
 
-REL = 0.005
 #: Which honesty rules each criterion is judged on.
 RULES: dict[str, tuple[str, ...]] = {
     "memo.front-matter": ("front-matter", "figure-fields"),
@@ -41,9 +41,6 @@ RULES: dict[str, tuple[str, ...]] = {
     "memo.per-user-speed": ("per-user-not-aggregate", "speed-scope"),
     "memo.text-matches": ("text-matches-front-matter",),
 }
-#: Sizing output fields a figure may be named after (and is then compared with).
-_NAMED = ("peak_output_tokens_per_s", "per_stream_output_tokens_per_s", "replicas_for_load", "replicas",
-          "chats_per_month", "batch_hours")
 _PATH = re.compile(r"([a-z_][a-z0-9_]*)|\[(\d+)\]")
 
 HUMAN_CHECKLIST = [
@@ -53,18 +50,15 @@ HUMAN_CHECKLIST = [
     "Memo: is it one page a hiring manager could act on, with the arithmetic easy to follow?",
 ]
 
-SizingRunner = Callable[[dict[str, Any]], tuple[dict[str, Any] | None, str]]
-
-
 @dataclass
 class MemoFacts:
-    """The memo read once: its findings, its front matter, and the figures checked against their sources."""
+    """The memo read once: its findings, its front matter, and the figures beside their sources."""
 
-    path: Path
+    memo_file: str
     problem: str = ""  # the memo could not be read at all
     findings: list[Finding] = field(default_factory=list)
     schema: list[str] = field(default_factory=list)
-    source_rows: list[list[Any]] = field(default_factory=list)  # figure, source, memo value, source value, ok, line
+    source_rows: list[list[Any]] = field(default_factory=list)  # figure, source, memo value, source value, line
     source_notes: list[str] = field(default_factory=list)
 
 
@@ -86,78 +80,59 @@ def _line_of(text: str, name: str) -> tuple[int | None, str]:
     return None, ""
 
 
-def _loadgen_results(submission: Submission, front: dict[str, Any]) -> tuple[Any, str]:
-    rel = front.get("loadgen_results")
-    if not isinstance(rel, str):
-        return None, "the front matter names no loadgen_results file"
-    folder = submission.folder.resolve()
-    path = (folder / rel).resolve()
-    if folder not in path.parents or not path.is_file():
-        return None, f"loadgen_results: {rel} is not a file inside the submission"
+def _results(run: MemoRun) -> tuple[Any, str]:
+    if run.results_text is None:
+        return None, run.results_problem
     try:
-        return json.loads(path.read_text(encoding="utf-8")), ""
-    except (OSError, ValueError) as exc:
-        return None, f"loadgen_results: {rel} is not JSON ({exc})"
+        return json.loads(run.results_text), ""
+    except ValueError as exc:
+        return None, f"loadgen_results: {run.results_file} is not JSON ({exc})"
 
 
-def _sources(submission: Submission, front: dict[str, Any], text: str, run_sizing: SizingRunner) -> MemoFacts:
-    facts = MemoFacts(submission.path("memo"))
+def _sources(run: MemoRun, front: dict[str, Any], facts: MemoFacts) -> None:
     figures = [f for f in front.get("figures") or [] if isinstance(f, dict)]
     cited = {f.get("name"): ([f["derived_from"]] if isinstance(f.get("derived_from"), str)
                              else list(f.get("derived_from") or [])) for f in figures}
-    wants_sizing = any(s.startswith("sizing:") for refs in cited.values() for s in refs if isinstance(s, str)) or any(
-        f.get("name") in _NAMED for f in figures)
-    sizing, sizing_problem = None, ""
-    if wants_sizing:
-        if isinstance(front.get("sizing_inputs"), dict):
-            sizing, sizing_problem = run_sizing(front["sizing_inputs"])
-        else:
-            sizing_problem = "the front matter states no sizing_inputs to rerun the sizing command with"
-    results, results_problem = (None, "")
-    if any(s.startswith("loadgen:") for refs in cited.values() for s in refs if isinstance(s, str)):
-        results, results_problem = _loadgen_results(submission, front)
+    results, results_problem = _results(run)
+    text = run.text or ""
     for fig in figures:
         name = str(fig.get("name"))
         refs = [s for s in cited.get(fig.get("name"), []) if isinstance(s, str)]
         targets = [r for r in refs if r.startswith(("sizing:", "loadgen:"))]
-        if not targets and name in _NAMED:
+        if not targets and name in NAMED:
             targets = [f"sizing:{name}"]
         line, _ = _line_of(text, name)
         for ref in targets[:1] if len(targets) == 1 else []:
             kind, path = ref.split(":", 1)
-            data, problem = (sizing, sizing_problem) if kind == "sizing" else (results, results_problem)
+            data, problem = (run.sizing_output, run.sizing_problem) if kind == "sizing" else (results, results_problem)
             if data is None:
-                facts.source_rows.append([name, ref, fig.get("value"), f"(unavailable: {problem})", False, line])
+                facts.source_rows.append([name, ref, fig.get("value"), f"(unavailable: {problem})", line])
                 continue
             try:
                 value = _lookup(data, path)
             except KeyError as exc:
-                facts.source_rows.append([name, ref, fig.get("value"), f"(no field {exc})", False, line])
+                facts.source_rows.append([name, ref, fig.get("value"), f"(no field {exc})", line])
                 continue
-            mine = fig.get("value")
-            ok = (isinstance(value, (int, float)) and isinstance(mine, (int, float))
-                  and abs(mine - value) <= REL * abs(value) + 1e-12)
-            facts.source_rows.append([name, ref, mine, value, ok, line])
+            facts.source_rows.append([name, ref, fig.get("value"), value, line])
     if not facts.source_rows:
         facts.source_notes.append("no figure cites a sizing: or loadgen: field, or is named like a sizing output")
-    return facts
 
 
-def read_memo(submission: Submission, run_sizing: SizingRunner) -> MemoFacts:
-    """Everything the memo criteria need, from one read of the memo (and at most one sizing run)."""
-    path = submission.path("memo")
+def facts_of(run: MemoRun) -> MemoFacts:
+    """Everything the memo criteria need, from the memo's run record."""
+    facts = MemoFacts(run.memo_file)
+    if run.text is None:
+        facts.problem = run.problem
+        return facts
+    facts.findings = errors(check_memo(run.text))
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return MemoFacts(path, problem=f"{path.name}: cannot read ({exc})")
-    findings = errors(check_memo(text))
-    try:
-        front, _ = split_front_matter(text)
+        front, _, _ = split_front_matter(run.text, Path(run.memo_file).name)
     except MemoError as exc:
-        return MemoFacts(path, findings=findings, problem=str(exc))
-    facts = _sources(submission, front, text, run_sizing)
-    facts.findings = findings
-    facts.schema = [f"{path.name}: front matter: {line}" for line in schema_errors("memo-front-matter", front)]
+        facts.problem = str(exc)
+        return facts
+    _sources(run, front, facts)
+    facts.schema = [f"{Path(run.memo_file).name}: front matter: {line}"
+                    for line in schema_errors("memo-front-matter", front)]
     return facts
 
 
@@ -166,6 +141,7 @@ def _quote(f: Finding) -> str:
     return f"{where}{f.message}" + (f"\n    > {f.quote[:200]}" if f.quote else "")
 
 
+@check("memo", *RULES)
 def check_rules(facts: MemoFacts, criterion: Criterion) -> Verdict:
     rules = RULES[criterion.id]
     if facts.problem:
@@ -178,20 +154,24 @@ def check_rules(facts: MemoFacts, criterion: Criterion) -> Verdict:
                         rows=[[f.rule, f.figure or "", f.line or "", f.quote[:160], f.message] for f in hits][:40])
     if lines:
         return Verdict(False, "\n".join(lines[:10]), evidence=evidence)
-    return Verdict(True, f"no {' or '.join(rules)} finding in {facts.path.name}", evidence=evidence)
+    return Verdict(True, f"no {' or '.join(rules)} finding in {Path(facts.memo_file).name}", evidence=evidence)
 
 
+def _agrees(mine: Any, value: Any, rel: float) -> bool:
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (mine, value))
+    return numbers and abs(mine - value) <= rel * abs(value) + 1e-12
+
+
+@check("memo", "memo.matches-sources", needs=("rel",))
 def check_sources(facts: MemoFacts, criterion: Criterion) -> Verdict:
     if facts.problem:
         return Verdict(False, f"the memo could not be read: {facts.problem}")
-    wrong = [r for r in facts.source_rows if not r[4]]
-    evidence = Evidence(columns=["figure", "source", "memo", "source value", "ok", "line"], rows=facts.source_rows)
+    rel = criterion.tol("rel")
+    rows = [[name, ref, mine, value, _agrees(mine, value, rel), line] for name, ref, mine, value, line in facts.source_rows]
+    wrong = [r for r in rows if not r[4]]
+    evidence = Evidence(columns=["figure", "source", "memo", "source value", "ok", "line"], rows=rows)
     if wrong:
         return Verdict(False, "\n".join(
             f"line {r[5]}: figure {r[0]} = {r[2]} but {r[1]} is {r[3]}" for r in wrong[:10]), evidence=evidence)
-    notes = facts.source_notes or [f"{len(facts.source_rows)} figures match their sources within {REL * 100:g}%"]
+    notes = facts.source_notes or [f"{len(rows)} figures match their sources within {rel * 100:g}%"]
     return Verdict(True, "\n".join(notes), evidence=evidence)
-
-
-CHECKS: dict[str, Callable[[MemoFacts, Criterion], Verdict]] = {
-    **{cid: check_rules for cid in RULES}, "memo.matches-sources": check_sources}

@@ -21,7 +21,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import yaml
+from grader.shared.yaml_files import YamlError
+from grader.shared.yaml_files import split_front_matter as read_front_matter
 
 __all__ = ["PROVENANCES", "SCOPES", "STATUSES", "Finding", "MemoError", "check_figures", "check_memo", "errors",
            "split_front_matter"]
@@ -52,7 +53,6 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _RATE = re.compile(r"(/\s*s\b|/\s*sec|per\s+second|tok/s|tokens/s)", re.IGNORECASE)
 _THROUGHPUT = re.compile(r"throughput|aggregate", re.IGNORECASE)
 _SIZES_PRODUCTION = re.compile(r"replica|production|sizing", re.IGNORECASE)
-_FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
 
 class MemoError(ValueError):
@@ -74,18 +74,13 @@ class Finding:
         return asdict(self)
 
 
-def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
-    """The parsed front matter and the Markdown body after it."""
-    match = _FRONT.match(text.lstrip("\ufeff"))
-    if not match:
-        raise MemoError("no front matter: the memo must open with a line '---', YAML, and a closing '---'")
+def split_front_matter(text: str, source: str = "memo") -> tuple[dict[str, Any], str, int]:
+    """The parsed front matter, the Markdown body after it and the body's first line (the kit's one reader)."""
     try:
-        data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
-        raise MemoError(f"front matter is not YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise MemoError("front matter must be a YAML mapping with `contract` and `figures`")
-    return data, text[match.end():]
+        front = read_front_matter(text, source=source)
+    except YamlError as exc:
+        raise MemoError(str(exc)) from None
+    return front.data, front.body, front.body_line
 
 
 def _number(value: Any) -> bool:
@@ -304,11 +299,9 @@ def locate(findings: list[Finding], text: str) -> list[Finding]:
 def check_memo(text: str) -> list[Finding]:
     """Every rule on a whole memo; a missing or unreadable front matter is one 'front-matter' finding."""
     try:
-        front, body = split_front_matter(text)
+        front, body, first_line = split_front_matter(text)
     except MemoError as exc:
         return [Finding("front-matter", None, str(exc))]
-    head = text.lstrip("\ufeff")
-    first_line = head[: len(head) - len(body)].count("\n") + 1
     findings = check_figures(front, body, first_line=first_line)
     return locate(findings, text)
 

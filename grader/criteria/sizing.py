@@ -1,34 +1,28 @@
 """Sizing criteria: the candidate's `sizing.command` on the seed's inputs and on sets it never saw.
 
-Each set (grader/hidden/sizing_sets.yaml) is sent as flags; the one JSON object printed is compared,
-field by field, with the contract's arithmetic (`sizing_truth`) within the criterion's relative
-tolerance (counts exact). A criterion that fails is then diagnosed: one input of a base set is
-moved at a time, and an output that stays put while the arithmetic says it should move names the
-input the command ignores (a constant where an input belongs). Two stated conventions are graded
-by what the output says: its own default month (`inputs.hours_per_month`, when the flag was left
-out) and `units.memory: GiB`; each is accepted with a note.
+Each set's one JSON object (runs/sizing.py) is compared, field by field, with the contract's
+arithmetic (`sizing_truth`) within the criterion's relative tolerance (counts exact). A criterion
+that fails is diagnosed from the runs that moved one input of a base set at a time: an output that
+stays put while the arithmetic says it should move names the input the command ignores (a constant
+where an input belongs). Two stated conventions are graded by what the output says: its own
+default month (`inputs.hours_per_month`, when the flag was left out) and `units.memory: GiB`; each
+is accepted with a note.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-import yaml
-
-from grader.contract import Submission, schema_errors
+from grader.criteria.registry import check
 from grader.criteria.sizing_truth import DEFAULTS, Conventions, expected
 from grader.criteria.verdict import Verdict
 from grader.grading.outcome import Evidence
 from grader.grading.rubric import Criterion
+from grader.runs.sizing import SizingRun, SizingRuns, argv
 
-__all__ = ["CHECKS", "GROUPS", "SETS_FILE", "SizingRun", "SizingRuns", "argv", "load_sets", "run_set"]
+__all__ = ["GROUPS", "mismatched"]
 
-SETS_FILE = Path(__file__).resolve().parent.parent / "hidden" / "sizing_sets.yaml"
-TIMEOUT_S = 30.0
 _EXACT = {"replicas_for_load", "replicas", "sequences_at_context", "holds_concurrency"}
 
 # Each criterion: the output fields it grades, and the inputs those fields depend on.
@@ -48,88 +42,6 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sizing.batch": (("batch_hours", "per_stream_output_tokens_per_s"),
                      ("batch-output-tokens", "throughput", "concurrency")),
 }
-
-
-class Box(Protocol):
-    def run(self, argv: list[str], *, timeout_s: float, files_back: list[str]) -> Any: ...
-
-
-@dataclass
-class SizingRun:
-    """One run of the command on one set: its output, or why there is none."""
-
-    name: str
-    flags: dict[str, Any]
-    output: dict[str, Any] | None
-    problem: str  # empty when the output is a schema-valid object
-    stderr_tail: str = ""
-    wall_s: float = 0.0
-
-
-@dataclass
-class SizingRuns:
-    """Every set's run, plus the perturbation runs made on demand."""
-
-    box: Box
-    submission: Submission
-    runs: list[SizingRun]
-    perturb_base: str
-    perturb: dict[str, Any]
-    extra: dict[str, SizingRun] = field(default_factory=dict)
-
-    def perturbed(self, flag: str) -> SizingRun:
-        if flag not in self.extra:
-            base = next(r for r in self.runs if r.name == self.perturb_base).flags
-            self.extra[flag] = run_set(self.box, self.submission, f"{self.perturb_base}+{flag}",
-                                       {**base, flag: self.perturb[flag]})
-        return self.extra[flag]
-
-    @property
-    def wall_s(self) -> float:
-        return sum(r.wall_s for r in [*self.runs, *self.extra.values()])
-
-
-def load_sets(path: Path = SETS_FILE) -> tuple[dict[str, dict[str, Any]], str, dict[str, Any]]:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return data["sets"], data["perturb_base"], data["perturb"]
-
-
-def argv(flags: dict[str, Any]) -> list[str]:
-    """Flags as appended to the command: a list repeats its flag; None leaves the flag out."""
-    out: list[str] = []
-    for name, value in flags.items():
-        for item in value if isinstance(value, list) else [value]:
-            if item is not None:
-                out += [f"--{name}", str(item)]
-    return out
-
-
-def run_set(box: Box, submission: Submission, name: str, flags: dict[str, Any]) -> SizingRun:
-    """Run the command once; a crash, a timeout or output that is not the contract's object is a problem."""
-    done = box.run(submission.command("sizing") + argv(flags), timeout_s=TIMEOUT_S, files_back=[])
-    tail = done.stderr_tail[-1500:].strip()
-    if done.timed_out or done.killed:
-        return SizingRun(name, flags, None, f"killed ({done.killed or 'wall timeout'} after {TIMEOUT_S:g} s)",
-                         tail, done.wall_s)
-    if done.exit_code != 0:
-        return SizingRun(name, flags, None, f"exited {done.exit_code}", tail, done.wall_s)
-    try:
-        data = json.loads(done.stdout_tail)
-    except ValueError as exc:
-        first = done.stdout_tail.strip().splitlines()[:1]
-        return SizingRun(name, flags, None, f"stdout is not one JSON object ({exc}); it begins {first[0][:80]!r}"
-                         if first else "stdout is empty", tail, done.wall_s)
-    problems = schema_errors("sizing-output", data)
-    if problems:
-        return SizingRun(name, flags, data if isinstance(data, dict) else None,
-                         "does not follow sizing-output.schema.json: " + "; ".join(problems[:3]), tail, done.wall_s)
-    return SizingRun(name, flags, data, "", tail, done.wall_s)
-
-
-def run_sizing(box: Box, submission: Submission, *, sets_file: Path = SETS_FILE) -> SizingRuns:
-    sets, base, perturb = load_sets(sets_file)
-    return SizingRuns(box, submission, [run_set(box, submission, name, flags) for name, flags in sets.items()],
-                      base, perturb)
 
 
 # --- comparing one output with the arithmetic ------------------------------------------------------
@@ -218,13 +130,13 @@ def _ignored(runs: SizingRuns, criterion_id: str) -> list[str]:
     stays put wherever it should move. Later fields are not asked, so a replica floor downstream of an
     honest peak does not blame the load's inputs."""
     fields, deps = GROUPS[criterion_id]
-    base = next(r for r in runs.runs if r.name == runs.perturb_base)
+    base = runs.base
     if base.output is None:
         return []
     ignored = []
     for flag in deps:
-        moved = runs.perturbed(flag)
-        if moved.output is None:
+        moved = runs.extra.get(flag)
+        if moved is None or moved.output is None:
             continue
         want_base = _values(SizingRun("", base.flags, expected(base.flags), ""), fields)
         want_moved = _values(SizingRun("", moved.flags, expected(moved.flags), ""), fields)
@@ -241,9 +153,17 @@ def _ignored(runs: SizingRuns, criterion_id: str) -> list[str]:
     return ignored
 
 
+def mismatched(runs: SizingRuns, criterion_id: str, rel: float) -> bool:
+    """Whether some set's figures for this criterion differ from the arithmetic by more than `rel`."""
+    fields, _ = GROUPS[criterion_id]
+    return any(not row[4] for run in runs.runs if run.output is not None and not run.problem
+               for row in compare(run, fields, rel)[0])
+
+
+@check("sizing", *GROUPS, needs=("rel",))
 def check_group(runs: SizingRuns, criterion: Criterion) -> Verdict:
     fields, _ = GROUPS[criterion.id]
-    rel = criterion.rel if criterion.rel is not None else 0.005
+    rel = criterion.tol("rel")
     rows: list[list[Any]] = []
     notes: list[str] = []
     broken = [r for r in runs.runs if r.output is None or r.problem]
@@ -268,11 +188,14 @@ def check_group(runs: SizingRuns, criterion: Criterion) -> Verdict:
     if ignored:
         lines.append(f"the output does not move when {', '.join(ignored)} moves: a constant stands where an input "
                      "belongs")
+    elif runs.base.output is not None and not any(f in runs.extra for f in GROUPS[criterion.id][1]):
+        lines.append("(no run moving one input at a time was recorded for this criterion, so no input is named)")
     lines += [f"set {s}: {path}: expected {want:.6g}, got {got}" if isinstance(want, float)
               else f"set {s}: {path}: expected {want}, got {got}" for s, path, want, got, _ in wrong[:6]]
     return Verdict(False, "\n".join(lines + sorted(set(notes))), evidence=evidence)
 
 
+@check("sizing", "sizing.runs")
 def check_runs(runs: SizingRuns, criterion: Criterion) -> Verdict:
     """Every set ran: exit 0 and one JSON object that follows the schema."""
     rows = [[r.name, " ".join(argv(r.flags))[:120], r.problem or "ok", f"{r.wall_s:.2f}"] for r in runs.runs]
@@ -286,5 +209,3 @@ def check_runs(runs: SizingRuns, criterion: Criterion) -> Verdict:
              for r in broken]
     return Verdict(False, "\n".join(lines), evidence=evidence)
 
-
-CHECKS = {"sizing.runs": check_runs, **{cid: check_group for cid in GROUPS}}

@@ -1,102 +1,18 @@
 """The candidate's own tests: they must pass on the candidate's code and fail on the chaff.
 
-"Wheats and chaffs": the test command is run once as it is, then once per wrong variant. A
-variant is caught when a test that passed on the candidate's own code fails under it. Two kinds
-of variant, both applied from outside the candidate's code:
-- a wrong percentile method swapped in for the submission's `loadgen.percentile` function
-  (injected `sitecustomize.py`, see `injected/`), and
-- a fake server whose slot limit is removed (FAKE_SERVER_IGNORE_SLOT_LIMIT=1, honoured by the
-  kit's `fake_server` fixture and `fake-server serve`).
-Every run gets the same injected files and variables (with a harmless value when no variant is
-applied), so a run does not announce itself by their presence alone.
+A variant (runs/tests.py) is caught when a test that passed on the candidate's own code fails
+under it.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
-from grader.contract import Submission
+from grader.criteria.registry import check
 from grader.criteria.verdict import Verdict
 from grader.grading.outcome import Evidence
 from grader.grading.rubric import Criterion
-from grader.runs.loadgen import Box
+from grader.runs.tests import PERCENTILE_METHODS, TestRun, TestRuns
 
-__all__ = ["CHECKS", "PERCENTILE_METHODS", "TestRuns", "run_tests"]
-
-PERCENTILE_METHODS = ("linear", "floor", "off-by-one", "unsorted")
-TIMEOUT_S = 300.0
-_INJECTED = Path(__file__).resolve().parents[1] / "runs" / "injected"
-
-
-@dataclass
-class TestRun:
-    variant: str  # "own code", "percentile: linear", "no slot limit", ...
-    exit_code: int | None
-    killed: str | None
-    tests: dict[str, str]  # node id -> passed | failed | skipped (pytest only; empty otherwise)
-    swapped: bool  # the percentile function was really replaced
-    logs: str
-    wall_s: float
-
-    @property
-    def failed(self) -> list[str]:
-        return sorted(k for k, v in self.tests.items() if v == "failed")
-
-
-@dataclass
-class TestRuns:
-    own: TestRun
-    variants: dict[str, TestRun] = field(default_factory=dict)
-
-
-def _inject() -> dict[str, str]:
-    return {p.name: p.read_text(encoding="utf-8") for p in sorted(_INJECTED.glob("*.py"))}
-
-
-def _run(box: Box, submission: Submission, variant: str, *, method: str = "none", no_slots: bool = False,
-         stop_early: bool = False) -> TestRun:
-    argv = submission.command("loadgen", "test_command")
-    slug = "".join(c if c.isalnum() else "-" for c in variant)
-    outcomes, marker = f".grader-tests-{slug}.json", f".grader-swapped-{slug}"  # one per run: never a stale file
-    env = {
-        "GRADER_PERCENTILE": str(submission.data["loadgen"].get("percentile", "")),
-        "GRADER_PERCENTILE_METHOD": method,
-        "GRADER_PERCENTILE_MARKER": marker,
-        "GRADER_TEST_OUTCOMES": outcomes,
-        "FAKE_SERVER_IGNORE_SLOT_LIMIT": "1" if no_slots else "0",
-        "PYTEST_PLUGINS": "grader_test_outcomes",
-        "PYTEST_ADDOPTS": "-rf -p no:cacheprovider" + (" -x" if stop_early else ""),
-    }
-    result = box.run(argv, timeout_s=TIMEOUT_S, env=env, inject=_inject(), files_back=[outcomes, marker])
-    files = result.files or {}
-    tests: dict[str, str] = {}
-    if files.get(outcomes):
-        try:
-            tests = dict(json.loads(files[outcomes]).get("tests", {}))
-        except (json.JSONDecodeError, AttributeError):
-            tests = {}
-    logs = f"$ {' '.join(argv)}   [{variant}]\nexit code: {result.exit_code}" + (f" (killed: {result.killed})" if result.killed else "")
-    tail = (result.stdout_tail or "")[-2500:] + (result.stderr_tail or "")[-1500:]
-    return TestRun(variant, result.exit_code, result.killed, tests, bool(files.get(marker)), logs + "\n" + tail,
-                   result.wall_s)
-
-
-def run_tests(box: Box, submission: Submission, *, variants: tuple[str, ...]) -> TestRuns:
-    """The own-code run, then the variants asked for ("percentile", "slots"), stopping each
-    variant at its first failure when the own-code run passed whole."""
-    own = _run(box, submission, "own code")
-    runs = TestRuns(own)
-    early = own.exit_code == 0
-    if "percentile" in variants:
-        for method in PERCENTILE_METHODS:
-            runs.variants[f"percentile: {method}"] = _run(box, submission, f"percentile: {method}", method=method,
-                                                          stop_early=early)
-    if "slots" in variants:
-        runs.variants["no slot limit"] = _run(box, submission, "no slot limit", no_slots=True, stop_early=early)
-    return runs
+__all__: list[str] = []  # the checks are found through the registry
 
 
 def _caught(own: TestRun, variant: TestRun) -> tuple[bool, str]:
@@ -118,6 +34,7 @@ def _evidence(runs: TestRuns, names: list[str], sent: str) -> Evidence:
                     logs="\n\n".join([runs.own.logs] + [runs.variants[n].logs for n in names]))
 
 
+@check("tests", "tests.pass")
 def check_pass(runs: TestRuns, criterion: Criterion) -> Verdict:
     own = runs.own
     evidence = _evidence(runs, [], "ran `loadgen.test_command` on your code")
@@ -128,6 +45,7 @@ def check_pass(runs: TestRuns, criterion: Criterion) -> Verdict:
     return Verdict(False, f"your tests fail on your own code ({why}); failing: {named}", evidence=evidence)
 
 
+@check("tests", "tests.percentile-chaff")
 def check_percentile_chaff(runs: TestRuns, criterion: Criterion) -> Verdict:
     names = [f"percentile: {m}" for m in PERCENTILE_METHODS]
     lines, caught = [], 0
@@ -145,14 +63,9 @@ def check_percentile_chaff(runs: TestRuns, criterion: Criterion) -> Verdict:
                    fraction=fraction, evidence=evidence)
 
 
+@check("tests", "tests.slot-chaff")
 def check_slot_chaff(runs: TestRuns, criterion: Criterion) -> Verdict:
     hit, why = _caught(runs.own, runs.variants["no slot limit"])
     evidence = _evidence(runs, ["no slot limit"], "ran your tests with FAKE_SERVER_IGNORE_SLOT_LIMIT=1")
     return Verdict(hit, f"with the slot limit removed: {why}", evidence=evidence)
 
-
-CHECKS: dict[str, Any] = {
-    "tests.pass": (check_pass, ()),
-    "tests.percentile-chaff": (check_percentile_chaff, ("percentile",)),
-    "tests.slot-chaff": (check_slot_chaff, ("slots",)),
-}

@@ -1,14 +1,15 @@
 """A check's answer, and the rule that turns a near-tolerance answer into a rerun.
 
 A timing check reports its `margin`: the worst error it saw divided by its tolerance. Well inside
-(< 0.7) or well outside (> 1.5) the answer stands. In between it is borderline: the criterion is
-run once more, and if it is borderline again it is `inconclusive` (no points, flagged for a
-person) rather than a guessed pass or fail.
+or well outside the rubric's `judging.borderline` band (0.7-1.5) the answer stands. In between it
+is borderline: the criterion is run once more, and if it is borderline again it is `inconclusive`
+(no points, flagged for a person) rather than a guessed pass or fail.
 
 On a machine seen to be too busy to keep time (`busy`: the fake servers' own steps ran late, or a
-state the grader waited for was never seen), the band widens to 0.5-3: the same error that would
-stand on a quiet machine may be the machine's, not the candidate's, so it earns a rerun instead.
-A check whose answer depends on such a state without any margin says so with margin 1.0.
+state the grader waited for was never seen), the wider `judging.busy_borderline` band applies
+(0.5-3): the same error that would stand on a quiet machine may be the machine's, not the
+candidate's, so it earns a rerun instead. A check whose answer depends on such a state without
+any margin says so with margin 1.0.
 """
 
 from __future__ import annotations
@@ -17,10 +18,7 @@ from dataclasses import dataclass, field
 
 from grader.grading.outcome import Evidence
 
-__all__ = ["BORDERLINE", "BUSY_BORDERLINE", "Verdict", "is_borderline", "within"]
-
-BORDERLINE = (0.7, 1.5)
-BUSY_BORDERLINE = (0.5, 3.0)
+__all__ = ["Verdict", "is_borderline", "within"]
 
 
 @dataclass
@@ -39,8 +37,9 @@ class Verdict:
         return 1.0 if self.passed else 0.0
 
 
-def is_borderline(verdict: Verdict) -> bool:
-    low, high = BUSY_BORDERLINE if verdict.busy else BORDERLINE
+def is_borderline(verdict: Verdict, quiet: tuple[float, float], busy: tuple[float, float]) -> bool:
+    """Whether the margin falls in the band that earns a rerun: `busy` when the machine was, else `quiet`."""
+    low, high = busy if verdict.busy else quiet
     return verdict.margin is not None and low <= verdict.margin <= high
 
 

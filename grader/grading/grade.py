@@ -1,15 +1,17 @@
 """`grader grade`: turn a submission into a grade and its reports, whatever the submission does.
 
 The order: unpack (if an archive), read the rubric, check the contract part by part (a broken
-part skips only the criteria that need it), then run the sections in a sandbox, and write the
-reports. The only errors that stop a grade are the grader's own (a bad rubric, an unwritable
-output folder); everything a submission does wrong ends up in the report.
+part skips only the criteria that need it), then run the sections in a sandbox, keeping a record
+of every run in `runs/`, judge each criterion from those records, and write the reports. The only
+errors that stop a grade are the grader's own (a bad rubric, an unwritable output folder);
+everything a submission does wrong ends up in the report.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import tempfile
 import threading
 import time
@@ -18,30 +20,20 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from grader.contract import ContractError, Submission, read_yaml, schema_errors
+from grader.contract import Submission, schema_errors
 from grader.criteria.memo import HUMAN_CHECKLIST
+from grader.grading.judging import FactsAt, decide, result_of, skipped, unjudged
 from grader.grading.outcome import CriterionResult, Grade
+from grader.grading.records import RecordBook
 from grader.grading.rubric import Criterion, Rubric, load_rubric
-from grader.grading.sections import (
-    grade_gateway,
-    grade_loadgen,
-    grade_manifests,
-    grade_memo,
-    grade_sizing,
-    grade_tests,
-    skipped,
-    unjudged,
-)
+from grader.grading.sections import SECTIONS, Context, Section
+from grader.shared.yaml_files import YamlError, read_yaml
 
-__all__ = ["PARTS", "GradeRun", "contract_problems", "grade"]
+__all__ = ["RUNS", "GradeRun", "contract_problems", "grade", "progress"]
 
-# Which part of submission.yaml each deliverable needs.
-PARTS = {"loadgen": "loadgen", "tests": "loadgen", "gateway": "gateway", "manifests": "manifests",
-         "sizing": "sizing", "memo": "memo"}
-_SECTIONS = ("loadgen", "tests", "gateway", "sizing", "manifests", "memo")
-_UNBOXED = ("manifests", "memo")  # graded from the submission's files, no sandbox of their own
-_UNTIMED = ("sizing", "manifests", "memo")  # no timing checks: graded beside the timed sections
+RUNS = "runs"
 
 
 @dataclass
@@ -68,23 +60,22 @@ def contract_problems(folder: Path) -> tuple[Submission | None, dict[str, list[s
         return None, {"*": [f"{folder.name}: no submission.yaml at its top"]}
     try:
         data = read_yaml(path)
-    except ContractError as exc:
+    except YamlError as exc:
         return None, {"*": [str(exc)]}
     if not isinstance(data, dict):
         return None, {"*": [f"{path.name}: must be a mapping of parts (see the contract)"]}
+    parts = {s.part for s in SECTIONS.values()}
     problems: dict[str, list[str]] = {}
     for line in schema_errors("submission", data):
         head = line.split(":", 1)[0]
         part = head.split(".")[0].split("[")[0]
         if part in ("(top level)", "contract"):
-            named = next((p for p in set(PARTS.values()) if f"'{p}'" in line), "*")
-            part = named
+            part = next((p for p in parts if f"'{p}'" in line), "*")
         problems.setdefault(part, []).append(f"submission.yaml: {line}")
     submission = Submission(folder, data)
-    for part in ("memo",):
-        value = data.get(part)
-        if isinstance(value, str) and not (folder / value).is_file():
-            problems.setdefault(part, []).append(f"submission.yaml: memo: {value} does not exist")
+    value = data.get("memo")
+    if isinstance(value, str) and not (folder / value).is_file():
+        problems.setdefault("memo", []).append(f"submission.yaml: memo: {value} does not exist")
     return submission, problems
 
 
@@ -105,7 +96,8 @@ def _submission_folder(path: Path) -> Iterator[tuple[Path | None, str]]:
         yield folder, ""
 
 
-def _progress(echo: Callable[[str], None]) -> Callable[[CriterionResult], None]:
+def progress(echo: Callable[[str], None]) -> Callable[[CriterionResult], None]:
+    """One line per criterion as soon as it is judged."""
     lock = threading.Lock()
     marks = {"passed": "PASS", "failed": "FAIL", "inconclusive": "INCONCLUSIVE", "skipped": "SKIP"}
 
@@ -116,40 +108,52 @@ def _progress(echo: Callable[[str], None]) -> Callable[[CriterionResult], None]:
     return report
 
 
+def _fresh_book(out: Path) -> RecordBook:
+    """The grade's record book in `out/runs/`, emptied of an earlier grade's records."""
+    folder = out / RUNS
+    if folder.is_dir():
+        for old in folder.glob("*.json.gz"):
+            old.unlink()
+    return RecordBook(folder)
+
+
 def grade(run: GradeRun) -> Grade:
-    """Grade one submission and write its reports to `run.out`."""
+    """Grade one submission; write its run records to `run.out/runs/` and its reports to `run.out`."""
     started_at = dt.datetime.now(dt.UTC).replace(microsecond=0)
     t0 = time.perf_counter()
     rubric = load_rubric(run.rubric, override=run.override)
     criteria = rubric.select(run.only)
     if run.public_only:
         criteria = tuple(c for c in criteria if c.visibility == "public")
-    report = _progress(run.echo)
+    report = progress(run.echo)
+    book = _fresh_book(Path(run.out))
     with _submission_folder(run.submission) as (folder, refused):
         submission, problems = contract_problems(folder) if folder else (None, {"*": [refused]})
         results: dict[str, CriterionResult] = {}
+        carried: set[str] = set()  # criteria not judged (skipped, or the grader's own failure): a re-judge keeps them
         todo: dict[str, list[Criterion]] = {}
         for criterion in criteria:
-            broken = problems.get("*", []) + problems.get(PARTS[criterion.deliverable], [])
+            section = SECTIONS[criterion.deliverable]
+            broken = problems.get("*", []) + problems.get(section.part, [])
             if broken or submission is None:
                 results[criterion.id] = skipped(criterion, "the contract is broken for this part: " + "; ".join(broken))
-                report(results[criterion.id])
-            elif criterion.deliverable not in _SECTIONS:
-                results[criterion.id] = skipped(criterion, f"the {criterion.deliverable} section is not graded by this grader version")
+                carried.add(criterion.id)
                 report(results[criterion.id])
             else:
                 todo.setdefault(criterion.deliverable, []).append(criterion)
         sandboxed, note = True, ""
         if todo and submission is not None:
-            sandboxed, note = _run_sections(run, rubric, submission, todo, results, report)
+            sandboxed, note = _run_sections(run, rubric, submission, todo, book, results, carried, report)
     ordered = [results[c.id] for c in criteria]
     grade_ = Grade(
         submission=str(run.submission), candidate=(submission.data.get("candidate") if submission else None),
         seed=run.seed, started=started_at.isoformat(), duration_s=round(time.perf_counter() - t0, 3),
-        sandboxed=sandboxed, sandbox_note=note, rubric=str(rubric.path) + (" (public criteria only)" if run.public_only else ""),
+        sandboxed=sandboxed, sandbox_note=note,
+        rubric=str(rubric.path) + (" (public criteria only)" if run.public_only else ""),
         contract_problems=[p for lines in problems.values() for p in lines], criteria=ordered,
         human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in criteria) else [],
     )
+    book.write_index(_index(grade_, run, problems, carried))
     run.timings["total_s"] = grade_.duration_s
     run.timings["inherent_s"] = round(run.inherent_s, 3)
     from grader.reports import write_reports
@@ -158,63 +162,103 @@ def grade(run: GradeRun) -> Grade:
     return grade_
 
 
+def _index(grade_: Grade, run: GradeRun, problems: dict[str, list[str]], carried: set[str]) -> dict[str, Any]:
+    """What a re-judge needs besides the records: the grade's facts, and what was not judged (and why)."""
+    return {
+        "submission": grade_.submission, "candidate": grade_.candidate, "seed": grade_.seed, "started": grade_.started,
+        "duration_s": grade_.duration_s, "sandboxed": grade_.sandboxed, "sandbox_note": grade_.sandbox_note,
+        "rubric": grade_.rubric, "public_only": run.public_only, "contract_problems": problems,
+        "criteria": [c.id for c in grade_.criteria],
+        "durations": {c.id: c.duration_s for c in grade_.criteria},
+        "not_judged": {c.id: {"status": c.status, "output": c.output, "logs": c.evidence.logs}
+                       for c in grade_.criteria if c.id in carried},
+        "inherent_s": round(run.inherent_s, 3),
+    }
+
+
 def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: dict[str, list[Criterion]],
-                  results: dict[str, CriterionResult], report: Callable[[CriterionResult], None]) -> tuple[bool, str]:
+                  book: RecordBook, results: dict[str, CriterionResult], carried: set[str],
+                  report: Callable[[CriterionResult], None]) -> tuple[bool, str]:
     from grader.sandbox import Sandbox
 
     notes: list[tuple[bool, str]] = []
     lock = threading.Lock()
 
-    def record(result: CriterionResult) -> None:
+    def record(result: CriterionResult, *, judged: bool = True) -> None:
         with lock:
             results[result.id] = result
+            if not judged:
+                carried.add(result.id)
         report(result)
 
-    def section(name: str) -> None:
+    def section_of(name: str) -> None:
+        section = SECTIONS[name]
+        ctx = Context(submission, rubric, run.seed, todo[name], open_box=lambda: Sandbox(submission.folder))
         try:
-            if name in _UNBOXED:  # read from the submission's files; the memo opens a sandbox only to size
-                _, inherent = (grade_manifests if name == "manifests" else grade_memo)(submission, todo[name],
-                                                                                       report=record)
-                with lock:
-                    run.inherent_s += inherent
-                return
-            with Sandbox(submission.folder) as box:
-                with lock:
-                    notes.append((box.isolated, box.note))
-                if name == "loadgen":
-                    _, inherent = grade_loadgen(box, submission, rubric, todo[name], seed=run.seed, report=record)
-                elif name == "gateway":
-                    _, inherent = grade_gateway(box, submission, rubric, todo[name], seed=run.seed, report=record)
-                elif name == "sizing":
-                    _, inherent = grade_sizing(box, submission, todo[name], report=record)
-                else:
-                    _, inherent = grade_tests(box, submission, todo[name], report=record)
+            with (Sandbox(submission.folder) if section.boxed else contextlib.nullcontext()) as box:
+                if box is not None:
+                    with lock:
+                        notes.append((box.isolated, box.note))
+                ctx.box = box
+                live = _LiveRuns(section, ctx, book)
+                for criterion in todo[name]:
+                    started = time.perf_counter()
+                    decision = decide(criterion, section, rubric, live.facts_at(criterion))
+                    took = time.perf_counter() - started
+                    if decision is None:
+                        record(unjudged(criterion, f"the grader made no run that covers {criterion.id}; a person "
+                                                   "should look"), judged=False)
+                    else:
+                        record(result_of(criterion, decision, duration_s=took))
             with lock:
-                run.inherent_s += inherent
+                run.inherent_s += live.inherent
         except Exception as exc:  # noqa: BLE001 - the grader's own failure: the rest of the grade goes on
             why = f"the grader could not finish the {name} section ({type(exc).__name__}: {exc}); a person should look"
             for criterion in todo[name]:
                 if criterion.id not in results:
-                    record(unjudged(criterion, why, logs=traceback.format_exc()))
+                    record(unjudged(criterion, why, logs=traceback.format_exc()), judged=False)
 
     # Untimed sections (no timing checks) run beside the timed ones, whatever --jobs says.
     def untimed() -> None:
         for n in todo:
-            if n in _UNTIMED:
-                section(n)
+            if not SECTIONS[n].timed:
+                section_of(n)
 
     side = threading.Thread(target=untimed, daemon=True)
     side.start()
-    names = [n for n in todo if n not in _UNTIMED]
+    names = [n for n in todo if SECTIONS[n].timed]
     if run.jobs > 1 and len(names) > 1:
         with ThreadPoolExecutor(max_workers=min(run.jobs, len(names))) as pool:
-            for future in [pool.submit(section, n) for n in names]:
+            for future in [pool.submit(section_of, n) for n in names]:
                 future.result()
     else:
         for name in names:
-            section(name)
+            section_of(name)
     side.join()
     isolated = all(i for i, _ in notes)
     note = next((n for i, n in notes if not i), notes[0][1] if notes else "")
     return isolated, note
 
+
+class _LiveRuns:
+    """A section's runs during a grade: made on first need, recorded, and judged from the record read back
+    (so nothing a check reads exists only in memory)."""
+
+    def __init__(self, section: Section, ctx: Context, book: RecordBook) -> None:
+        self.section, self.ctx, self.book = section, ctx, book
+        self.loaded: dict[str, Any] = {}
+        self.inherent = 0.0
+
+    def facts_at(self, criterion: Criterion) -> FactsAt:
+        def at(attempt: int) -> list[Any] | None:
+            keys = self.section.keys(criterion, attempt)
+            if keys is None:
+                return None
+            for key in keys:
+                if key not in self.loaded:
+                    facts = self.section.run(self.ctx, key)
+                    record = self.book.add(key, self.section.name, attempt, facts)
+                    self.loaded[key] = self.section.load(json.loads(json.dumps(record)))
+                    self.inherent += self.section.inherent(self.loaded[key])
+            return [self.loaded[k] for k in keys]
+        return at

@@ -1,31 +1,31 @@
-"""The rubric: which criteria a grade has, what each weighs, who sees it, and its scenarios.
+"""The rubric: which criteria a grade has, what each weighs, who sees it, what it runs and its numbers.
 
-`grader/rubric.yaml` is the default; a hiring team changes weights and visibility there or in an
-override file (`grader grade --rubric FILE`), which only touches criteria the rubric already has.
-Both are checked against their schemas in `schemas/grader/`, and every problem is reported with the
-file and the field, never as a traceback.
+`grader/rubric.yaml` is the default; a hiring team changes weights, visibility and tolerances there
+or in an override file (`grader grade --rubric FILE`), which only touches criteria (and numbers)
+the rubric already has. Both are checked against their schemas in `schemas/grader/`, and then
+against the criteria registry: a criterion with no check, or whose check needs a number its entry
+does not give, stops the load with the criterion named. Every problem is reported with the file
+and the field, never as a traceback.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
-from grader.contract import ContractError, read_yaml
+from grader.runs.gateway_cases import GatewayPlan, PlanError, read_plan
 from grader.shared.kit_files import schemas_dir
+from grader.shared.schema_words import schema_problems
+from grader.shared.yaml_files import YamlError, read_yaml
 
-__all__ = ["DEFAULT_RUBRIC", "Criterion", "Rubric", "RubricError", "Scenario", "load_rubric"]
+__all__ = ["DEFAULT_RUBRIC", "Criterion", "Judging", "Rubric", "RubricError", "Scenario", "load_rubric"]
 
 DEFAULT_RUBRIC = Path(__file__).resolve().parents[1] / "rubric.yaml"
-_SCHEMA_DIR = schemas_dir() / "grader"
 
 
 class RubricError(ValueError):
-    """The rubric or an override is unreadable or breaks its schema; the message says where."""
+    """The rubric or an override is unreadable, breaks its schema or the registry; the message says where."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,21 @@ class Scenario:
     server: dict[str, Any]  # fake-server settings
     loadgen: dict[str, int]  # requests, concurrency, prompt_tokens, max_tokens
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "server": self.server, "loadgen": self.loadgen}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Scenario:
+        return cls(data["name"], data["description"], dict(data["server"]), dict(data["loadgen"]))
+
+
+def _number_text(name: str, value: float) -> str:
+    if name == "rel":
+        return f"{value * 100:g}%"
+    if name == "abs_s":
+        return f"{value * 1000:g} ms"
+    return f"{name[:-2].replace('_', ' ')} {value * 1000:g} ms"
+
 
 @dataclass(frozen=True)
 class Criterion:
@@ -43,24 +58,48 @@ class Criterion:
     weight: float
     visibility: str
     text: str
-    scenarios: tuple[str, ...] = ()
-    abs_s: float | None = None
-    rel: float | None = None
+    scenarios: tuple[str, ...] = ()  # load-generator scenarios it is judged from
+    cases: tuple[str, ...] = ()  # gateway cases it is judged from (none named: every case)
+    variants: tuple[str, ...] = ()  # the broken variants the candidate's tests run against
+    tolerance: dict[str, float] = field(default_factory=dict)  # every number its check reads, by name
+
+    def tol(self, name: str) -> float:
+        """A number of the entry's; the registry made sure at load time that the entry gives it."""
+        return self.tolerance[name]
+
+    @property
+    def abs_s(self) -> float | None:
+        return self.tolerance.get("abs_s")
+
+    @property
+    def rel(self) -> float | None:
+        return self.tolerance.get("rel")
 
     @property
     def tolerance_text(self) -> str:
-        parts = []
-        if self.abs_s is not None:
-            parts.append(f"{self.abs_s * 1000:g} ms")
-        if self.rel is not None:
-            parts.append(f"{self.rel * 100:g}%")
-        return " / ".join(parts)
+        return " / ".join(_number_text(k, v) for k, v in self.tolerance.items())
+
+    @property
+    def runs_from(self) -> tuple[str, ...]:
+        """What it is judged from, named for a person: its scenarios or its cases."""
+        return self.scenarios or self.cases
+
+
+@dataclass(frozen=True)
+class Judging:
+    """How a margin is read: the band that earns a rerun, quiet and busy, and the lag that makes a machine busy."""
+
+    borderline: tuple[float, float]
+    busy_borderline: tuple[float, float]
+    busy_lag_s: float
 
 
 @dataclass(frozen=True)
 class Rubric:
     path: Path
+    judging: Judging
     scenarios: dict[str, Scenario]
+    gateway: GatewayPlan
     criteria: tuple[Criterion, ...]
 
     def criterion(self, criterion_id: str) -> Criterion:
@@ -79,50 +118,69 @@ class Rubric:
         return tuple(c for c in self.criteria if c.id in only or c.deliverable in only)
 
 
-def _schema_problems(name: str, data: Any) -> list[str]:
-    schema = json.loads((_SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
-    problems = []
-    for error in sorted(Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.absolute_path)):
-        where = ""
-        for part in error.absolute_path:
-            where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
-        problems.append(f"{where or '(top level)'}: {error.message}")
-    return problems
-
-
 def _read(path: Path, schema: str) -> Any:
     try:
         data = read_yaml(path)
-    except ContractError as exc:
+    except YamlError as exc:
         raise RubricError(str(exc)) from None
-    problems = _schema_problems(schema, data)
+    problems = schema_problems(schemas_dir() / "grader" / f"{schema}.schema.json", data)
     if problems:
         raise RubricError(f"{path}:\n  " + "\n  ".join(problems))
     return data
 
 
+def _names(value: Any) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value or ())
+
+
 def load_rubric(path: Path | None = None, *, override: Path | None = None) -> Rubric:
-    """The rubric at `path` (default: the kit's), with an override file's weights and visibility."""
+    """The rubric at `path` (default: the kit's), with an override file's weights, visibility and tolerances."""
     path = Path(path) if path else DEFAULT_RUBRIC
     data = _read(path, "rubric")
     scenarios = {name: Scenario(name, s["description"], dict(s["server"]), dict(s["loadgen"]))
                  for name, s in data["scenarios"].items()}
+    try:
+        plan = read_plan(data["gateway"])
+    except PlanError as exc:
+        raise RubricError(f"{path}: gateway: {exc}") from None
+    case_names = {c.name for c in plan.cases}
     criteria: list[Criterion] = []
     problems = []
     for i, raw in enumerate(data["criteria"]):
-        named = raw.get("scenario", ())
-        names = (named,) if isinstance(named, str) else tuple(named)
+        names, cases = _names(raw.get("scenario")), _names(raw.get("cases"))
         problems += [f"criteria[{i}].scenario: no scenario named {n!r}" for n in names if n not in scenarios]
+        problems += [f"criteria[{i}].cases: no gateway case named {n!r}" for n in cases if n not in case_names]
         if raw["id"] in {c.id for c in criteria}:
             problems.append(f"criteria[{i}].id: {raw['id']!r} appears twice")
-        tolerance = raw.get("tolerance", {})
         criteria.append(Criterion(raw["id"], raw["deliverable"], float(raw["weight"]), raw["visibility"],
-                                  raw["text"].strip(), names, tolerance.get("abs_s"), tolerance.get("rel")))
+                                  raw["text"].strip(), names, cases, tuple(raw.get("variants", ())),
+                                  {k: float(v) for k, v in (raw.get("tolerance") or {}).items()}))
     if problems:
         raise RubricError(f"{path}:\n  " + "\n  ".join(problems))
     if override is not None:
         criteria = _apply_override(criteria, Path(override))
-    return Rubric(path, scenarios, tuple(criteria))
+    _check_registry(criteria, override or path)
+    judging = data["judging"]
+    return Rubric(path, Judging(tuple(judging["borderline"]), tuple(judging["busy_borderline"]),  # type: ignore[arg-type]
+                                float(judging["busy_lag_s"])), scenarios, plan, tuple(criteria))
+
+
+def _check_registry(criteria: list[Criterion], path: Path) -> None:
+    """Every criterion has a registered check of its deliverable, and gives every number that check reads."""
+    from grader.criteria.registry import registered
+
+    checks = registered()
+    problems = []
+    for c in criteria:
+        check = checks.get(c.id)
+        if check is None:
+            problems.append(f"{c.id}: no check is registered under this id")
+        elif check.deliverable != c.deliverable:
+            problems.append(f"{c.id}: its check judges the {check.deliverable} deliverable, the entry says {c.deliverable}")
+        elif missing := [n for n in check.needs if n not in c.tolerance]:
+            problems.append(f"{c.id}: tolerance: its check needs {', '.join(missing)}, which the entry does not give")
+    if problems:
+        raise RubricError(f"{path}:\n  " + "\n  ".join(problems))
 
 
 def _apply_override(criteria: list[Criterion], path: Path) -> list[Criterion]:
@@ -134,6 +192,11 @@ def _apply_override(criteria: list[Criterion], path: Path) -> list[Criterion]:
                           + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""))
     out = []
     for c in criteria:
-        values: dict[str, Any] = {k: (float(v) if k == "weight" else v) for k, v in changes.get(c.id, {}).items()}
-        out.append(replace(c, **values))
+        change = dict(changes.get(c.id, {}))
+        tolerance = change.pop("tolerance", {})
+        if extra := sorted(set(tolerance) - set(c.tolerance)):
+            raise RubricError(f"{path}: criteria.{c.id}.tolerance.{extra[0]}: the criterion's entry gives no such number "
+                              f"(it gives {', '.join(c.tolerance) or 'none'})")
+        values: dict[str, Any] = {k: (float(v) if k == "weight" else v) for k, v in change.items()}
+        out.append(replace(c, **values, tolerance={**c.tolerance, **{k: float(v) for k, v in tolerance.items()}}))
     return out

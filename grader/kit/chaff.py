@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from grader.contract import ContractError, read_yaml
+from grader.shared.yaml_files import YamlError, read_yaml
 
 __all__ = ["Chaff", "ChaffError", "Edit", "list_chaff", "materialize", "read_chaff"]
 
@@ -66,7 +66,7 @@ def read_chaff(chaff_dir: Path) -> Chaff:
     source = chaff_dir / "chaff.yaml"
     try:
         data = read_yaml(source)
-    except ContractError as exc:  # the one YAML reader that names the file and the line
+    except YamlError as exc:  # the one YAML reader that names the file and the line
         raise ChaffError(str(exc)) from None
     if not isinstance(data, dict):
         raise ChaffError(f"{source}: must be a mapping with {', '.join(sorted(_KEYS))}")

@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.criteria import gateway
 from grader.grading.grade import GradeRun, grade
 from grader.grading.outcome import Grade
 from grader.grading.rubric import Criterion, Rubric, load_rubric
@@ -47,8 +46,7 @@ class Finding:
 def _runs_of(criterion: Criterion) -> frozenset[str] | None:
     """The runs a criterion is judged from (scenarios, gateway cases); None: every run of its section."""
     if criterion.deliverable == "gateway":
-        cases = gateway.CASES_OF.get(criterion.id)
-        return frozenset(f"case {c}" for c in cases) if cases else None
+        return frozenset(f"case {c}" for c in criterion.cases) if criterion.cases else None
     return frozenset(criterion.scenarios) if criterion.scenarios else None
 
 
@@ -100,8 +98,9 @@ def _judge(name: str, result: Grade, targets: list[str]) -> Finding:
 
 
 def selftest(*, full: bool = False, jobs: int = 2, names: tuple[str, ...] = (), seed: int = 0,
-             echo: Callable[[str], None] = print, root: Path = SUBMISSIONS) -> list[Finding]:
-    """Grade the reference and every chaff (or those named); one Finding each."""
+             echo: Callable[[str], None] = print, root: Path = SUBMISSIONS, keep: Path | None = None) -> list[Finding]:
+    """Grade the reference and every chaff (or those named); one Finding each. `keep`: a folder to keep
+    each grade's reports and run records in (`keep/NAME/`; a chaff graded twice keeps the second)."""
     from grader.kit.chaff import ChaffError, list_chaff, materialize
 
     if not (root / "reference" / "submission.yaml").is_file():
@@ -124,13 +123,14 @@ def selftest(*, full: bool = False, jobs: int = 2, names: tuple[str, ...] = (), 
             else:
                 only = () if name == "reference" else _criteria_for(rubric, targets, name, full)
                 # The reference has every timed section: two at once; a chaff usually has one.
-                result = grade(GradeRun(folder, Path(tmp) / "out" / name, only=only, seed=seed, echo=quiet,
+                outs = keep if keep is not None else Path(tmp) / "out"
+                result = grade(GradeRun(folder, outs / name, only=only, seed=seed, echo=quiet,
                                         jobs=2 if name == "reference" else 1))
                 finding = _judge(name, result, targets)
                 if not finding.ok:
                     # Graded wrong once: grade it again. Wrong twice is wrong; right the second time
                     # is listed as unstable, with what the first grading said, for a person to follow up.
-                    again = _judge(name, grade(GradeRun(folder, Path(tmp) / "out" / f"{name}-again", only=only,
+                    again = _judge(name, grade(GradeRun(folder, outs / name, only=only,
                                                         seed=seed, echo=quiet)), targets)
                     if again.ok:
                         again.unstable = [f"first grading: {line}" for line in finding.lines]

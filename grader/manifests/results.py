@@ -142,6 +142,15 @@ class ManifestReport:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ManifestReport:
+        """The report `to_dict` wrote (a grade's run record keeps it so)."""
+        return cls(
+            source=data["source"], kubernetes_version=data["kubernetes_version"],
+            documents=[DocumentSummary(**d) for d in data["documents"]],
+            checks=[CheckResult(c["id"], c["title"], [Finding(**f) for f in c["findings"]]) for c in data["checks"]],
+        )
+
     def to_gradescope_tests(self) -> list[dict[str, Any]]:
         """One Gradescope test per check, in report order."""
         return [c.to_gradescope() for c in self.checks]

@@ -10,7 +10,7 @@ judges: the checks in `gateway.py` do; the cases themselves are in gateway_cases
 The fallback on a refused connection needs a gateway whose probe has not yet seen the stop, or
 the gateway rightly skips the route and the fallback is never tried. With the section's 0.25 s
 probe that is a race the grade would lose at random, so each of those cases runs in a short
-start of its own: the gateway started again with a probe interval of QUIET_INTERVAL_S, the local
+start of its own: the gateway started again with the plan's quiet_interval_s, the local
 server stopped once the start-up probe has answered 200. Its probe then still says "up" for a
 minute (a start each, as a gateway may rightly mark the route down after its first refusal).
 """
@@ -23,26 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from grader.contract import Submission
-from grader.runs.gateway_cases import (
-    API_SERVER,
-    CASES,
-    CONFIG,
-    HEALTH_INTERVAL_S,
-    HEALTH_NOTICE_S,
-    LOCAL_MODEL,
-    LOCAL_SERVER,
-    MAX_MODEL_LEN,
-    PORT,
-    QUIET_INTERVAL_S,
-    STALL_S,
-    START_TIMEOUT_S,
-    UNHEALTHY,
-    Case,
-    Send,
-    body_for,
-)
+from grader.runs.gateway_cases import UNHEALTHY, Case, GatewayPlan, Send, body_for, read_plan
 
-__all__ = ["Box", "CaseRun", "GatewayRun", "run_gateway", "serving_route"]
+__all__ = ["Box", "CaseRun", "GatewayRun", "run_gateway"]
 
 class Box(Protocol):
     def serve(self, name: str, **settings: Any) -> dict[str, Any]: ...
@@ -74,9 +57,21 @@ class CaseRun:
     extra: dict[str, Any] = field(default_factory=dict)
     problem: str = ""                                # the case could not run (a sandbox error; no new start)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"case": self.case.to_dict(), "t0": self.t0, "sent": self.sent, "answers": self.answers,
+                "local": self.local, "api": self.api, "stats_before": self.stats_before, "stats_after": self.stats_after,
+                "local_stopped": self.local_stopped, "extra": self.extra, "problem": self.problem}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CaseRun:
+        return cls(Case.from_dict(data["case"]), float(data["t0"]), list(data["sent"]), list(data["answers"]),
+                   list(data["local"]), list(data["api"]), data["stats_before"], data["stats_after"],
+                   bool(data["local_stopped"]), dict(data["extra"]), str(data["problem"]))
+
 
 @dataclass
 class GatewayRun:
+    plan: GatewayPlan
     argv: list[str]
     started: bool
     start_problem: str
@@ -85,6 +80,20 @@ class GatewayRun:
     inherent_s: float                                # sum of the cases' own durations (stalls, streams, waits)
     stdout_tail: str = ""
     stderr_tail: str = ""
+    seed: int = 0
+
+    def to_record(self) -> dict[str, Any]:
+        return {"plan": self.plan.to_dict(), "seed": self.seed, "argv": self.argv, "started": self.started,
+                "start_problem": self.start_problem, "wall_s": self.wall_s, "inherent_s": self.inherent_s,
+                "stdout_tail": self.stdout_tail, "stderr_tail": self.stderr_tail,
+                "cases": [run.to_dict() for run in self.cases.values()]}
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> GatewayRun:
+        cases = [CaseRun.from_dict(c) for c in data["cases"]]
+        return cls(read_plan(data["plan"]), list(data["argv"]), bool(data["started"]), str(data["start_problem"]),
+                   {c.case.name: c for c in cases}, float(data["wall_s"]), float(data["inherent_s"]),
+                   str(data["stdout_tail"]), str(data["stderr_tail"]), int(data["seed"]))
 
     @property
     def logs(self) -> str:
@@ -96,20 +105,11 @@ class GatewayRun:
         return out
 
 
-def serving_route(run: CaseRun) -> str | None:
-    """For a one-request case: the route whose ledger shows the answer the client got, or None."""
-    if run.api:
-        return "api"
-    if run.local:
-        return "local"
-    return None
-
-
 class _Session:
-    def __init__(self, box: Box, local_name: str, api_name: str) -> None:
-        self.box = box
+    def __init__(self, box: Box, plan: GatewayPlan, local_name: str, api_name: str) -> None:
+        self.box, self.plan = box, plan
         self.local_name, self.api_name = local_name, api_name
-        self.url = f"http://127.0.0.1:{PORT}"
+        self.url = f"http://127.0.0.1:{plan.port}"
         self.local_stopped = False
         self.local_url = ""
         self.was_unhealthy = False  # the last case made /health answer 503
@@ -137,7 +137,7 @@ class _Session:
             if self.was_unhealthy:
                 # Let the probe see /health healthy again, so this case does not start in the
                 # last one's health state: one state, not a race between probe and request.
-                time.sleep(HEALTH_NOTICE_S)
+                time.sleep(self.plan.notice_s)
                 _note_unseen(run, _probe_unseen(self, healthy_at, status=200))
         self.was_unhealthy = any(f.get("kind") == "unhealthy" for f in case.local_faults)
         self.box.reset(self.api_name)
@@ -159,7 +159,7 @@ class _Session:
 
 def _tokens(session: _Session, body: dict[str, Any]) -> int | None:
     answer = session.box.http("POST", session.local_url + "/tokenize",
-                              json={"model": LOCAL_MODEL, "messages": body["messages"]}, timeout_s=5.0)
+                              json={"model": session.plan.local_model, "messages": body["messages"]}, timeout_s=5.0)
     try:
         count = json.loads(answer["body"]).get("count")
     except (json.JSONDecodeError, AttributeError, TypeError):
@@ -169,17 +169,17 @@ def _tokens(session: _Session, body: dict[str, Any]) -> int | None:
 
 def _run_one(session: _Session, case: Case, run: CaseRun) -> None:
     box = session.box
-    body = body_for(case, case.send)
+    body = body_for(session.plan, case, case.send)
     if case.send.fit is not None:
         count = _tokens(session, body)
         if count is None:
             run.problem = "the local server's /tokenize gave no count"
             return
-        body["max_tokens"] = MAX_MODEL_LEN - count + (1 if case.send.fit == "over" else 0)
+        body["max_tokens"] = session.plan.max_model_len - count + (1 if case.send.fit == "over" else 0)
         run.extra["prompt_tokens"] = count
     if case.warm_s:
         until = time.monotonic() + case.warm_s
-        warm = body_for(case, Send(max_tokens=2))
+        warm = body_for(session.plan, case, Send(max_tokens=2))
         durations = run.extra.setdefault("warm_durations", [])
         while time.monotonic() < until:
             answer = session.send(warm)
@@ -196,7 +196,7 @@ def _run_one(session: _Session, case: Case, run: CaseRun) -> None:
     box.set_faults(session.local_name, list(case.local_faults)) if not session.local_stopped else None
     box.set_faults(session.api_name, list(case.api_faults))
     if case.wait_probe:
-        time.sleep(HEALTH_NOTICE_S)
+        time.sleep(session.plan.notice_s)
         if not session.local_stopped and any(f.get("kind") == "unhealthy" for f in case.local_faults):
             _note_unseen(run, _probe_unseen(session, faults_at, status=503))
     run.t0 = time.time()
@@ -219,23 +219,24 @@ def _probe_unseen(session: _Session, since: float, *, status: int) -> str | None
     """Why the case's premise, "the probe has seen /health answer `status`", may not hold; None if it does.
 
     A gateway that never asks /health is judged by the case as it is. One that probes, but did not
-    ask in the HEALTH_NOTICE_S since /health turned to `status`, was starved by a busy machine (or
+    ask in the plan's notice_s since /health turned to `status`, was starved by a busy machine (or
     probes slower than health_interval_s): the case cannot tell right from wrong then."""
     if _probed(session, since, status):
         return None
+    notice = session.plan.notice_s
     checks = session.box.health_checks(session.local_name, since=session.started_at)  # only on this rare path
     if not checks:
         return None
     last = max(float(c.get("at", 0.0)) for c in checks)
     state = "healthy again" if status == 200 else f"{status}"
-    return (f"the gateway's probe did not ask /health in the {HEALTH_NOTICE_S:g} s after it turned {state} (its "
+    return (f"the gateway's probe did not ask /health in the {notice:g} s after it turned {state} (its "
             f"last probe was {time.time() - last:.2f} s before the request), so the case's premise never held")
 
 
 def _run_require_bad(session: _Session, case: Case, run: CaseRun) -> None:
     run.t0 = time.time()
     for value in ("remote", 5):
-        body = body_for(case, Send(require=value))
+        body = body_for(session.plan, case, Send(require=value))
         run.sent.append(body)
         run.answers.append(session.send(body))
 
@@ -244,12 +245,12 @@ def _run_recover(session: _Session, case: Case, run: CaseRun) -> None:
     """Unhealthy until the probe has seen it, then healthy: how long until require: local is served?"""
     box = session.box
     box.set_faults(session.local_name, [UNHEALTHY])
-    time.sleep(HEALTH_NOTICE_S)
+    time.sleep(session.plan.notice_s)
     run.stats_before = session.stats()
     box.set_faults(session.local_name, [])
     run.t0 = time.time()
-    deadline = run.t0 + 4 * HEALTH_NOTICE_S
-    body = body_for(case, Send(require="local", max_tokens=2))
+    deadline = run.t0 + 4 * session.plan.notice_s
+    body = body_for(session.plan, case, Send(require="local", max_tokens=2))
     while time.time() < deadline:
         answer = session.send(body, timeout_s=5.0)
         run.sent.append(body)
@@ -262,7 +263,7 @@ def _run_recover(session: _Session, case: Case, run: CaseRun) -> None:
 
 def _run_concurrent(session: _Session, case: Case, run: CaseRun) -> None:
     """32 streams at once through the gateway; then the same 32 sent straight to the local server."""
-    bodies = [body_for(Case(f"{case.name}-{i:02d}", ""), Send(stream=True, max_tokens=16, words=4 + i % 7))
+    bodies = [body_for(session.plan, Case(f"{case.name}-{i:02d}", ""), Send(stream=True, max_tokens=16, words=4 + i % 7))
               for i in range(32)]
     run.t0 = time.time()
     requests = [{"method": "POST", "url": session.url + "/v1/chat/completions", "json": b, "stream": True}
@@ -273,31 +274,34 @@ def _run_concurrent(session: _Session, case: Case, run: CaseRun) -> None:
     run.stats_after = session.stats()
     session.box.reset(session.local_name)
     direct = [{"method": "POST", "url": session.local_url + "/v1/chat/completions", "stream": True,
-               "json": {**{k: v for k, v in b.items()}, "model": LOCAL_MODEL}} for b in bodies]
+               "json": {**b, "model": session.plan.local_model}} for b in bodies]
     run.extra["direct"] = session.box.http_many(direct, timeout_s=30.0)
     session.box.reset(session.local_name)
 
 
-def run_gateway(box: Box, submission: Submission, *, seed: int, cases: tuple[Case, ...] = CASES) -> GatewayRun:
-    """Start both servers and the gateway, run `cases` in order, stop everything; never raises for the candidate.
+def run_gateway(box: Box, submission: Submission, plan: GatewayPlan, *, seed: int,
+                cases: tuple[Case, ...] | None = None) -> GatewayRun:
+    """Start both servers and the gateway, run `cases` (default: the plan's) in order, stop everything; never
+    raises for the candidate.
 
     The `quiet_probe` cases run after the others, each in a start of the gateway of its own (see the
     module's docstring)."""
+    cases = plan.cases if cases is None else cases
     started = time.perf_counter()
-    main = _run_session(box, submission, seed, tuple(c for c in cases if not c.quiet_probe), quiet=False)
+    main = _run_session(box, submission, plan, seed, tuple(c for c in cases if not c.quiet_probe), quiet=False)
     runs, inherent = dict(main.runs), main.inherent
     stdout, stderr = [main.stdout_tail[-1500:]], [main.stderr_tail[-1500:]]  # each start's tail, in order
     for case in (c for c in cases if c.quiet_probe and not main.start_problem):
         # A start of its own: the gateway may rightly mark the route down after the first refusal.
-        quiet = _run_session(box, submission, seed, (case,), quiet=True)
+        quiet = _run_session(box, submission, plan, seed, (case,), quiet=True)
         runs[case.name] = quiet.runs.get(case.name) or CaseRun(
             case, t0=time.time(), problem=f"the gateway did not start again: {quiet.start_problem}")
         inherent += quiet.inherent
-        marker = f"\n--- started again for {case.name}, health_interval_s {QUIET_INTERVAL_S:g} ---\n"
+        marker = f"\n--- started again for {case.name}, health_interval_s {plan.quiet_interval_s:g} ---\n"
         stdout += [marker + quiet.stdout_tail[-1000:]] if quiet.stdout_tail.strip() else []
         stderr += [marker + quiet.stderr_tail[-1000:]] if quiet.stderr_tail.strip() else []
-    return GatewayRun(main.argv, not main.start_problem, main.start_problem, runs, time.perf_counter() - started,
-                      inherent, "".join(stdout), "".join(stderr))
+    return GatewayRun(plan, main.argv, not main.start_problem, main.start_problem, runs, time.perf_counter() - started,
+                      inherent, "".join(stdout), "".join(stderr), seed)
 
 
 @dataclass
@@ -310,27 +314,29 @@ class _SessionRun:
     stderr_tail: str
 
 
-def _run_session(box: Box, submission: Submission, seed: int, cases: tuple[Case, ...], *, quiet: bool) -> _SessionRun:
+def _run_session(box: Box, submission: Submission, plan: GatewayPlan, seed: int, cases: tuple[Case, ...], *,
+                 quiet: bool) -> _SessionRun:
     """One start of the gateway between two fresh fake servers, through `cases`; `quiet`: probing every
-    QUIET_INTERVAL_S, the cases start once its start-up probe has answered."""
+    quiet_interval_s, the cases start once its start-up probe has answered."""
     local_name, api_name = "gateway-local", "gateway-api"
-    local = box.serve(local_name, **{**LOCAL_SERVER, "seed": seed})
-    api = box.serve(api_name, **{**API_SERVER, "seed": seed + 1})
-    config = json.loads(json.dumps(CONFIG))
+    local = box.serve(local_name, **{**plan.local_server, "seed": seed})
+    api = box.serve(api_name, **{**plan.api_server, "seed": seed + 1})
+    config = json.loads(json.dumps(plan.config))
+    config["contract"] = 1
     config["local"].update(base_url=local["base_url"], health_url=local["url"] + "/health",
-                           health_interval_s=QUIET_INTERVAL_S if quiet else HEALTH_INTERVAL_S)
+                           health_interval_s=plan.quiet_interval_s if quiet else plan.health_interval_s)
     config["api"]["base_url"] = api["base_url"]
     path = box.write_file("grader-gateway-config.yaml", json.dumps(config, indent=2) + "\n")  # JSON is YAML
-    argv = submission.command("gateway") + ["--config", path, "--port", str(PORT)]
-    session = _Session(box, local_name, api_name)
+    argv = submission.command("gateway") + ["--config", path, "--port", str(plan.port)]
+    session = _Session(box, plan, local_name, api_name)
     session.local_url = local["url"]
     handle = box.spawn(argv, timeout_s=600.0)
     runs: dict[str, CaseRun] = {}
     inherent = 0.0
     start_problem = ""
     try:
-        if not box.wait_port(PORT, timeout_s=START_TIMEOUT_S):
-            start_problem = f"nothing listened on 127.0.0.1:{PORT} within {START_TIMEOUT_S:g} s of the start"
+        if not box.wait_port(plan.port, timeout_s=plan.start_timeout_s):
+            start_problem = f"nothing listened on 127.0.0.1:{plan.port} within {plan.start_timeout_s:g} s of the start"
         else:
             health = box.http("GET", session.url + "/health", timeout_s=5.0)
             if health["status"] != 200:
@@ -345,7 +351,7 @@ def _run_session(box: Box, submission: Submission, seed: int, cases: tuple[Case,
                 except Exception as exc:  # noqa: BLE001 - a sandbox error ends this case, and is reported
                     run.problem = f"the grader could not run this case: {type(exc).__name__}: {exc}"
                     runs[case.name] = run
-                inherent += _inherent(case, run, time.perf_counter() - case_started)
+                inherent += _inherent(plan, case, run, time.perf_counter() - case_started)
     finally:
         result = box.stop(handle)
         if not session.local_stopped:
@@ -384,20 +390,18 @@ def _run_case(session: _Session, case: Case, run: CaseRun) -> CaseRun:
     else:
         _run_one(session, case, run)
     # a stalled request ends on the server after its stall; a streamed one when its stream ends
-    session.ledgers(run, settle=STALL_S + 1.0 if case.stall else 3.0)
+    session.ledgers(run, settle=case.stall_s + 1.0 if case.stall else 3.0)
     run.stats_after = session.stats()
     return run
 
 
-def _inherent(case: Case, run: CaseRun, took: float) -> float:
+def _inherent(plan: GatewayPlan, case: Case, run: CaseRun, took: float) -> float:
     """What no grader could save: waits the case needs, stalls it must outlast, streams it must read."""
     if case.kind == "startup":
         return 0.0
-    floor = case.warm_s + (HEALTH_NOTICE_S if case.wait_probe else 0.0)
-    if case.stall:
-        floor += STALL_S
+    floor = case.warm_s + (plan.notice_s if case.wait_probe else 0.0) + case.stall_s
     if case.kind == "recover":
-        floor += HEALTH_NOTICE_S + run.extra.get("recovered_after_s", 0.0)
+        floor += plan.notice_s + run.extra.get("recovered_after_s", 0.0)
     if run.answers:
         floor += max((a.get("done_at", 0.0) - a.get("sent_at", 0.0)) for a in run.answers) if case.kind == "one" else 0.0
     return min(took, floor)

@@ -2,7 +2,9 @@
 
 The fake server runs inside the sandbox, started by the grader's harness; the candidate's command
 gets its URL and flags, writes its results file in its work folder, and the harness hands back
-the file and the server's ledger. Nothing here judges: the checks in `loadgen.py` do.
+the file and the server's ledger. A `LoadgenRun` is those raw facts (its run record); what follows
+from them (the parsed results, the ledger's truth, the pairing) is derived, never stored. Nothing
+here judges: the checks in criteria/loadgen.py do.
 """
 
 from __future__ import annotations
@@ -35,17 +37,40 @@ class Box(Protocol):
 @dataclass
 class LoadgenRun:
     scenario: Scenario
+    seed: int
     argv: list[str]
     exit_code: int | None
     killed: str | None
     stdout_tail: str
     stderr_tail: str
     wall_s: float
-    results: dict[str, Any] | None  # the parsed results file, when it is a JSON object
-    problems: list[str]  # why the results file is missing, unreadable or off-contract
+    results_file: str  # the name the command was told to write its results to
+    results_text: str | None  # that file as the command wrote it (None: not written)
     ledger: list[dict[str, Any]]
-    truths: list[Truth] = field(default_factory=list)
-    pairs: list[Pair] = field(default_factory=list)
+    # derived from the facts above
+    results: dict[str, Any] | None = field(init=False)  # the parsed results file, when it is a JSON object
+    problems: list[str] = field(init=False)  # why the results file is missing, unreadable or off-contract
+    truths: list[Truth] = field(init=False)
+    pairs: list[Pair] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.results, self.problems = _parse(self.results_text, self.results_file)
+        if self.exit_code != 0:
+            self.problems.insert(0, f"the command exited with {self.exit_code}" + (f" ({self.killed})" if self.killed else ""))
+        self.truths = sorted((truth_of(r) for r in self.ledger), key=lambda t: t.number)
+        self.pairs = match(self.requests, self.truths)
+
+    def to_record(self) -> dict[str, Any]:
+        return {"scenario": self.scenario.to_dict(), "seed": self.seed, "argv": self.argv, "exit_code": self.exit_code,
+                "killed": self.killed, "stdout_tail": self.stdout_tail, "stderr_tail": self.stderr_tail,
+                "wall_s": self.wall_s, "files": {self.results_file: self.results_text}, "ledger": self.ledger}
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> LoadgenRun:
+        (results_file, results_text), = data["files"].items()
+        return cls(Scenario.from_dict(data["scenario"]), int(data["seed"]), list(data["argv"]), data["exit_code"],
+                   data["killed"], str(data["stdout_tail"]), str(data["stderr_tail"]), float(data["wall_s"]),
+                   results_file, results_text, list(data["ledger"]))
 
     @property
     def requests(self) -> list[Any]:
@@ -85,15 +110,8 @@ def run_loadgen(box: Box, submission: Submission, scenario: Scenario, *, seed: i
         ledger = box.ledger(name, settle=2.0)
     finally:
         box.stop_server(name)
-    text = (result.files or {}).get(output)
-    results, problems = _parse(text, output)
-    if result.exit_code != 0:
-        problems.insert(0, f"the command exited with {result.exit_code}" + (f" ({result.killed})" if result.killed else ""))
-    truths = sorted((truth_of(r) for r in ledger), key=lambda t: t.number)
-    run = LoadgenRun(scenario, argv, result.exit_code, result.killed, result.stdout_tail, result.stderr_tail,
-                     result.wall_s, results, problems, ledger, truths)
-    run.pairs = match(run.requests, truths)
-    return run
+    return LoadgenRun(scenario, seed, argv, result.exit_code, result.killed, result.stdout_tail, result.stderr_tail,
+                      result.wall_s, output, (result.files or {}).get(output), ledger)
 
 
 def _parse(text: str | None, output: str) -> tuple[dict[str, Any] | None, list[str]]:

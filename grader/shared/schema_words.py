@@ -1,4 +1,4 @@
-"""jsonschema's errors as sentences a person acts on, for the contract and the manifest checker.
+"""jsonschema's errors as sentences a person acts on, for every schema the grader checks against.
 
 jsonschema words its errors for programmers ("{'a': 1} has too many properties", "'x' should not be
 valid under {'pattern': ...}"); these are the same facts said about the value the person wrote.
@@ -6,11 +6,14 @@ valid under {'pattern': ...}"); these are the same facts said about the value th
 
 from __future__ import annotations
 
+import json
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-__all__ = ["article", "explain"]
+__all__ = ["article", "explain", "problems_of", "schema_problems", "where"]
 
 _TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "mapping",
           type(None): "null"}
@@ -64,3 +67,28 @@ def explain(error: jsonschema.ValidationError) -> str:
     if kind in ("oneOf", "anyOf"):
         return f"{_short(value)} matches none of the allowed shapes"
     return error.message
+
+
+def where(path: Any) -> str:
+    """A validation error's place as a field path: `loadgen.command[0]`, or `(top level)`."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def problems_of(validator: jsonschema.protocols.Validator, data: Any) -> list[str]:
+    """Every way `data` breaks the validator's schema, as `field.path: what is wrong` lines, in path order."""
+    errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    return [f"{where(e.absolute_path)}: {explain(e)}" for e in errors]
+
+
+@cache
+def _validator(schema_file: Path) -> jsonschema.protocols.Validator:
+    schema = json.loads(schema_file.read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def schema_problems(schema_file: Path, data: Any) -> list[str]:
+    """`problems_of` against a self-contained schema file (read once)."""
+    return problems_of(_validator(schema_file), data)

@@ -1,9 +1,9 @@
 """The gateway's criteria: routing, answers and /stats, judged from both fake servers' ledgers.
 
-`checks.py` holds the routing checks and the registry (`CHECKS`, `CASES_OF`); `answers.py` reads
-what the grader's client got; `stats.py` judges `/stats` against the ledgers.
+`checks.py` holds the routing checks, `stats.py` the `/stats` checks (both register with the
+criteria registry); `answers.py` reads what the grader's client got and draws each case's timeline.
 """
 
-from grader.criteria.gateway.checks import CASES_OF, CHECKS
+from grader.criteria.gateway import checks, stats
 
-__all__ = ["CASES_OF", "CHECKS"]
+__all__ = ["checks", "stats"]

@@ -12,7 +12,6 @@ from grader.criteria.busy import busy_from_ledgers
 from grader.criteria.verdict import Verdict
 from grader.grading.outcome import Evidence
 from grader.runs.gateway import CaseRun, GatewayRun
-from grader.runs.gateway_cases import BUSY_LAG_S
 
 __all__ = ["COLUMNS", "answer_content", "answer_events", "answer_header", "answer_route", "case_evidence", "case_timeline",
            "has_error_body", "is_complete", "is_stream", "judge_cases", "parse_json", "record_how", "record_whole",
@@ -164,7 +163,7 @@ def judge_cases(gw: GatewayRun, names: tuple[str, ...], per_case: Callable[[Case
             problems.append(f"{run.case.name}: {run.problem}")
             continue
         found = [f"{run.case.name}: {p}" for p in per_case(run)]
-        why = busy_reason(run)
+        why = busy_reason(run, gw.plan.busy_lag_s)
         if found and why:
             unsure.extend(found)
             reasons.append(why)
@@ -194,16 +193,16 @@ def too_busy(run: CaseRun) -> bool:
     return run.case.kind == "concurrent" and bool(run.api)
 
 
-def busy_reason(run: CaseRun) -> str | None:
+def busy_reason(run: CaseRun, lag_s: float) -> str | None:
     """Why this case ran on a machine too busy to tell a right gateway from a wrong one, if it did:
     a fallback where no fault was set, a premise the grader waited for and never saw (the probe
-    asking /health), or fake servers whose own steps ran BUSY_LAG_S late."""
+    asking /health), or fake servers whose own steps ran `lag_s` late."""
     if too_busy(run):
         return BUSY.strip("()")
     unseen = run.extra.get("unseen")
     if unseen:
         return str(unseen)
-    return busy_from_ledgers((run.local, run.api), limit_s=BUSY_LAG_S)
+    return busy_from_ledgers((run.local, run.api), limit_s=lag_s)
 
 
 def statuses_of(records: list[dict[str, Any]]) -> str:

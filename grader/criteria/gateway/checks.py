@@ -1,9 +1,10 @@
 """The gateway's criteria: every routing rule of the contract, judged from both servers' ledgers.
 
-Each check reads the cases it needs from one `GatewayRun` (gateway_run.py) and returns a Verdict.
-Where a request went, and how many times, comes from the local and the API ledgers; what the
-client got comes from the HTTP answer the grader's client read. Reading answers and the evidence
-timeline live in `gateway_answers.py`; the `/stats` checks in `gateway_stats.py`.
+Each check reads the cases its rubric entry names (`cases:`) from one `GatewayRun` (runs/gateway.py)
+and returns a Verdict. Where a request went, and how many times, comes from the local and the API
+ledgers; what the client got comes from the HTTP answer the grader's client read. What a case
+expects follows from the case itself (its faults, its request), never from its name. Reading
+answers and the evidence timeline live in `answers.py`; the `/stats` checks in `stats.py`.
 """
 
 from __future__ import annotations
@@ -24,19 +25,21 @@ from grader.criteria.gateway.answers import (
     parse_json,
     statuses_of,
 )
-from grader.criteria.gateway.stats import stats_cost, stats_counts, stats_latency
+from grader.criteria.registry import check
 from grader.criteria.verdict import Verdict, within
 from grader.grading.rubric import Criterion
 from grader.runs.gateway import CaseRun, GatewayRun
-from grader.runs.gateway_cases import API_MODEL, HEALTH_INTERVAL_S, LOCAL_MODEL
 
-__all__ = ["CASES_OF", "CHECKS"]
+__all__: list[str] = []  # the checks are found through the registry
 
-Check = Callable[[GatewayRun, Criterion], Verdict]
-MODELS = {"local": LOCAL_MODEL, "api": API_MODEL}
-COLUMNS = ["case", "at (s)", "who", "what"]
-RECOVER_MARGIN_S = 0.5       # traffic returns within health_interval_s + this
-STREAM_TOLERANCE_S = 0.1     # first content at the client within this of the server's first content send
+PerCase = Callable[[CaseRun], list[str]]
+
+
+def _cases(criterion_id: str, per_case: PerCase) -> None:
+    """Register a check that runs `per_case` over the cases the criterion's entry names."""
+    def judge(gw: GatewayRun, criterion: Criterion) -> Verdict:
+        return judge_cases(gw, criterion.cases, per_case)
+    check("gateway", criterion_id)(judge)
 
 
 # -- the checks --------------------------------------------------------------------------------
@@ -103,7 +106,7 @@ def _committed(run: CaseRun) -> list[str]:
     last = parse_json(events[-1][1]) if events else None
     if not (isinstance(last, dict) and "error" in last):
         out.append("the client's stream does not end with an error event (data: {\"error\": ...})")
-    if run.case.name.startswith("local-") and run.api:
+    if not run.case.api_faults and run.api:  # the failure is the local stream's: the API is never asked
         out.append(f"the API ledger shows {len(run.api)} request(s): no fallback after the first byte")
     return out
 
@@ -123,8 +126,13 @@ def _refused_with(status: int, *, no_local: bool = False) -> Callable[[CaseRun],
     return check
 
 
+def _client_error(run: CaseRun) -> bool:
+    """The local route's fault is an HTTP 4xx (which is passed through, never a failure to route around)."""
+    return any(f["kind"] == "http_error" and 400 <= int(f.get("status", 0)) < 500 for f in run.case.local_faults)
+
+
 def _require_local_failure(run: CaseRun) -> list[str]:
-    if run.case.name == "rl-404":
+    if _client_error(run):
         out = _passed_through(run)
         return [p.replace("a 4xx must not fall back", "require: local must never reach the API") for p in out]
     return _refused_with(503)(run)
@@ -141,46 +149,37 @@ def _require_bad(run: CaseRun) -> list[str]:
     return out
 
 
-def _all_failed(status: int) -> Callable[[CaseRun], list[str]]:
-    def check(run: CaseRun) -> list[str]:
-        answer = run.answers[0] if run.answers else {}
-        out = []
-        if answer.get("status") != status or not has_error_body(answer):
-            out.append(f"the client got HTTP {answer.get('status')}, expected {status} with an error body")
-        if answer_header(answer, "x-gateway-route") != "none":
-            out.append(f"x-gateway-route is {answer_header(answer, 'x-gateway-route')!r}, expected 'none'")
-        if not run.local or not run.api:
-            out.append(f"expected one attempt on each route (local ledger {len(run.local)}, API ledger {len(run.api)})")
-        return out
-    return check
-
-
-_ALL_FAILED = {"all-500": 502, "local-500-api-stall": 504, "local-stall-api-500": 502}
-
-
-def _check_cases(names: tuple[str, ...], per_case: Callable[[CaseRun], list[str]]) -> Check:
-    def check(gw: GatewayRun, criterion: Criterion) -> Verdict:
-        return judge_cases(gw, names, per_case)
-    return check
-
-
-def _all_failed_check(gw: GatewayRun, criterion: Criterion) -> Verdict:
-    return judge_cases(gw, tuple(_ALL_FAILED), lambda r: _all_failed(_ALL_FAILED[r.case.name])(r))
+def _all_failed(run: CaseRun) -> list[str]:
+    """Every route failed: 504 when the last (the API's) failure was a timeout (a stall), else 502."""
+    status = 504 if any("stall" in f["kind"] for f in run.case.api_faults) else 502
+    answer = run.answers[0] if run.answers else {}
+    out = []
+    if answer.get("status") != status or not has_error_body(answer):
+        out.append(f"the client got HTTP {answer.get('status')}, expected {status} with an error body")
+    if answer_header(answer, "x-gateway-route") != "none":
+        out.append(f"x-gateway-route is {answer_header(answer, 'x-gateway-route')!r}, expected 'none'")
+    if not run.local or not run.api:
+        out.append(f"expected one attempt on each route (local ledger {len(run.local)}, API ledger {len(run.api)})")
+    return out
 
 
 def _context(run: CaseRun) -> list[str]:
-    if run.case.name == "fit-exact":
+    """A request that fits (prompt + max_tokens == max_model_len) is served locally; one that does not
+    goes to the API without touching the local route."""
+    if run.case.send.fit == "exact":
         return _served_by("local")(run)
     return _no_local(_served_by("api"))(run)
 
 
+@check("gateway", "gateway.health-probe", needs=("margin_s",))
 def _health(gw: GatewayRun, criterion: Criterion) -> Verdict:
-    bound = HEALTH_INTERVAL_S + RECOVER_MARGIN_S
+    interval, extra = gw.plan.health_interval_s, criterion.tol("margin_s")
+    bound = interval + extra
     margin: float | None = None
 
     def per_case(run: CaseRun) -> list[str]:
         nonlocal margin
-        if run.case.name == "unhealthy-any":
+        if run.case.kind != "recover":
             return _no_local(_served_by("api"))(run)
         after = run.extra.get("recovered_after_s")
         margin = float("inf") if after is None else within(after, 0.0, abs_s=bound)
@@ -191,12 +190,12 @@ def _health(gw: GatewayRun, criterion: Criterion) -> Verdict:
             return [f"the local route served again {after:.3f} s after /health turned healthy (allowed: {bound:g} s)"]
         return []
 
-    verdict = judge_cases(gw, ("unhealthy-any", "recover"), per_case,
-                     truth=f"recovery bound: health_interval_s {HEALTH_INTERVAL_S:g} s + {RECOVER_MARGIN_S:g} s")
+    verdict = judge_cases(gw, criterion.cases, per_case,
+                          truth=f"recovery bound: health_interval_s {interval:g} s + {extra:g} s")
     verdict.margin = margin if margin is not None and margin != float("inf") else None
-    rec = gw.cases.get("recover")
-    if rec is not None and "recovered_after_s" in rec.extra:
-        verdict.output += f"\nserved locally again {rec.extra['recovered_after_s']:.3f} s after /health turned healthy"
+    for rec in (gw.cases[n] for n in criterion.cases if n in gw.cases and gw.cases[n].case.kind == "recover"):
+        if "recovered_after_s" in rec.extra:
+            verdict.output += f"\nserved locally again {rec.extra['recovered_after_s']:.3f} s after /health turned healthy"
     return verdict
 
 
@@ -204,6 +203,7 @@ def _single(run: CaseRun) -> bool:
     return run.case.kind == "one"
 
 
+@check("gateway", "gateway.no-route-twice")
 def _no_twice(gw: GatewayRun, criterion: Criterion) -> Verdict:
     names = tuple(n for n, r in gw.cases.items() if _single(r))
 
@@ -213,14 +213,16 @@ def _no_twice(gw: GatewayRun, criterion: Criterion) -> Verdict:
     return judge_cases(gw, names, per_case)
 
 
+@check("gateway", "gateway.streaming", needs=("abs_s",))
 def _streaming(gw: GatewayRun, criterion: Criterion) -> Verdict:
     worst = 0.0
     lines: list[str] = []
+    allowed = criterion.tol("abs_s")
 
     def per_case(run: CaseRun) -> list[str]:
         nonlocal worst
         answer = run.answers[0] if run.answers else {}
-        route = "local" if run.case.name == "slow-local-stream" else "api"
+        route = "api" if run.case.local_faults else "local"  # a local fault sends the stream to the API
         records = [r for r in (run.local if route == "local" else run.api) if r.get("status") == 200]
         if not is_complete(run, answer) or not records:
             return [(f"expected a whole stream from the {route} route (HTTP {answer.get('status')}, "
@@ -231,21 +233,21 @@ def _streaming(gw: GatewayRun, criterion: Criterion) -> Verdict:
             return ["no content to compare"]
         delay = first - sent[0]
         span = sent[-1] - sent[0]
-        worst = max(worst, within(delay, 0.0, abs_s=STREAM_TOLERANCE_S))
+        worst = max(worst, within(delay, 0.0, abs_s=allowed))
         lines.append(f"{run.case.name}: first content {delay * 1000:.0f} ms after the {route} server sent it "
                      f"(its stream took {span:.2f} s)")
-        if delay > STREAM_TOLERANCE_S:
+        if delay > allowed:
             return [(f"the first content reached the client {delay:.3f} s after the server sent it (allowed "
-                    f"{STREAM_TOLERANCE_S:g} s): the stream was held back")]
+                    f"{allowed:g} s): the stream was held back")]
         return []
 
-    verdict = judge_cases(gw, ("slow-local-stream", "slow-api-stream"), per_case)
+    verdict = judge_cases(gw, criterion.cases, per_case)
     verdict.margin = worst
     verdict.output += ("\n" + "\n".join(lines)) if lines else ""
     return verdict
 
 
-def _headers_true(run: CaseRun) -> list[str]:
+def _headers_true(run: CaseRun, models: dict[str, str]) -> list[str]:
     out = []
     for i, answer in enumerate(run.answers):
         expected_route = answer_route(run, answer)
@@ -261,8 +263,8 @@ def _headers_true(run: CaseRun) -> list[str]:
             out.append(f"x-gateway-route is {route!r}; the ledgers show {expected_route!r}")
         if (attempts or "") not in allowed:
             out.append(f"x-gateway-attempts is {attempts!r}; the ledgers show {' or '.join(repr(a) for a in sorted(allowed))}")
-        if answer.get("status") == 200 and expected_route in MODELS:
-            model = MODELS[expected_route]
+        if answer.get("status") == 200 and expected_route in models:
+            model = models[expected_route]
             if is_stream(run, i):
                 seen = {c.get("model") for c in (parse_json(d) for _, d in answer_events(answer)) if isinstance(c, dict) and "model" in c}
             else:
@@ -275,9 +277,11 @@ def _headers_true(run: CaseRun) -> list[str]:
     return out
 
 
+@check("gateway", "gateway.headers")
 def _headers(gw: GatewayRun, criterion: Criterion) -> Verdict:
     names = tuple(n for n, r in gw.cases.items() if r.case.kind in ("one", "recover"))
-    return judge_cases(gw, names, _headers_true)
+    models = {"local": gw.plan.local_model, "api": gw.plan.api_model}
+    return judge_cases(gw, names, lambda run: _headers_true(run, models))
 
 
 def _concurrency(run: CaseRun) -> list[str]:
@@ -312,51 +316,18 @@ def _starts(run: CaseRun) -> list[str]:
     return out
 
 
-def _cases(names: tuple[str, ...], per_case: Callable[[CaseRun], list[str]]) -> Check:
-    return _check_cases(names, per_case)
+_cases("gateway.starts", _starts)
+_cases("gateway.fallback-5xx", _fallback)
+_cases("gateway.fallback-timeout", _fallback)
+_cases("gateway.fallback-refused", _fallback)
+_cases("gateway.no-fallback-4xx", _passed_through)
+_cases("gateway.committed-stream", _committed)
+_cases("gateway.require-field", _require_bad)
+_cases("gateway.require-local-failure", _require_local_failure)
+_cases("gateway.require-local-unhealthy", _refused_with(503, no_local=True))
+_cases("gateway.require-local-too-long", _refused_with(400, no_local=True))
+_cases("gateway.context-check", _context)
+_cases("gateway.all-failed", _all_failed)
+_cases("gateway.concurrency", _concurrency)
 
 
-_SERVED_API_NO_LOCAL = _no_local(_served_by("api"))
-
-CASES_OF: dict[str, tuple[str, ...]] = {
-    "gateway.starts": ("startup",),
-    "gateway.fallback-5xx": ("local-500", "local-502-stream", "local-503"),
-    "gateway.fallback-timeout": ("local-stall-before-headers", "local-stall-after-headers"),
-    "gateway.fallback-refused": ("refused", "refused-stream"),
-    "gateway.no-fallback-4xx": ("local-400", "local-404", "local-404-stream", "local-429"),
-    "gateway.committed-stream": ("local-cut", "local-stream-error", "local-no-done", "api-cut"),
-    "gateway.require-field": ("require-bad",),
-    "gateway.require-local-failure": ("rl-500", "rl-stall", "rl-stall-stream", "rl-404", "rl-refused"),
-    "gateway.require-local-unhealthy": ("rl-unhealthy-stall", "rl-unhealthy", "rl-health-stale"),
-    "gateway.require-local-too-long": ("rl-too-long",),
-    "gateway.context-check": ("too-long-any", "fit-exact", "fit-over-by-one"),
-    "gateway.health-probe": ("unhealthy-any", "recover"),
-    "gateway.all-failed": tuple(_ALL_FAILED),
-    "gateway.streaming": ("slow-local-stream", "slow-api-stream"),
-    "gateway.concurrency": ("concurrent",),
-}
-
-CHECKS: dict[str, Check] = {
-    "gateway.starts": _cases(CASES_OF["gateway.starts"], _starts),
-    "gateway.fallback-5xx": _cases(CASES_OF["gateway.fallback-5xx"], _fallback),
-    "gateway.fallback-timeout": _cases(CASES_OF["gateway.fallback-timeout"], _fallback),
-    "gateway.fallback-refused": _cases(CASES_OF["gateway.fallback-refused"], _fallback),
-    "gateway.no-fallback-4xx": _cases(CASES_OF["gateway.no-fallback-4xx"], _passed_through),
-    "gateway.committed-stream": _cases(CASES_OF["gateway.committed-stream"], _committed),
-    "gateway.require-field": _cases(CASES_OF["gateway.require-field"], _require_bad),
-    "gateway.require-local-failure": _cases(CASES_OF["gateway.require-local-failure"], _require_local_failure),
-    "gateway.require-local-unhealthy": _cases(
-        CASES_OF["gateway.require-local-unhealthy"],
-        _refused_with(503, no_local=True)),
-    "gateway.require-local-too-long": _cases(CASES_OF["gateway.require-local-too-long"], _refused_with(400, no_local=True)),
-    "gateway.context-check": _cases(CASES_OF["gateway.context-check"], _context),
-    "gateway.health-probe": _health,
-    "gateway.no-route-twice": _no_twice,
-    "gateway.all-failed": _all_failed_check,
-    "gateway.streaming": _streaming,
-    "gateway.headers": _headers,
-    "gateway.stats-counts": stats_counts,
-    "gateway.stats-cost": stats_cost,
-    "gateway.stats-latency": stats_latency,
-    "gateway.concurrency": _cases(CASES_OF["gateway.concurrency"], _concurrency),
-}

@@ -15,12 +15,12 @@ from grader.criteria.gateway.answers import (
     success_records,
     too_busy,
 )
+from grader.criteria.registry import check
 from grader.criteria.truth import nearest_rank
 from grader.criteria.verdict import Verdict, within
 from grader.grading.outcome import Evidence
 from grader.grading.rubric import Criterion
 from grader.runs.gateway import CaseRun, GatewayRun
-from grader.runs.gateway_cases import PRICE_OUT
 
 __all__ = ["route_stats", "stats_cost", "stats_counts", "stats_latency"]
 
@@ -54,12 +54,14 @@ def stats_problems(run: CaseRun) -> list[str]:
     return out
 
 
+@check("gateway", "gateway.stats-counts")
 def stats_counts(gw: GatewayRun, criterion: Criterion) -> Verdict:
     names = tuple(n for n, r in gw.cases.items() if r.case.kind in ("one", "recover", "concurrent", "require-bad"))
     return judge_cases(gw, names, stats_problems)
 
 
-def cost_problems(run: CaseRun) -> list[str]:
+def cost_problems(run: CaseRun, price_out: float) -> list[str]:
+    """The case's API cost in /stats against the API ledger's; `price_out` USD per million output tokens."""
     local = [route_stats(s, "local") for s in (run.stats_before, run.stats_after)]
     api = [route_stats(s, "api") for s in (run.stats_before, run.stats_after)]
     if None in local or None in api:
@@ -73,7 +75,7 @@ def cost_problems(run: CaseRun) -> list[str]:
     told -= sum(float(r.get("cost_usd") or 0.0) for r in run.api
                 if not r.get("chunks") and not r.get("stream") and r.get("finish_reason") == "abort")
     cut = sum(1 for r in run.api if r.get("finish_reason") in ("abort", "error") or (r.get("fault") or {}).get("kind") == "cut")
-    allowed = 1e-9 + cut * PRICE_OUT / 1e6
+    allowed = 1e-9 + cut * price_out / 1e6
     if not told - allowed <= spent <= billed + allowed:
         truth = f"{billed:.9f}" if abs(billed - told) < 1e-12 else f"{told:.9f} to {billed:.9f}"
         out.append(f"api.cost_usd went up by {spent:.9f}; the API ledger's cost_usd is {truth} "
@@ -83,13 +85,16 @@ def cost_problems(run: CaseRun) -> list[str]:
     return out
 
 
+@check("gateway", "gateway.stats-cost")
 def stats_cost(gw: GatewayRun, criterion: Criterion) -> Verdict:
     names = tuple(n for n, r in gw.cases.items() if r.case.kind in ("one", "concurrent", "recover"))
-    return judge_cases(gw, names, cost_problems,
-                  truth=f"API prices: output {PRICE_OUT:g} USD per million tokens; a stream cut mid-way may be "
-                        "one output token under the ledger")
+    price = gw.plan.price_out
+    return judge_cases(gw, names, lambda run: cost_problems(run, price),
+                       truth=f"API prices: output {price:g} USD per million tokens; a stream cut mid-way may be "
+                             "one output token under the ledger")
 
 
+@check("gateway", "gateway.stats-latency", needs=("abs_s", "rel"))
 def stats_latency(gw: GatewayRun, criterion: Criterion) -> Verdict:
     if not gw.started:
         return Verdict(False, f"the gateway did not start: {gw.start_problem}", evidence=case_evidence(gw, []))
@@ -130,7 +135,7 @@ def stats_latency(gw: GatewayRun, criterion: Criterion) -> Verdict:
             upper = max(truth, nearest_rank(uppers, p) or truth) if uppers else truth
             top = upper
             error = 0.0 if truth <= value <= max(truth, top) else (value - truth if value < truth else value - top)
-            margin = within(error, truth, abs_s=criterion.abs_s, rel=criterion.rel)
+            margin = within(error, truth, abs_s=criterion.tol("abs_s"), rel=criterion.tol("rel"))
             worst = max(worst, margin)
             if margin > 1:
                 problems.append(f"{route}.latency_s.{key} is {value:.4f} s; the ledgers give {truth:.4f} s and the "

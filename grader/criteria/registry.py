@@ -1,0 +1,54 @@
+"""The criteria registry: every check declared once, by the rubric id it judges.
+
+A check is a pure function of its section's run records (as facts) and its rubric entry: no I/O,
+no clock, no servers. It names the deliverable whose facts it takes and the numbers it reads from
+its entry's `tolerance`; loading a rubric fails, naming the criterion, when an entry has no check
+or leaves out a number its check needs (grading/rubric.py).
+
+    @check("loadgen", "loadgen.tps", needs=("rel",))
+    def check_tps(runs: list[LoadgenRun], criterion: Criterion) -> Verdict: ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from grader.criteria.verdict import Verdict
+from grader.grading.rubric import Criterion
+
+__all__ = ["Check", "check", "registered"]
+
+Judge = Callable[[Any, Criterion], Verdict]
+F = TypeVar("F", bound=Judge)
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    deliverable: str
+    judge: Judge
+    needs: tuple[str, ...] = ()
+
+
+_CHECKS: dict[str, Check] = {}
+
+
+def check(deliverable: str, *ids: str, needs: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Register the decorated function as the check of each of `ids`."""
+    def register(judge: F) -> F:
+        for criterion_id in ids:
+            if criterion_id in _CHECKS:
+                raise RuntimeError(f"{criterion_id}: a check is registered twice")
+            _CHECKS[criterion_id] = Check(criterion_id, deliverable, judge, needs)
+        return judge
+    return register
+
+
+def registered() -> Mapping[str, Check]:
+    """Every check, by criterion id (importing the criteria modules registers theirs)."""
+    from grader.criteria import gateway, loadgen, manifests, memo, sizing, tests  # noqa: F401
+
+    return MappingProxyType(_CHECKS)

@@ -1,0 +1,97 @@
+"""Judging: a criterion's verdict from its run records, and the one rule for a borderline answer.
+
+The same code judges during a grade (where a missing record is run on demand) and in `grader
+rejudge` (where it is read back): `decide` asks for a criterion's facts at attempt 1, judges
+them, and, when the margin is borderline, asks for attempt 2 (a rerun) and judges that; borderline
+twice is `inconclusive`. A check is a pure function; so is everything here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from grader.criteria.registry import registered
+from grader.criteria.verdict import Verdict, is_borderline
+from grader.grading.outcome import CriterionResult, Evidence
+from grader.grading.rubric import Criterion, Rubric
+from grader.grading.sections import Section
+
+__all__ = ["Decision", "decide", "judge", "result_of", "skipped", "unjudged"]
+
+#: The objects a criterion is judged from at an attempt, or None when there are none (no such run).
+FactsAt = Callable[[int], list[Any] | None]
+
+
+@dataclass
+class Decision:
+    verdict: Verdict
+    attempts: int
+    inconclusive: bool
+    why: str = ""  # why inconclusive, when it is not the machine or two borderline answers
+
+
+def judge(criterion: Criterion, section: Section, objects: list[Any], rubric: Rubric) -> Verdict | None:
+    """The check's verdict on these objects (None when they do not cover the criterion), told whether the
+    machine kept time."""
+    facts = section.facts(objects, criterion)
+    if facts is None:
+        return None
+    verdict = registered()[criterion.id].judge(facts, criterion)
+    verdict.busy = verdict.busy or section.busy(objects, criterion, rubric)
+    return verdict
+
+
+def decide(criterion: Criterion, section: Section, rubric: Rubric, facts_at: FactsAt) -> Decision | None:
+    """Judge attempt 1; a borderline answer is judged again on attempt 2. None: no record covers it."""
+    first = facts_at(1)
+    verdict = judge(criterion, section, first, rubric) if first is not None else None
+    if verdict is None:
+        return None
+    bands = rubric.judging.borderline, rubric.judging.busy_borderline
+    if not is_borderline(verdict, *bands):
+        return Decision(verdict, 1, False)
+    again = facts_at(2)
+    second = judge(criterion, section, again, rubric) if again is not None else None
+    if second is None:
+        return Decision(verdict, 1, True, "borderline, and no rerun was recorded")
+    return Decision(second, 2, is_borderline(second, *bands))
+
+
+def result_of(criterion: Criterion, decision: Decision, *, duration_s: float) -> CriterionResult:
+    verdict = decision.verdict
+    status = "inconclusive" if decision.inconclusive else ("passed" if verdict.passed else "failed")
+    score = 0.0 if decision.inconclusive else round(criterion.weight * verdict.score_fraction, 6)
+    output = verdict.output
+    if decision.inconclusive:
+        why = decision.why or (f"the machine was too busy both times: {verdict.busy}" if verdict.busy else
+                               f"borderline twice (within {criterion.tolerance_text} of the limit)")
+        output = f"INCONCLUSIVE: {why}; a person should look.\n{output}"
+    return CriterionResult(
+        id=criterion.id, title=criterion.text, deliverable=criterion.deliverable, weight=criterion.weight,
+        visibility=criterion.visibility,  # type: ignore[arg-type]
+        status=status, score=score, output=output, tolerance=criterion.tolerance_text,  # type: ignore[arg-type]
+        scenario=", ".join(criterion.runs_from), duration_s=round(duration_s, 3), attempts=decision.attempts,
+        evidence=verdict.evidence, margin=None if verdict.margin is None else round(verdict.margin, 3),
+        busy=verdict.busy,
+    )
+
+
+def skipped(criterion: Criterion, why: str) -> CriterionResult:
+    return CriterionResult(
+        id=criterion.id, title=criterion.text, deliverable=criterion.deliverable, weight=criterion.weight,
+        visibility=criterion.visibility, status="skipped", score=0.0, output=why,  # type: ignore[arg-type]
+        tolerance=criterion.tolerance_text, scenario=", ".join(criterion.runs_from),
+    )
+
+
+def unjudged(criterion: Criterion, why: str, *, logs: str = "") -> CriterionResult:
+    """A criterion the grader could not judge (its own failure, not the submission's): no points,
+    flagged for a person, never a guessed pass or fail."""
+    return CriterionResult(
+        id=criterion.id, title=criterion.text, deliverable=criterion.deliverable, weight=criterion.weight,
+        visibility=criterion.visibility, status="inconclusive", score=0.0,  # type: ignore[arg-type]
+        output=f"INCONCLUSIVE: {why}", tolerance=criterion.tolerance_text, scenario=", ".join(criterion.runs_from),
+        evidence=Evidence(logs=logs),
+    )

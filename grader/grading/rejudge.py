@@ -1,0 +1,99 @@
+"""`grader rejudge`: judge a grade's stored run records again, with the current or an overridden rubric.
+
+Nothing of the candidate's runs: the records in `REPORT_DIR/runs/` are the facts, the rubric the
+judgement. A hiring team that changes a tolerance or a weight after a round re-judges every grade
+in a fraction of a second each (`grader grade-many --rejudge` does a whole round). What the grade
+could not judge (a broken contract, the grader's own failure) is carried over as it was; a
+criterion whose records no longer cover it (the rubric gave it another scenario) is inconclusive
+and says so.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from grader.criteria.memo import HUMAN_CHECKLIST
+from grader.grading.grade import RUNS
+from grader.grading.judging import FactsAt, decide, result_of, skipped, unjudged
+from grader.grading.outcome import CriterionResult, Grade
+from grader.grading.records import RecordBook, RecordError
+from grader.grading.rubric import Criterion, Rubric, RubricError, load_rubric
+from grader.grading.sections import SECTIONS, Section
+
+__all__ = ["RecordError", "grade_of", "rejudge"]
+
+
+def rejudge(report_dir: Path, *, rubric: Path | None = None, override: Path | None = None, out: Path | None = None,
+            echo: Callable[[str], None] | None = None) -> Grade:
+    """Judge `report_dir`'s records again and write the three reports to `out` (default: `report_dir`).
+
+    Raises RecordError (no records, another version) or RubricError, each one line naming the file."""
+    report_dir, out = Path(report_dir), Path(out) if out is not None else Path(report_dir)
+    book = RecordBook.read(report_dir / RUNS)
+    current = load_rubric(rubric, override=override)
+    unknown = [c for c in book.index["criteria"] if not any(k.id == c for k in current.criteria)]
+    if unknown:
+        raise RubricError(f"{current.path}: has no criterion {unknown[0]!r}, which the grade in {report_dir} judged")
+    from grader.grading.grade import progress
+
+    grade = grade_of(book, current, report=progress(echo) if echo else None)
+    from grader.reports import write_reports
+
+    if out.resolve() != report_dir.resolve():
+        shutil.copytree(report_dir / RUNS, out / RUNS, dirs_exist_ok=True)
+    write_reports(grade, out)
+    return grade
+
+
+def grade_of(book: RecordBook, rubric: Rubric, *, report: Callable[[CriterionResult], None] | None = None) -> Grade:
+    """The grade the records in `book` give under `rubric`: every criterion the grade judged, judged again;
+    what it could not judge carried over as it was."""
+    index = book.index
+    loaded: dict[str, Any] = {}
+    results = []
+    for criterion_id in index["criteria"]:
+        criterion = rubric.criterion(criterion_id)
+        kept = index["not_judged"].get(criterion_id)
+        if kept is not None:
+            result = (skipped(criterion, kept["output"]) if kept["status"] == "skipped" else
+                      unjudged(criterion, kept["output"].removeprefix("INCONCLUSIVE: "), logs=kept["logs"]))
+        else:
+            result = _judged(criterion, rubric, book, loaded, index["durations"].get(criterion_id, 0.0))
+        if report is not None:
+            report(result)
+        results.append(result)
+    return Grade(
+        submission=index["submission"], candidate=index["candidate"], seed=index["seed"], started=index["started"],
+        duration_s=index["duration_s"], sandboxed=index["sandboxed"], sandbox_note=index["sandbox_note"],
+        rubric=str(rubric.path) + (" (public criteria only)" if index["public_only"] else ""),
+        contract_problems=[p for lines in index["contract_problems"].values() for p in lines], criteria=results,
+        human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in results) else [],
+    )
+
+
+def _judged(criterion: Criterion, rubric: Rubric, book: RecordBook, loaded: dict[str, Any],
+            duration_s: float) -> CriterionResult:
+    section = SECTIONS[criterion.deliverable]
+    decision = decide(criterion, section, rubric, _stored(section, criterion, book, loaded))
+    if decision is None:
+        return unjudged(criterion, f"no run record covers {criterion.id} (its scenarios or cases are not the ones "
+                                   "graded); grade again")
+    return result_of(criterion, decision, duration_s=duration_s)
+
+
+def _stored(section: Section, criterion: Criterion, book: RecordBook, loaded: dict[str, Any]) -> FactsAt:
+    def at(attempt: int) -> list[Any] | None:
+        keys = section.keys(criterion, attempt)
+        if keys is None or any(book.get(k) is None for k in keys):
+            return None
+        for key in keys:
+            if key not in loaded:
+                loaded[key] = section.load(book.records[key])
+        return [loaded[k] for k in keys]
+    return at
+
+
+
