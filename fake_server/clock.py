@@ -25,6 +25,7 @@ Each clock names what it waits on (`kind`): `timerfd`, `kqueue`, `loop`, or `spi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
@@ -55,22 +56,39 @@ class LoopClock:
 
 
 class TimerClock:
-    """The kernel's high-resolution timer: no busy-wait, a fraction of a millisecond late."""
+    """The kernel's high-resolution timer: no busy-wait, a fraction of a millisecond late.
+
+    Should the timer fail once set up (the loop cannot read descriptors, arming fails), the clock
+    says so in one warning and waits on the loop's timer from then on."""
 
     reanchor = 0.005
 
     def __init__(self, timer: KernelTimer) -> None:
-        self._timer = timer
+        self._timer: KernelTimer | None = timer
         self.kind = timer.kind
 
     async def sleep_until(self, deadline: float) -> None:
         if deadline <= time.perf_counter():
             await asyncio.sleep(0)
-        else:
-            await self._timer.sleep_until(deadline)
+            return
+        if self._timer is not None:
+            try:
+                await self._timer.sleep_until(deadline)
+                return
+            except Exception as exc:  # noqa: BLE001 - a failing timer means the loop's timer, never a crash
+                self._fall_back(exc)
+        await asyncio.sleep(max(0, deadline - time.perf_counter()))
+
+    def _fall_back(self, exc: Exception) -> None:
+        _log.warning("fake-server: the %s step timer failed (%s); steps wait on the event loop's timer", self.kind, exc)
+        timer, self._timer, self.kind = self._timer, None, "loop"
+        if timer is not None:
+            with contextlib.suppress(Exception):
+                timer.close()
 
     def close(self) -> None:
-        self._timer.close()
+        if self._timer is not None:
+            self._timer.close()
 
 
 class PreciseClock:

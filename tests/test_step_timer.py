@@ -2,10 +2,10 @@
 
 On Linux the default is a timerfd. These tests check that it wakes at its deadline (never before,
 and sooner after it than the loop's timer, measured side by side), that the server says which
-timer it uses (start-up line, /metrics, the ledger's header), that a timer that cannot be set up
-means the loop's timer with one warning and a server that still serves, that no descriptor
-outlives a server, and that the former mode name `cheap` is still accepted. Bounds are loose: the
-machine may be busy.
+timer it uses (start-up line, /metrics, the ledger's header), that a timer that cannot be set up,
+or fails later, means the loop's timer with one warning and a server that still serves, that no
+descriptor outlives a server, and that the former mode name `cheap` is still accepted. Bounds are
+loose: the machine may be busy.
 """
 
 from __future__ import annotations
@@ -124,6 +124,22 @@ def test_a_timer_that_cannot_be_set_up_means_the_loop_timer_one_warning_and_a_se
         assert httpx.get(server.base_url + "/admin/ledger", timeout=10).json()["step_timer"] == {"fake-model": "loop"}
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "step timer" in r.getMessage()]
     assert len(warnings) == 1 and "Too many open files" in warnings[0] and "\n" not in warnings[0], warnings
+
+
+@linux_only
+def test_a_timer_that_fails_once_running_hands_over_to_the_loop_timer(monkeypatch, caplog):
+    def cannot_read(self, loop):
+        raise NotImplementedError("this loop cannot read descriptors")
+
+    monkeypatch.setattr(timers_module.KernelTimer, "_attach", cannot_read)
+    caplog.set_level(logging.WARNING, logger="fake_server")
+    with serve(token_rate=500) as server:
+        for _ in range(2):
+            reply = httpx.post(server.openai_base_url + "/chat/completions", json=BODY, timeout=10)
+            assert reply.status_code == 200 and reply.json()["usage"]["completion_tokens"] == 3
+        assert _timer_label(server.metrics()) == "loop"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "step timer" in r.getMessage()]
+    assert len(warnings) == 1 and "cannot read descriptors" in warnings[0], warnings
 
 
 def test_a_platform_without_a_timer_uses_the_loop_timer_quietly(monkeypatch, caplog):
