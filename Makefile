@@ -4,21 +4,31 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-server test check selftest bench schemas clean soak hostile-full
+.PHONY: demo demo-server test test-fast fixtures check selftest bench schemas clean soak hostile-full debs-demo debs-test
 
-# Debian packages, installed when missing and this is root: bubblewrap for the grader's sandbox (else it
-# runs UNSANDBOXED, and says so), chromium for the report.html screenshot test (else it is skipped).
-$(STAMP): pyproject.toml
-	missing="$$(command -v bwrap >/dev/null || echo bubblewrap) $$(command -v chromium >/dev/null || echo chromium)"; \
-	[ -z "$$(echo $$missing)" ] || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
+# Debian packages, installed when missing and this is root (`command:package` pairs): the demo needs
+# bubblewrap for the grader's sandbox (else it runs UNSANDBOXED, and says so); the tests also want
+# chromium for the report.html screenshot test (else it is skipped).
+DEBS_DEMO := bwrap:bubblewrap
+DEBS_TEST := $(DEBS_DEMO) chromium:chromium
+apt_install = missing=""; for pair in $(1); do command -v "$${pair%%:*}" >/dev/null || missing="$$missing $${pair\#\#*:}"; done; \
+	[ -z "$$missing" ] || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; }
+
+debs-demo:
+	@$(call apt_install,$(DEBS_DEMO))
+
+debs-test:
+	@$(call apt_install,$(DEBS_TEST))
+
+$(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
 	touch $(STAMP)
 
 # The main job: grade the bundled reference submission; prints the score table and the report's path.
-demo: $(STAMP)
+demo: $(STAMP) debs-demo
 	$(BIN)/grader grade submissions/reference --out grade-report --jobs 2
 
 # Start the fake vLLM server, stream through it, and show its ledger and metrics.
@@ -28,8 +38,18 @@ demo-server: $(STAMP)
 selftest: $(STAMP)
 	$(BIN)/grader selftest
 
-test: $(STAMP)
+# Every test, the slow ones included (real grades, the selftest, sandboxes, soak, the bundle).
+test: $(STAMP) debs-test
 	$(BIN)/python -m pytest -q --durations=25
+
+# The inner loop: every test but the slow ones, every criterion judged from recorded runs (tests/fixtures/runs).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow" --durations=10
+
+# Record the reference's and every chaff's runs for the fast tests (after a change to a submission,
+# a scenario, the gateway plan or how runs are made; the fast tests say when a record is stale).
+fixtures: $(STAMP) debs-demo
+	$(BIN)/python tests/recorded.py
 
 # The quality gate, run by CI before the tests: fake_server/ is linted, formatted and type-checked
 # strictly; the grader and the stub client are type-checked.

@@ -259,6 +259,8 @@ def bundle(out: Path, pythons: str, platforms: tuple[str, ...]) -> None:
               help="Override file: weights and visibility by criterion id.")
 @click.option("--merge", is_flag=True, help="PATHS are report folders (or folders of them): gather them into --out "
               "and rebuild grades.csv and index.html; grade nothing.")
+@click.option("--rejudge", is_flag=True, help="PATHS are report folders (or folders of them): judge their run records "
+              "again (with --rubric) into --out, --jobs at once, and rebuild the summary; run nothing.")
 @click.option("--index", type=click.IntRange(min=0), metavar="I",
               help="Grade only the I-th submission listed (from 0, by name), no summary: one pod of the Kubernetes Job.")
 @click.option("--emit-k8s-job", "job_file", type=click.Path(path_type=Path, dir_okay=False),
@@ -268,8 +270,8 @@ def bundle(out: Path, pythons: str, platforms: tuple[str, ...]) -> None:
               help="With --emit-k8s-job: pods running at once.")
 @click.option("--job-name", default="grade-round", show_default=True, help="With --emit-k8s-job: the Job's name.")
 def grade_many(paths: tuple[Path, ...], out: Path | None, jobs: int, force: bool, seed: int, only: tuple[str, ...],
-               override: Path | None, merge: bool, index: int | None, job_file: Path | None, image: str,
-               parallelism: int, job_name: str) -> None:
+               override: Path | None, merge: bool, rejudge: bool, index: int | None, job_file: Path | None,
+               image: str, parallelism: int, job_name: str) -> None:
     """Grade many submissions (folders, .zip/.tar.gz, or folders holding them) into --out.
 
     Resumable: a finished grade in --out is kept unless --force. Exit status: 0 when every
@@ -278,7 +280,8 @@ def grade_many(paths: tuple[Path, ...], out: Path | None, jobs: int, force: bool
     from grader.round.commands import run_grade_many
 
     run_grade_many(paths, out, jobs=jobs, force=force, seed=seed, only=only, override=override, merge=merge,
-                   index=index, job_file=job_file, image=image, parallelism=parallelism, job_name=job_name)
+                   index=index, job_file=job_file, image=image, parallelism=parallelism, job_name=job_name,
+                   rejudge=rejudge)
 
 
 @main.command("human-score")

@@ -1,8 +1,10 @@
 """Recorded runs of the reference and of every chaff, for tests that judge without running anything.
 
 `make fixtures` (this file run as a script) grades them as `grader selftest` does (each chaff on its
-targets, what their runs give for free, and a sample), keeping each grade's run records in
-tests/fixtures/runs/NAME/ beside `source.txt`, the digest of the submission they were made from.
+targets, what their runs give for free, and a sample), and the independent submission
+(tests/fixtures/independent_submission) on the criteria of what it implements, keeping each
+grade's run records in tests/fixtures/runs/NAME/ beside `source.txt`, the digest of the submission
+they were made from.
 The fast tier judges these records with the current rubric and criteria in milliseconds; a
 fixture whose submission, scenario or case plan has changed since it was recorded is reported as
 stale (record again with `make fixtures`), never judged as if it were current.
@@ -19,6 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 SUBMISSIONS = ROOT / "submissions"
+#: Submissions written from TASK.md alone, by name: their folder and the deliverables they implement.
+INDEPENDENT = {"independent": (ROOT / "tests" / "fixtures" / "independent_submission", ("loadgen",))}
 _SKIPPED = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache")
 
 
@@ -37,28 +41,48 @@ def source_of(name: str, scratch: Path) -> Path:
     """The submission a fixture is recorded from: the reference, or a chaff built into `scratch`."""
     if name == "reference":
         return SUBMISSIONS / "reference"
+    if name in INDEPENDENT:
+        return INDEPENDENT[name][0]
     from grader.kit.chaff import list_chaff, materialize
 
     (chaff,) = [c for c in list_chaff(SUBMISSIONS / "chaff") if c.name == name]
     return materialize(chaff.path, scratch / name)
 
 
+def _keep(name: str, runs: Path, scratch: Path) -> None:
+    target = FIXTURES / name
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(runs, target)
+    (target / "source.txt").write_text(digest(source_of(name, scratch)) + "\n")
+
+
 def record(names: tuple[str, ...] = ()) -> int:
-    """Grade and keep; returns the selftest's exit status (0 when every grade came out as expected)."""
+    """Grade and keep; returns 1 when a grade did not come out as expected (it is then not recorded)."""
+    from grader.grading.grade import GradeRun, grade
     from grader.kit.selftest import selftest
 
+    ok = True
     with tempfile.TemporaryDirectory(prefix="grader-fixtures-") as tmp:
-        kept = Path(tmp) / "kept"
-        findings = selftest(jobs=2, names=names, keep=kept)
-        for finding in findings:
-            if not finding.ok:
-                print(f"not recorded: {finding.name} was not graded as expected", file=sys.stderr)
+        kept, scratch = Path(tmp) / "kept", Path(tmp) / "src"
+        wanted = tuple(n for n in names if n not in INDEPENDENT)
+        if wanted or not names:
+            for finding in selftest(jobs=2, names=wanted, keep=kept):
+                if finding.ok:
+                    _keep(finding.name, kept / finding.name / "runs", scratch)
+                else:
+                    ok = False
+                    print(f"not recorded: {finding.name} was not graded as expected", file=sys.stderr)
+        for name, (folder, parts) in INDEPENDENT.items():
+            if names and name not in names:
                 continue
-            target = FIXTURES / finding.name
-            shutil.rmtree(target, ignore_errors=True)
-            shutil.copytree(kept / finding.name / "runs", target)
-            (target / "source.txt").write_text(digest(source_of(finding.name, Path(tmp) / "src")) + "\n")
-        return 0 if all(f.ok for f in findings) else 1
+            result = grade(GradeRun(folder, kept / name, only=parts, echo=lambda _: None))
+            if result.score == result.max_score:
+                _keep(name, kept / name / "runs", scratch)
+                print(f"ok   {name:<28} {result.score:g}/{result.max_score:g}")
+            else:
+                ok = False
+                print(f"not recorded: {name} scored {result.score:g}/{result.max_score:g}", file=sys.stderr)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -162,6 +162,7 @@ def test_a_cut_after_the_answer_started_is_a_stream_error_streamed_or_not(fake_s
             list(stub.stream_chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=8))
 
 
+@pytest.mark.slow
 def test_many_calls_at_once_never_wait_for_a_connection(fake_server):
     """150 calls of about 5 s each: all of them reach the server before the first one ends, so none
     waited for another's connection. Ordering, not timing: the machine may be loaded (opening 150

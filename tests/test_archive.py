@@ -143,6 +143,7 @@ def test_declared_sizes_are_summed_over_entries(tmp_path: Path) -> None:
         unpack(archive, tmp_path / "out", max_bytes=8 * 1024 * 1024)
 
 
+@pytest.mark.slow
 def test_a_hundred_thousand_tiny_files_are_refused_quickly(tmp_path: Path) -> None:
     path = tmp_path / "many.tar"
     with tarfile.open(path, "w") as tf:

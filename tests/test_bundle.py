@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"

@@ -320,6 +320,7 @@ def _swap(marker: Path, folder: Path, method: str) -> dict[str, str]:
             "PYTHONPATH": os.pathsep.join([str(INJECTED), os.environ.get("PYTHONPATH", "")])}
 
 
+@pytest.mark.slow
 def test_weak_percentile_tests_let_floor_rank_through_where_the_reference_tests_do_not(built, tmp_path):
     weak, marker = built["weak-percentile-tests"], tmp_path / "swapped"
     assert _pytest(weak, "test_percentiles.py", {}).returncode == 0  # they pass on the right method
@@ -330,6 +331,7 @@ def test_weak_percentile_tests_let_floor_rank_through_where_the_reference_tests_
         assert _pytest(REFERENCE, "test_percentiles.py", _swap(marker, REFERENCE, method)).returncode != 0, method
 
 
+@pytest.mark.slow
 def test_no_slot_test_passes_on_a_server_without_a_slot_limit_where_the_reference_test_fails(built):
     unlimited = {"FAKE_SERVER_IGNORE_SLOT_LIMIT": "1"}
     assert _pytest(built["no-slot-test"], "test_slots.py", unlimited).returncode == 0
@@ -337,6 +339,7 @@ def test_no_slot_test_passes_on_a_server_without_a_slot_limit_where_the_referenc
     assert done.returncode != 0 and "test_more_requests_than_slots_raise_p90_ttft" in done.stdout
 
 
+@pytest.mark.slow
 def test_tests_fail_chaff_fails_on_its_own_code(built):
     done = _pytest(built["tests-fail"], "test_percentiles.py", {})
     assert done.returncode != 0 and "test_with_eight_requests_p90_and_p99_are_both_the_slowest" in done.stdout

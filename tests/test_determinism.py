@@ -45,6 +45,8 @@ from hostile_grading import ROOT, grade
 
 from grader.kit.chaff import materialize
 
+pytestmark = pytest.mark.slow
+
 FULL = os.environ.get("HOSTILE_FULL") == "1"
 SUBSET = ("loadgen.ttft", "loadgen.cut", "gateway.starts", "manifests.gpu-request", "sizing.replicas", "memo.p99-max")
 CHAFF = {  # name -> its CI subset: a target it loses and a criterion it keeps

@@ -11,6 +11,7 @@ import httpx
 
 from api_client import SSEDecoder
 from conftest import chat_body, metric_values
+import pytest
 
 
 async def _timed_stream(client: httpx.AsyncClient, base: str, body: dict) -> tuple[float, float]:
@@ -116,6 +117,7 @@ def test_a_small_kv_cache_forces_preemptions_that_ledger_and_metrics_report(fake
     assert values["vllm:kv_cache_usage_perc{model_name=fake-model}"] == 0
 
 
+@pytest.mark.slow
 def test_clients_that_disconnect_free_their_slots_and_blocks(fake_server):
     server = fake_server(max_num_seqs=64, token_rate=100, kv_cache_tokens=200_000)
 

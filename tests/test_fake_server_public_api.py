@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
-import pytest
 
 import fake_server
 from fake_server import serve
@@ -39,16 +35,6 @@ def test_ledger_record_fields_are_pinned():
                    json={"model": "fake-model", "messages": [{"role": "user", "content": "x"}], "max_tokens": 2})
         (record,) = server.ledger()
     assert set(record) == RECORD_FIELDS
-
-
-@pytest.mark.parametrize("tool", ["ruff", "mypy"])
-def test_lint_and_type_gate(tool):
-    if shutil.which(tool, path=str(Path(sys.executable).parent)) is None:
-        pytest.skip(f"{tool} is not installed in this environment")
-    cmd = [sys.executable, "-m", "ruff", "check", "fake_server"] if tool == "ruff" else \
-        [sys.executable, "-m", "mypy", "--strict", "fake_server"]
-    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def _relative_imports() -> dict[str, set[str]]:

@@ -35,6 +35,7 @@ def _start_streams(base_url: str, n: int, tokens: int) -> list[threading.Thread]
     return threads
 
 
+@pytest.mark.slow
 def test_records_of_requests_in_flight_at_a_reset_stay_in_their_generation():
     with serve(token_rate=50, admin=True, faults=[{"kind": "http_error", "status": 503, "requests": [5]}]) as server:
         base = server.base_url
@@ -64,6 +65,7 @@ def test_records_of_requests_in_flight_at_a_reset_stay_in_their_generation():
         assert httpx.get(base + "/admin/config").json()["models"]["fake-model"]["token_rate"] == 50
 
 
+@pytest.mark.slow
 def test_a_reset_that_cannot_restore_the_kv_cache_under_load_is_refused_and_changes_nothing():
     with serve(token_rate=50, admin=True) as server:
         base = server.base_url

@@ -12,6 +12,7 @@ import httpx
 from conftest import chat_body
 
 from fake_server import serve, serve_subprocess
+import pytest
 
 ENV = "FAKE_SERVER_IGNORE_SLOT_LIMIT"
 SLOTS = 2
@@ -33,6 +34,7 @@ def _queue_waits(records: list[dict]) -> list[float]:
     return sorted(r["queue_wait"] for r in records)
 
 
+@pytest.mark.slow
 def test_with_the_switch_every_request_starts_at_once_without_it_they_queue(monkeypatch, capfd):
     monkeypatch.delenv(ENV, raising=False)
     with serve(max_num_seqs=SLOTS, token_rate=RATE) as server:

@@ -46,6 +46,7 @@ def _stream_cpu(timing: str) -> tuple[float, list[float]]:
     return cpu / wall, [t for t, kind, _ in record["chunks"] if kind == "content"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads CPU time from /proc")
 def test_default_timing_does_not_busy_wait_and_precise_does_and_both_keep_the_rate():
     default, default_times = _stream_cpu("auto")

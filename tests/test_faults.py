@@ -71,6 +71,7 @@ def test_stalls_before_and_after_headers(fake_server):
         assert total >= 0.45 and events[-1] == "[DONE]"
 
 
+@pytest.mark.slow
 def test_rules_select_by_request_number_and_by_seeded_rate(fake_server):
     server = fake_server(faults=[{"kind": "http_error", "status": 503, "requests": [2, 4]}], token_rate=500)
     codes = [httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=1)).status_code

@@ -24,6 +24,8 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from fake_server import RunningServer, serve
 from fake_server.openapi import describe
 
+pytestmark = pytest.mark.slow
+
 # Bounded: about 8 operations x 2 modes x this many examples, all quick at 100k tokens/s.
 EXAMPLES = 25
 # What a valid-by-description request may still be refused for: limits the description cannot state.

@@ -54,6 +54,7 @@ def _stamp(folder: Path) -> tuple[int, int, str]:
     return report.stat().st_ino, report.stat().st_mtime_ns, json.loads(report.read_text())["extra_data"]["kit"]["started"]
 
 
+@pytest.mark.slow
 def test_grade_many_ranks_resumes_after_a_kill_and_keeps_finished_grades(round_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "grades"
     argv = [sys.executable, "-m", "grader.cli", "grade-many", str(round_dir), "--out", str(out), "--jobs", "1", *ONLY]
@@ -106,6 +107,7 @@ def test_grade_many_ranks_resumes_after_a_kill_and_keeps_finished_grades(round_d
         assert cid in index  # the most-missed chart names what the chaff lost
 
 
+@pytest.mark.slow
 def test_finished_grades_are_kept_only_for_the_same_criteria_and_seed(round_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "grades"
     done = _grader("grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests")
@@ -139,6 +141,7 @@ def test_submissions_are_found_by_folder_archive_and_round(round_dir: Path, tmp_
     assert bad.returncode == 2 and "missing: no such file or folder" in bad.stderr and "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow
 def test_human_score_folds_points_into_the_report_and_the_summary(tmp_path: Path) -> None:
     out = tmp_path / "grades"
     done = _grader("grade-many", SUBMISSIONS / "reference", "--out", out, "--only", "memo.front-matter")

@@ -19,6 +19,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "hostile"))
 from hostile_grading import GRADER, ROOT, Snapshot, grade, left_behind, processes_with
 
+pytestmark = pytest.mark.slow
+
 SLOW_LOADGEN = "import time; time.sleep(10)"
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jsonschema
 import yaml
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "submissions" / "reference"
@@ -28,6 +29,7 @@ def _copy_reference(dest: Path) -> Path:
     return dest
 
 
+@pytest.mark.slow
 def test_an_archive_is_graded_and_every_report_is_written(tmp_path):
     archive = tmp_path / "candidate.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
@@ -44,6 +46,7 @@ def test_an_archive_is_graded_and_every_report_is_written(tmp_path):
     assert "loadgen.ttft" in (out / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_a_broken_part_skips_only_its_own_criteria(tmp_path):
     sub = _copy_reference(tmp_path / "sub")
     data = yaml.safe_load((sub / "submission.yaml").read_text())
@@ -90,6 +93,7 @@ def test_the_grader_says_what_stopped_it(tmp_path):
     assert unknown.returncode == 2 and "loadgen.nothing" in unknown.stderr
 
 
+@pytest.mark.slow
 def test_a_section_the_grader_cannot_run_is_inconclusive_and_the_grade_goes_on(tmp_path):
     from grader.grading.grade import GradeRun, grade
     from grader.grading.rubric import DEFAULT_RUBRIC

@@ -1,15 +1,17 @@
 """Memo criteria: findings quote their line, text figures must be front-matter figures, and figures
-citing sizing:/loadgen: fields are checked against the real sizing command and the results file."""
+citing sizing:/loadgen: fields are checked against the sizing command's output and the results file
+(judged from the reference's and a chaff's recorded runs)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-from grader.kit.chaff import materialize
+from recorded import FIXTURES
+
 from grader.criteria.memo_rules import check_memo
+from grader.grading.records import RecordBook
+from grader.grading.rejudge import grade_of
+from grader.grading.rubric import load_rubric
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMO = (ROOT / "submissions" / "reference" / "memo" / "MEMO.md").read_text()
@@ -48,20 +50,15 @@ def test_a_placeholder_label_lets_a_laptop_figure_stand_in() -> None:
     assert "production-provenance" not in rules(labelled)
 
 
-def _grade(folder: Path, out: Path) -> dict[str, dict[str, object]]:
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(folder), "--out", str(out),
-                           "--only", "memo"], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    report = json.loads((out / "report.json").read_text())
-    assert len(report["extra_data"]["human"]["checklist"]) >= 3  # what a person still judges
-    return {t["name"].split(":")[0]: t for t in report["tests"]}
+def _judged(name: str) -> dict[str, object]:
+    grade = grade_of(RecordBook.read(FIXTURES / name), load_rubric())
+    assert len(grade.human_checklist) >= 3  # what a person still judges
+    return {c.id: c for c in grade.criteria if c.deliverable == "memo"}
 
 
-def test_reference_full_marks_and_a_figure_against_its_results_file(tmp_path: Path) -> None:
-    tests = _grade(ROOT / "submissions" / "reference", tmp_path / "ref")
-    assert all(t["score"] == t["max_score"] for t in tests.values())
-    assert "19 figures match" in str(tests["memo.matches-sources"]["output"])
-    chaff = materialize(ROOT / "submissions" / "chaff" / "memo-contradicts-results", tmp_path / "chaff")
-    tests = _grade(chaff, tmp_path / "out")
-    assert tests["memo.matches-sources"]["score"] == 0
-    assert "loadgen:summary.ttft_s.max" in str(tests["memo.matches-sources"]["output"])
+def test_reference_full_marks_and_a_figure_against_its_results_file() -> None:
+    reference = _judged("reference")
+    assert all(c.status == "passed" for c in reference.values())  # type: ignore[attr-defined]
+    assert "19 figures match" in reference["memo.matches-sources"].output  # type: ignore[attr-defined]
+    sources = _judged("memo-contradicts-results")["memo.matches-sources"]
+    assert sources.score == 0 and "loadgen:summary.ttft_s.max" in sources.output  # type: ignore[attr-defined]

@@ -1,5 +1,5 @@
-"""Sizing criteria: the contract's arithmetic against the seed's worked figures, and the criteria run on
-the reference and on chaff in the real sandbox (the grade's own command, its own reports)."""
+"""Sizing criteria: the contract's arithmetic against the seed's worked figures, and the criteria judged on
+the reference's and a chaff's recorded runs (tests/fixtures/runs), and on a crash in the real sandbox."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from recorded import FIXTURES
 
-from grader.kit.chaff import materialize
-from grader.runs.sizing import load_sets
 from grader.criteria.sizing_truth import Conventions, expected
+from grader.grading.records import RecordBook
+from grader.grading.rejudge import grade_of
+from grader.grading.rubric import load_rubric
+from grader.runs.sizing import load_sets
 
 ROOT = Path(__file__).resolve().parents[1]
 SETS, BASE, PERTURB = load_sets()
@@ -58,14 +61,18 @@ def _grade(folder: Path, out: Path) -> dict[str, dict[str, object]]:
     return {t["name"].split(":")[0]: t for t in report["tests"]}
 
 
-def test_reference_full_marks_and_a_constant_price_named(tmp_path: Path) -> None:
-    tests = _grade(ROOT / "submissions" / "reference", tmp_path / "ref")
-    assert all(t["score"] == t["max_score"] for t in tests.values()), {k: t["output"] for k, t in tests.items()}
-    chaff = materialize(ROOT / "submissions" / "chaff" / "sizing-gpu-price-constant", tmp_path / "chaff")
-    tests = _grade(chaff, tmp_path / "out")
-    assert tests["sizing.cost-per-million"]["score"] == 0
-    assert "does not move when --gpu-hour-usd moves" in tests["sizing.cost-per-million"]["output"]
-    assert tests["sizing.kv-cache"]["score"] == tests["sizing.kv-cache"]["max_score"]
+def _judged(name: str) -> dict[str, object]:
+    grade = grade_of(RecordBook.read(FIXTURES / name), load_rubric())
+    return {c.id: c for c in grade.criteria if c.deliverable == "sizing"}
+
+
+def test_reference_full_marks_and_a_constant_price_named() -> None:
+    reference = _judged("reference")
+    assert len(reference) == 7 and all(c.status == "passed" for c in reference.values())  # type: ignore[attr-defined]
+    chaff = _judged("sizing-gpu-price-constant")
+    cost = chaff["sizing.cost-per-million"]
+    assert cost.score == 0 and "does not move when --gpu-hour-usd moves" in cost.output  # type: ignore[attr-defined]
+    assert chaff["sizing.kv-cache"].status == "passed"  # type: ignore[attr-defined]
 
 
 def test_a_crash_fails_with_its_stderr_quoted(tmp_path: Path) -> None:

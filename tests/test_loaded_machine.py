@@ -11,8 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench.loaded import busy_cores, grade_reference, margins, wrong_on_reference
 from grader.kit.selftest import selftest
+
+pytestmark = pytest.mark.slow
 
 TIMED = ("loadgen.ttft", "loadgen.role-chunk", "loadgen.tps", "gateway.streaming")
 

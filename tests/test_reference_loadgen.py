@@ -30,6 +30,8 @@ import pytest
 
 from fake_server import serve
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSION = ROOT / "submissions" / "reference"
 COMMAND = [sys.executable, "-m", "loadgen"]  # the reference's loadgen.command, run from SUBMISSION

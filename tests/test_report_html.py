@@ -196,6 +196,7 @@ def _rgb(rows: list[bytes], x: int, y: int, bpp: int) -> tuple[int, int, int]:
     return r, g, b
 
 
+@pytest.mark.slow
 @needs_chromium
 @pytest.mark.parametrize("sandboxed", [False, True])
 def test_chromium_renders_every_section_and_a_real_page(tmp_path: Path, sandboxed: bool) -> None:

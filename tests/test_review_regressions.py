@@ -83,6 +83,7 @@ def test_admin_rejects_non_ascii_digits(fake_server):
     assert httpx.get(server.base_url + "/admin/ledger", params={"since": "²"}).status_code == 400
 
 
+@pytest.mark.slow
 def test_a_client_leaving_a_stalled_whole_response_frees_its_slot(fake_server):
     server = fake_server(token_rate=20, faults=[{"kind": "stall_after_headers", "seconds": 3}])
     with pytest.raises(httpx.ReadTimeout):

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench.soak import RSS_MARGIN_MIB, run_soak
+
+pytestmark = pytest.mark.slow
 
 
 def test_a_short_soak_leaks_nothing_and_loses_nothing(tmp_path: Path) -> None:

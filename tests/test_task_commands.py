@@ -80,6 +80,7 @@ def test_task_md_starts_with_the_install_and_shows_every_self_check():
     assert not [c for c in commands if re.search(r"(?<![./\w])(chart|schemas)/", c)], "a path from the wrong folder"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", task_commands())
 def test_each_task_command_runs_from_the_candidates_folder(candidate, command):
     argv = command.split()

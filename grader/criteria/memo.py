@@ -60,6 +60,7 @@ class MemoFacts:
     schema: list[str] = field(default_factory=list)
     source_rows: list[list[Any]] = field(default_factory=list)  # figure, source, memo value, source value, line
     source_notes: list[str] = field(default_factory=list)
+    sizing_wall_s: float = 0.0  # how long the sizing command ran on the memo's inputs
 
 
 def _lookup(data: Any, path: str) -> Any:
@@ -120,7 +121,7 @@ def _sources(run: MemoRun, front: dict[str, Any], facts: MemoFacts) -> None:
 
 def facts_of(run: MemoRun) -> MemoFacts:
     """Everything the memo criteria need, from the memo's run record."""
-    facts = MemoFacts(run.memo_file)
+    facts = MemoFacts(run.memo_file, sizing_wall_s=run.sizing_wall_s)
     if run.text is None:
         facts.problem = run.problem
         return facts

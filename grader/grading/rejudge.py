@@ -10,6 +10,7 @@ and says so.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -40,12 +41,26 @@ def rejudge(report_dir: Path, *, rubric: Path | None = None, override: Path | No
     from grader.grading.grade import progress
 
     grade = grade_of(book, current, report=progress(echo) if echo else None)
-    from grader.reports import write_reports
+    from grader.reports import FILE_NAMES, apply_human_scores, write_reports
 
+    # a person's points: those in --out's own report (a re-judge in place), else the graded folder's
+    human = _human_scores(out / FILE_NAMES["json"]) or _human_scores(report_dir / FILE_NAMES["json"])
     if out.resolve() != report_dir.resolve():
         shutil.copytree(report_dir / RUNS, out / RUNS, dirs_exist_ok=True)
     write_reports(grade, out)
+    known = {f"human.{i}" for i in range(1, len(grade.human_checklist) + 1)}
+    if scores := {k: v for k, v in human.items() if k in known}:
+        apply_human_scores(out / FILE_NAMES["json"], scores)  # a person's points survive a re-judge
     return grade
+
+
+def _human_scores(report_json: Path) -> dict[str, tuple[float, float]]:
+    """The checklist points a person recorded in an earlier report.json, by item id (none when there is none)."""
+    try:
+        checklist = json.loads(report_json.read_text(encoding="utf-8"))["extra_data"]["human"]["checklist"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {e["id"]: (e["score"], e["max_score"]) for e in checklist if isinstance(e, dict) and e.get("score") is not None}
 
 
 def grade_of(book: RecordBook, rubric: Rubric, *, report: Callable[[CriterionResult], None] | None = None) -> Grade:

@@ -174,8 +174,9 @@ def _memo_run(ctx: Context, key: str) -> dict[str, Any]:
     return run_memo(ctx.submission, sizing).to_record()
 
 
-MEMO = Section("memo", "memo", boxed=False, timed=False, keys=_once("memo"), run=_memo_run, load=MemoRun.from_record,
-               facts=lambda runs, criterion: facts_of(runs[0]), busy=_never_busy, inherent=lambda run: run.sizing_wall_s)
+MEMO = Section("memo", "memo", boxed=False, timed=False, keys=_once("memo"), run=_memo_run,
+               load=lambda record: facts_of(MemoRun.from_record(record)), facts=_single, busy=_never_busy,
+               inherent=lambda facts: facts.sizing_wall_s)
 
 
 SECTIONS: dict[str, Section] = {s.name: s for s in (LOADGEN, TESTS, GATEWAY, SIZING, MANIFESTS, MEMO)}

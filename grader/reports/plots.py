@@ -23,11 +23,11 @@ from pygal.style import Style
 from grader.grading.outcome import Plot
 from grader.reports.text import clean
 
-__all__ = ["MAX_POINTS", "plot_svg", "thin"]
+__all__ = ["CHART_STYLE", "MAX_POINTS", "plot_svg", "static_svg", "thin"]
 
 MAX_POINTS = 300
 
-_STYLE = Style(
+CHART_STYLE = Style(
     background="#ffffff",
     plot_background="#ffffff",
     foreground="#222222",
@@ -68,7 +68,7 @@ _LONG_DECIMAL = re.compile(r"(-?\d+\.\d{2})\d+")
 _GEOMETRY = ("cx", "cy", "x", "y", "x1", "y1", "x2", "y2", "width", "height", "d", "points", "transform")
 
 
-def _static(chart_id: str) -> Callable[[ET.Element], ET.Element]:
+def static_svg(chart_id: str) -> Callable[[ET.Element], ET.Element]:
     """An XML filter: no comments, no scripts, so nothing runs and nothing changes by the day.
 
     It also drops the tooltip data (<desc> nodes only the dropped script reads) and cuts
@@ -97,7 +97,7 @@ def _short(value: float | None) -> str:
 
 def _config(plot: Plot) -> dict[str, object]:
     return {
-        "js": [], "disable_xml_declaration": True, "style": _STYLE, "width": 560, "height": 320,
+        "js": [], "disable_xml_declaration": True, "style": CHART_STYLE, "width": 560, "height": 320,
         "explicit_size": False, "title": clean(plot.title), "x_title": clean(plot.x_label),
         "y_title": clean(plot.y_label), "legend_at_bottom": True, "truncate_legend": 40,
         "show_x_guides": False, "print_values": False, "tooltip_fancy_mode": False, "no_data_text": "no data",
@@ -138,5 +138,5 @@ def plot_svg(plot: Plot, chart_id: str) -> tuple[str, int]:
                 chart.add("y = x", [(lo, lo), (hi, hi)], stroke=True, show_dots=False,
                           stroke_style={"dasharray": "6, 4", "width": 1})
     chart.uuid = chart_id
-    chart.add_xml_filter(_static(chart_id))
+    chart.add_xml_filter(static_svg(chart_id))
     return chart.render(is_unicode=True), dropped

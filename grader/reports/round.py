@@ -24,7 +24,7 @@ import pygal
 
 from grader.reports import FILE_NAMES
 from grader.reports.page_style import CSS
-from grader.reports.plots import _STYLE, _static
+from grader.reports.plots import CHART_STYLE, static_svg
 from grader.reports.text import clean, fmt_points
 
 __all__ = ["CSV_NAME", "INDEX_NAME", "Row", "RowError", "missed_counts", "read_row", "read_rows", "to_csv",
@@ -140,14 +140,14 @@ def _missed_chart(rows: list[Row]) -> str:
     missed = missed_counts(rows)[:_CHART_MAX]
     if not missed:
         return '<p class="empty">Every candidate got every criterion.</p>'
-    chart = pygal.HorizontalBar(js=[], disable_xml_declaration=True, style=_STYLE, width=760,
+    chart = pygal.HorizontalBar(js=[], disable_xml_declaration=True, style=CHART_STYLE, width=760,
                                 height=90 + 26 * len(missed), explicit_size=False, show_legend=False,
                                 title=f"Criteria missed, by number of candidates (of {len(rows)})",
                                 print_values=True, truncate_label=-1, value_formatter=lambda v: f"{v:g}")
     chart.x_labels = [clean(c) for c, _ in reversed(missed)]
     chart.add("candidates", [n for _, n in reversed(missed)])
     chart.uuid = "missed"
-    chart.add_xml_filter(_static("missed"))
+    chart.add_xml_filter(static_svg("missed"))
     return str(chart.render(is_unicode=True))
 
 

@@ -24,6 +24,7 @@ from grader.round.many import (
     grade_many,
     merge,
     pick,
+    rejudge_many,
 )
 
 __all__ = ["parse_score", "run_grade_many", "run_human_score"]
@@ -60,11 +61,11 @@ def _emit(entries: list[Entry], job_file: Path, *, image: str, parallelism: int,
 
 def run_grade_many(paths: Sequence[Path], out: Path | None, *, jobs: int, force: bool, seed: int, only: tuple[str, ...],
                    override: Path | None, merge: bool, index: int | None, job_file: Path | None, image: str,
-                   parallelism: int, job_name: str) -> None:
+                   parallelism: int, job_name: str, rejudge: bool = False) -> None:
     if not paths:
         raise click.UsageError("give submissions (folders, archives, or folders holding them)"
-                               + (" or report folders" if merge else ""))
-    chosen = [name for name, on in (("--merge", merge), ("--index", index is not None),
+                               + (" or report folders" if merge or rejudge else ""))
+    chosen = [name for name, on in (("--merge", merge), ("--rejudge", rejudge), ("--index", index is not None),
                                     ("--emit-k8s-job", job_file is not None)) if on]
     if len(chosen) > 1:
         raise click.UsageError(f"{' and '.join(chosen)} cannot be used together")
@@ -80,6 +81,9 @@ def run_grade_many(paths: Sequence[Path], out: Path | None, *, jobs: int, force:
         assert out is not None
         if merge:
             _merge(paths, out)
+            return
+        if rejudge:
+            _rejudge(paths, out, override=override, jobs=jobs)
             return
         entries = find_submissions(paths, exclude=[out], expand=index is None)
         if index is not None:
@@ -128,6 +132,23 @@ def _grade_with_bar(run: ManyRun) -> Outcome:
     if outcome.note:
         click.echo(outcome.note, err=True)
     return outcome
+
+
+def _rejudge(paths: Sequence[Path], out: Path, *, override: Path | None, jobs: int) -> None:
+    def on_done(done: Done) -> None:
+        if done.error:
+            click.echo(f"could not re-judge {done.entry.path}: {done.error}", err=True)
+
+    try:
+        outcome = rejudge_many(paths, out, override=override, jobs=jobs, on_done=on_done)
+    except ManyError as exc:
+        raise click.UsageError(str(exc)) from None
+    judged = [d for d in outcome.done if not d.error]
+    seconds = sum(d.seconds for d in judged)
+    click.echo(f"{len(judged)} of {len(outcome.done)} grades re-judged"
+               + (f", {seconds / len(judged) * 1000:.0f} ms a grade" if judged else ""), err=True)
+    _summary(out)
+    sys.exit(1 if len(judged) < len(outcome.done) else 0)
 
 
 def _merge(paths: Sequence[Path], out: Path) -> None:

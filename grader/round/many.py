@@ -29,7 +29,7 @@ from grader.grading.rubric import load_rubric
 from grader.reports import FILE_NAMES
 
 __all__ = ["ARCHIVE_SUFFIXES", "PARTIAL", "Done", "Entry", "ManyError", "ManyRun", "Outcome", "find_submissions",
-           "finished", "grade_many", "merge", "pick", "report_folders"]
+           "finished", "grade_many", "merge", "pick", "rejudge_many", "report_folders"]
 
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
 PARTIAL = ".partial"  # under OUT: grades in progress; never a candidate's name (names never start with ".")
@@ -254,6 +254,40 @@ def report_folders(paths: Sequence[Path]) -> list[Path]:
             raise ManyError(f"--merge {path}: holds no report.json, nor folders that do")
         folders += inner
     return folders
+
+
+def _rejudge_one(folder: Path, target: Path, override: Path | None) -> Done:
+    from grader.grading.rejudge import rejudge
+
+    entry = Entry(folder.name, folder)
+    t0 = time.perf_counter()
+    try:
+        result = rejudge(folder, override=override, out=target)
+    except (ValueError, OSError) as exc:  # RecordError, RubricError: this folder's records; the round goes on
+        why = str(exc) if isinstance(exc, ValueError) else f"{exc.filename}: {exc.strerror}"
+        return Done(entry, kept=False, seconds=time.perf_counter() - t0, error=why)
+    return Done(entry, kept=False, score=result.score, max_score=result.max_score, seconds=time.perf_counter() - t0)
+
+
+def rejudge_many(paths: Sequence[Path], out: Path, *, override: Path | None = None, jobs: int = 1,
+                 on_done: Callable[[Done], None] = lambda done: None) -> Outcome:
+    """Judge every report folder's run records again into `out/<name>/` (in place when it is already there),
+    `jobs` processes at once; nothing of the candidates' runs. The summary is the caller's to write."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    folders = report_folders(paths)
+    names = [f.name for f in folders]
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        raise ManyError(f"--rejudge: two report folders named {twice[0]!r}")
+    out.mkdir(parents=True, exist_ok=True)
+    outcome = Outcome()
+    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(folders)))) as pool:
+        futures = [pool.submit(_rejudge_one, folder, out / folder.name, override) for folder in folders]
+        for future in futures:
+            done = future.result()
+            outcome.done.append(done)
+            on_done(done)
+    return outcome
 
 
 def merge(paths: Sequence[Path], out: Path) -> list[Path]:

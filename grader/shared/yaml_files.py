@@ -21,10 +21,22 @@ class YamlError(ValueError):
     """A YAML file (or a piece of one) that cannot be read; the message names the file and the line."""
 
 
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """PyYAML's safe loader (libyaml's when built in, ten times faster), reading `1e-3` as the number a person
+    means (YAML 1.2), not the string YAML 1.1 sees."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
 def parse_yaml(text: str, *, source: str, first_line: int = 1) -> Any:
     """`text`'s data; `first_line` is the line of the file where `text` begins (for the message)."""
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + first_line}:" if mark is not None else ""

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from grader.contract import schema_errors
 from grader.criteria.gateway.answers import (
     answer_content,
     answer_events,
@@ -25,6 +24,7 @@ from grader.criteria.gateway.answers import (
     parse_json,
     statuses_of,
 )
+from grader.criteria.gateway.stats import stats_errors
 from grader.criteria.registry import check
 from grader.criteria.verdict import Verdict, within
 from grader.grading.rubric import Criterion
@@ -310,7 +310,7 @@ def _starts(run: CaseRun) -> list[str]:
     if health.get("status") != 200:
         out.append(f"GET /health answered {health.get('status')}, expected 200")
     stats = run.stats_after
-    errors = schema_errors("gateway-stats", stats) if isinstance(stats, dict) else ["not a JSON object"]
+    errors = stats_errors(stats)
     if errors:
         out.append(f"GET /stats does not follow gateway-stats.schema.json: {'; '.join(errors[:3])}")
     return out

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import json
+from functools import lru_cache
+
 from grader.contract import schema_errors
 from grader.criteria.gateway.answers import (
     BUSY,
@@ -22,11 +25,23 @@ from grader.grading.outcome import Evidence
 from grader.grading.rubric import Criterion
 from grader.runs.gateway import CaseRun, GatewayRun
 
-__all__ = ["route_stats", "stats_cost", "stats_counts", "stats_latency"]
+__all__ = ["route_stats", "stats_cost", "stats_counts", "stats_errors", "stats_latency"]
+
+
+@lru_cache(maxsize=4096)
+def _errors_of(text: str) -> tuple[str, ...]:
+    return tuple(schema_errors("gateway-stats", json.loads(text)))
+
+
+def stats_errors(stats: Any) -> list[str]:
+    """Every way a /stats answer breaks gateway-stats.schema.json (checked once per distinct answer)."""
+    if not isinstance(stats, dict):
+        return ["not a JSON object"]
+    return list(_errors_of(json.dumps(stats, sort_keys=True)))
 
 
 def route_stats(stats: Any, route: str) -> dict[str, Any] | None:
-    if not isinstance(stats, dict) or schema_errors("gateway-stats", stats):
+    if stats_errors(stats):
         return None
     return stats["routes"][route]
 
@@ -35,8 +50,7 @@ def stats_problems(run: CaseRun) -> list[str]:
     """The case's /stats deltas, route by route, against what its ledgers show."""
     out = []
     for stats, when in ((run.stats_before, "before"), (run.stats_after, "after")):
-        if not isinstance(stats, dict) or schema_errors("gateway-stats", stats):
-            errors = schema_errors("gateway-stats", stats) if isinstance(stats, dict) else ["not a JSON object"]
+        if errors := stats_errors(stats):
             return [f"/stats {when} the case does not follow gateway-stats.schema.json: {'; '.join(errors[:3])}"]
     single = run.case.kind == "one"
     successes = success_records(run)
@@ -112,7 +126,7 @@ def stats_latency(gw: GatewayRun, criterion: Criterion) -> Verdict:
         uppers = sorted(d for run in runs for d in client_durations(run, route))
         reported = route_stats(last, route)
         if reported is None:
-            why = schema_errors("gateway-stats", last)[:2] if isinstance(last, dict) else [repr(last)[:200]]
+            why = stats_errors(last)[:2] if isinstance(last, dict) else [repr(last)[:200]]
             problems.append(f"/stats at the end does not follow gateway-stats.schema.json: {'; '.join(why)}")
             break
         got = reported["latency_s"]

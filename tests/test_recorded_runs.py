@@ -1,0 +1,92 @@
+"""Every criterion judged from recorded runs, with nothing running: the reference's records pass every
+criterion, and each chaff's records lose exactly its targets.
+
+The records in tests/fixtures/runs/ were made by `make fixtures` (tests/recorded.py) from the
+reference and every chaff. A fixture whose submission, scenario, gateway plan or input sets no
+longer match today's is stale: the test says so (record again) rather than judge old facts as new.
+`grader selftest` (the slow tier) still runs everything for real.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from recorded import FIXTURES, INDEPENDENT, ROOT, digest, source_of
+
+from grader.grading.records import RecordBook
+from grader.grading.rejudge import grade_of
+from grader.grading.rubric import load_rubric
+from grader.kit.chaff import list_chaff
+from grader.runs.sizing import load_sets
+
+RUBRIC = load_rubric()
+CHAFF = {c.name: c for c in list_chaff(ROOT / "submissions" / "chaff")}
+NAMES = ["reference", *sorted(CHAFF), *INDEPENDENT]
+
+
+def _book(name: str) -> RecordBook:
+    folder = FIXTURES / name
+    if not (folder / "index.json").is_file():
+        pytest.fail(f"no recorded runs for {name} in {folder}: record them with `make fixtures`")
+    return RecordBook.read(folder)
+
+
+def _stale(name: str, book: RecordBook, scratch: Path) -> list[str]:
+    """What changed since the fixture was recorded: its submission, a scenario, the gateway plan or the sets."""
+    out = []
+    if (FIXTURES / name / "source.txt").read_text().strip() != digest(source_of(name, scratch)):
+        out.append("the submission changed")
+    sets, base, perturb = load_sets()
+    for record in book.records.values():
+        if record["section"] == "loadgen":
+            scenario = RUBRIC.scenarios.get(record["scenario"]["name"])
+            if scenario is None or scenario.to_dict() != record["scenario"]:
+                out.append(f"scenario {record['scenario']['name']} changed")
+        elif record["section"] == "gateway":
+            plan, current = dict(record["plan"]), RUBRIC.gateway.to_dict()
+            recorded = {c["name"]: c for c in plan.pop("cases")}
+            if {k: v for k, v in current.items() if k != "cases"} != plan or any(
+                    recorded[c["name"]] != c for c in current["cases"] if c["name"] in recorded):
+                out.append("the gateway plan changed")
+        elif record["section"] == "sizing":
+            if {r["name"]: r["flags"] for r in record["sets"]} != sets or record["perturb"] != perturb:
+                out.append("the sizing input sets changed")
+    return out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_recorded_runs_are_those_of_todays_submission_and_plan(name: str, tmp_path: Path) -> None:
+    stale = _stale(name, _book(name), tmp_path)
+    assert not stale, f"{name}: the recorded runs are stale ({'; '.join(stale)}): record them again with `make fixtures`"
+
+
+def test_the_references_records_pass_every_criterion() -> None:
+    book = _book("reference")
+    assert book.index["criteria"] == [c.id for c in RUBRIC.criteria], "record the reference on the whole rubric"
+    grade = grade_of(book, RUBRIC)
+    wrong = {c.id: c.output for c in grade.criteria if c.status != "passed"}
+    assert not wrong
+    assert grade.score == grade.max_score
+
+
+@pytest.mark.parametrize("name", sorted(INDEPENDENT))
+def test_an_independent_submissions_records_pass_every_criterion_of_what_it_implements(name: str) -> None:
+    book = _book(name)
+    parts = INDEPENDENT[name][1]
+    assert book.index["criteria"] == [c.id for c in RUBRIC.criteria if c.deliverable in parts]
+    grade = grade_of(book, RUBRIC)
+    assert {c.id: c.output for c in grade.criteria if c.status != "passed"} == {}
+
+
+@pytest.mark.parametrize("name", sorted(CHAFF))
+def test_each_chaffs_records_lose_exactly_its_targets(name: str) -> None:
+    book = _book(name)
+    targets = set(CHAFF[name].targets)
+    judged = set(book.index["criteria"])
+    assert targets <= judged, f"{name}: the records do not cover {sorted(targets - judged)}"
+    grade = grade_of(book, RUBRIC)
+    kept = [c.id for c in grade.criteria if c.id in targets and c.score >= c.weight]
+    lost = {c.id: c.output for c in grade.criteria if c.id not in targets and c.status != "passed"}
+    assert not kept, f"{name} keeps its target(s) {kept}"
+    assert not lost, f"{name} loses criteria it does not target: {lost}"
