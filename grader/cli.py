@@ -269,26 +269,49 @@ def bundle(out: Path, pythons: str, platforms: tuple[str, ...]) -> None:
 @click.option("--parallelism", type=click.IntRange(min=1), default=4, show_default=True,
               help="With --emit-k8s-job: pods running at once.")
 @click.option("--job-name", default="grade-round", show_default=True, help="With --emit-k8s-job: the Job's name.")
+@click.option("--similarity-threshold", "threshold", type=click.FloatRange(min=0, max=1, min_open=True), default=None,
+              metavar="SHARE", help="Flag pairs of submissions whose similarity in a deliverable is at least SHARE "
+              "(default 0.5, measured: docs/grading-many.md).")
+@click.option("--no-similarity", is_flag=True, help="Skip the similarity check (the item analysis is still made).")
+@click.option("--leak", "leaks", multiple=True, type=click.Path(path_type=Path), metavar="PATH",
+              help="Also compare every submission with this leaked solution (a submission, or a folder of them; "
+              "repeatable).")
+@click.option("--no-kit-leaks", is_flag=True, help="Do not compare with the kit's reference and chaff.")
+@click.option("--anonymize", is_flag=True, help="Also write --out/blind/: every report, index.html and grades.csv "
+              "with a stable code for each candidate and no name.")
+@click.option("--reveal", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="Write the code-to-name map of the blind copy to FILE (CSV).")
 def grade_many(paths: tuple[Path, ...], out: Path | None, jobs: int, force: bool, seed: int, only: tuple[str, ...],
                override: Path | None, merge: bool, rejudge: bool, index: int | None, job_file: Path | None,
-               image: str, parallelism: int, job_name: str) -> None:
+               image: str, parallelism: int, job_name: str, threshold: float | None, no_similarity: bool,
+               leaks: tuple[Path, ...], no_kit_leaks: bool, anonymize: bool, reveal: Path | None) -> None:
     """Grade many submissions (folders, .zip/.tar.gz, or folders holding them) into --out.
 
-    Resumable: a finished grade in --out is kept unless --force. Exit status: 0 when every
-    submission has a report, 1 when the grader could not grade one, 2 on bad usage.
+    Resumable: a finished grade in --out is kept unless --force. The summary (grades.csv,
+    index.html) adds the similarity of every pair of submissions and an item analysis of the
+    criteria. Exit status: 0 when every submission has a report, 1 when the grader could not
+    grade one, 2 on bad usage.
     """
-    from grader.round.commands import run_grade_many
+    from grader.round.commands import SummaryOptions, run_grade_many
+    from grader.round.similarity import DEFAULT_THRESHOLD
 
+    if no_similarity and (threshold is not None or leaks):
+        raise click.UsageError("--no-similarity cannot be used with --similarity-threshold or --leak")
+    summary = SummaryOptions(threshold=None if no_similarity else (threshold or DEFAULT_THRESHOLD), leaks=leaks,
+                             kit_leaks=not no_kit_leaks, anonymize=anonymize, reveal=reveal, jobs=jobs)
     run_grade_many(paths, out, jobs=jobs, force=force, seed=seed, only=only, override=override, merge=merge,
                    index=index, job_file=job_file, image=image, parallelism=parallelism, job_name=job_name,
-                   rejudge=rejudge)
+                   rejudge=rejudge, summary=summary)
 
 
 @main.command("human-score")
 @click.argument("report_json", metavar="REPORT_JSON", type=click.Path(path_type=Path, dir_okay=False))
 @click.argument("scores", nargs=-1, required=True, metavar="ITEM=SCORE/MAX...")
 def human_score(report_json: Path, scores: tuple[str, ...]) -> None:
-    """Record a person's checklist points in REPORT_JSON, e.g. `human.1=2/3` (ITEM is an id or the item's text)."""
+    """Record a person's checklist points in REPORT_JSON, e.g. `human.1=2/3` (ITEM is an id or the item's text).
+
+    Works on a blind copy's reports too (OUT/blind/CODE/report.json): the next `grade-many --merge OUT
+    --out OUT --anonymize` carries the points back to the named report and ranks on them."""
     from grader.round.commands import run_human_score
 
     run_human_score(report_json, scores)

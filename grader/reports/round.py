@@ -3,11 +3,15 @@
     from grader.reports.round import read_rows, write_index
     rows = read_rows(Path("grades"))          # every OUT/<name>/report.json, ranked
     write_index(rows, Path("grades"))         # grades.csv, index.html
+    write_index(rows, out, analyse(out, rows))  # and the similarity, item analysis and score plots
 
 Only report.json is read, so the summary of a run on one machine and of many Kubernetes pods
 merged (`grader grade-many --merge`) are the same thing, and a person's checklist points
 (`grader human-score`) count once the summary is rebuilt. Ranked by score (human points
-included), ties by name; equal scores share a rank.
+included), ties by name; equal scores share a rank. With an analysis (grader.round.analysis), the
+page also lists the similar pairs, the item analysis and each deliverable's score distribution, and
+grades.csv gains each submission's highest similarity and what it matched
+(grader/reports/round_analysis.py).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pygal
 
@@ -27,8 +31,11 @@ from grader.reports.page_style import CSS
 from grader.reports.plots import CHART_STYLE, static_svg
 from grader.reports.text import clean, fmt_points
 
-__all__ = ["CSV_NAME", "INDEX_NAME", "Row", "RowError", "missed_counts", "read_row", "read_rows", "to_csv",
-           "to_index_html", "write_index"]
+if TYPE_CHECKING:
+    from grader.round.analysis import Analysis
+
+__all__ = ["CSV_NAME", "INDEX_NAME", "Row", "RowError", "missed_counts", "read_row", "read_rows", "summary_files",
+           "to_csv", "to_index_html", "write_files", "write_index"]
 
 CSV_NAME = "grades.csv"
 INDEX_NAME = "index.html"
@@ -54,6 +61,7 @@ class Row:
     scores: dict[str, float] = field(default_factory=dict)  # criterion id -> points awarded
     weights: dict[str, float] = field(default_factory=dict)
     titles: dict[str, str] = field(default_factory=dict)
+    deliverables: dict[str, str] = field(default_factory=dict)  # criterion id -> its deliverable
     rank: int = 0
 
     @property
@@ -81,6 +89,7 @@ def read_row(folder: Path) -> Row:
             awarded = float(c["score"]) if c["status"] in ("passed", "failed") else 0.0
             row.statuses[c["id"]], row.scores[c["id"]] = c["status"], awarded
             row.weights[c["id"]], row.titles[c["id"]] = float(c["weight"]), str(c["title"])
+            row.deliverables[c["id"]] = str(c.get("deliverable") or c["id"].split(".")[0])
     except OSError as exc:
         raise RowError(f"{path}: cannot read ({exc.strerror})") from None
     except (ValueError, KeyError, TypeError) as exc:
@@ -116,16 +125,32 @@ def _num(value: float) -> str:
     return f"{round(value, 6):g}"
 
 
-def to_csv(rows: list[Row]) -> str:
-    """One row per candidate, one column per criterion (the points awarded; empty when not graded)."""
+def _closest(analysis: Analysis | None, name: str) -> tuple[str, str]:
+    """(highest similarity, "other (deliverable)") for grades.csv; empty without a similarity check."""
+    if analysis is None or analysis.similarity is None:
+        return "", ""
+    pair = analysis.similarity.highest(name)
+    if pair is None:
+        return "", ""
+    other = pair.b if pair.a == name else pair.a
+    return f"{pair.score:.4f}", f"{other} ({pair.deliverable})"
+
+
+def to_csv(rows: list[Row], analysis: Analysis | None = None) -> str:
+    """One row per candidate, one column per criterion (the points awarded; empty when not graded).
+
+    With a similarity check, `similarity` and `similar_to` (the highest score and what it matched) follow
+    the fixed columns."""
     ids = criterion_ids(rows)
+    similar = analysis is not None and analysis.similarity is not None
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(_FIXED + ids)
+    writer.writerow(_FIXED + (["similarity", "similar_to"] if similar else []) + ids)
     for r in rows:
         writer.writerow([r.rank, r.name, clean(r.candidate), _num(r.score), _num(r.max_score), f"{r.percent:.1f}",
                          "" if r.human_score is None else _num(r.human_score), "yes" if r.sandboxed else "NO",
                          " ".join(r.inconclusive), r.contract_problems]
+                        + (list(_closest(analysis, r.name)) if similar else [])
                         + [_num(r.scores[c]) if c in r.scores else "" for c in ids])
     return buffer.getvalue()
 
@@ -155,15 +180,19 @@ def _e(value: Any) -> str:
     return html.escape(clean(value), quote=True)
 
 
-def to_index_html(rows: list[Row]) -> str:
-    """A self-contained page: the ranking, each name linking its report.html, and the missed chart."""
+def to_index_html(rows: list[Row], analysis: Analysis | None = None) -> str:
+    """A self-contained page: the ranking, each name linking its report.html, and the missed chart;
+    with an analysis, the similar pairs (linking their side-by-side pages), the item analysis and plots."""
     ids = criterion_ids(rows)
     unsandboxed = [r.name for r in rows if not r.sandboxed]
     head = ("<tr><th class=num>#</th><th>Submission</th><th>Candidate</th><th class=num>Score</th>"
             "<th class=num>%</th><th class=num>Human</th><th>Flags</th></tr>")
     body = []
     for r in rows:
-        flags = (["UNSANDBOXED"] if not r.sandboxed else []) + \
+        similar = analysis.similarity.highest(r.name) if analysis and analysis.similarity else None
+        similar_flag = (f"similar to {similar.b if similar.a == r.name else similar.a} ({similar.deliverable} "
+                        f"{similar.score:.0%})") if similar and similar.score >= similar_at(analysis) else ""
+        flags = (["UNSANDBOXED"] if not r.sandboxed else []) + ([similar_flag] if similar_flag else []) + \
                 ([f"{len(r.inconclusive)} inconclusive"] if r.inconclusive else []) + \
                 ([f"{r.contract_problems} contract problems"] if r.contract_problems else [])
         link = f'<a href="{_e(r.name)}/{FILE_NAMES["html"]}">{_e(r.name)}</a>'
@@ -187,21 +216,56 @@ def to_index_html(rows: list[Row]) -> str:
         f"<h2>What most candidates missed</h2>{_missed_chart(rows)}"
         + (f"<table><tr><th>Criterion</th><th class=num>Missed by</th><th>What it asks</th></tr>{legend}</table>"
            if missed else "")
+        + (_analysis_html(analysis) if analysis is not None else "")
         + "</main></body></html>\n"
     )
+
+
+def _analysis_html(analysis: Analysis) -> str:
+    from grader.reports.round_analysis import analysis_html
+
+    return analysis_html(analysis)
+
+
+def similar_at(analysis: Analysis | None) -> float:
+    return analysis.similarity.threshold if analysis and analysis.similarity else float("inf")
 
 
 def _title(rows: list[Row], criterion: str) -> str:
     return next((r.titles[criterion] for r in rows if criterion in r.titles), "")
 
 
-def write_index(rows: list[Row], out: Path) -> dict[str, Path]:
-    """Write grades.csv and index.html into `out` (each replaced whole) and return their paths."""
+def summary_files(rows: list[Row], analysis: Analysis | None = None) -> dict[str, str]:
+    """Every file of the summary by its path under the round's folder."""
+    files = {CSV_NAME: to_csv(rows, analysis), INDEX_NAME: to_index_html(rows, analysis)}
+    if analysis is not None:
+        from grader.reports.round_analysis import analysis_files
+
+        files.update(analysis_files(analysis))
+    return files
+
+
+def write_files(files: dict[str, str], out: Path) -> dict[str, Path]:
+    """Write each file under `out`, replaced whole; the side-by-side pages' folder holds only this run's."""
+    from grader.reports.pair_page import FOLDER
+
+    pages = out / FOLDER
+    if pages.is_dir():
+        for old in pages.glob("*.html"):
+            if f"{FOLDER}/{old.name}" not in files:
+                old.unlink()
     paths = {}
-    for name, text in ((CSV_NAME, to_csv(rows)), (INDEX_NAME, to_index_html(rows))):
+    for name, text in files.items():
         path = out / name
-        tmp = path.with_name(f".{name}.tmp")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text(text, encoding="utf-8", newline="\n")
         tmp.replace(path)
         paths[name] = path
     return paths
+
+
+def write_index(rows: list[Row], out: Path, analysis: Analysis | None = None) -> dict[str, Path]:
+    """Write grades.csv and index.html into `out` (each replaced whole), and the analysis's files when
+    given; return their paths."""
+    return write_files(summary_files(rows, analysis), out)

@@ -7,6 +7,7 @@ import contextlib
 import math
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,21 +27,57 @@ from grader.round.many import (
     pick,
     rejudge_many,
 )
+from grader.round.similarity import DEFAULT_THRESHOLD
 
-__all__ = ["parse_score", "run_grade_many", "run_human_score"]
+__all__ = ["SummaryOptions", "parse_score", "run_grade_many", "run_human_score"]
 
 
-def _summary(out: Path) -> None:
+@dataclass(frozen=True)
+class SummaryOptions:
+    """What the round's summary adds to the ranking (docs/grading-many.md)."""
+
+    threshold: float | None = DEFAULT_THRESHOLD  # None: no similarity check
+    leaks: tuple[Path, ...] = ()
+    kit_leaks: bool = True
+    anonymize: bool = False
+    reveal: Path | None = None
+    jobs: int = 1
+
+
+def _summary(out: Path, options: SummaryOptions = SummaryOptions()) -> None:
+    from grader.round.analysis import analyse
+    from grader.round.blind import BlindError, carry_back, codes_for, write_blind, write_reveal
+    from grader.round.similarity import SimilarityError
+
     try:
         rows = read_rows(out)
-    except RowError as exc:
+        if options.anonymize and (took := carry_back(out, codes_for(out, [r.name for r in rows]))):
+            click.echo(f"checklist points from the blind copy recorded in {len(took)} report(s)", err=True)
+            rows = read_rows(out)
+        analysis = analyse(out, rows, threshold=options.threshold, leaks=options.leaks, kit_leaks=options.kit_leaks,
+                           jobs=options.jobs)
+        paths = write_index(rows, out, analysis)
+        blind = write_blind(out, rows, analysis) if options.anonymize else None
+        revealed = write_reveal(out, options.reveal, rows) if options.reveal is not None else None
+    except (RowError, SimilarityError, BlindError) as exc:
         raise click.ClickException(str(exc)) from None
-    paths = write_index(rows, out)
+    except OSError as exc:
+        raise click.ClickException(f"{exc.filename or out}: {exc.strerror}") from None
     for row in rows[:10]:
         click.echo(f"{row.rank:>3}  {row.name:<32} {row.score:g}/{row.max_score:g}")
     if len(rows) > 10:
         click.echo(f"     ... {len(rows) - 10} more")
+    if analysis.similarity is not None:
+        flagged = analysis.similarity.flagged()
+        click.echo(f"similarity: {len(flagged)} deliverable pair(s) at or above {analysis.similarity.threshold:g}")
+    flagged_items = [i.criterion for i in analysis.items if i.flags]
+    if flagged_items:
+        click.echo(f"item analysis: {len(flagged_items)} criteria flagged (items.csv)")
     click.echo(f"{paths['grades.csv']}\n{paths['index.html']}")
+    if blind is not None:
+        click.echo(f"blind copy for reviewers (codes, no names): {blind}")
+    if revealed is not None:
+        click.echo(f"code-to-name map: {revealed}")
 
 
 def _emit(entries: list[Entry], job_file: Path, *, image: str, parallelism: int, job_name: str, seed: int,
@@ -61,7 +98,8 @@ def _emit(entries: list[Entry], job_file: Path, *, image: str, parallelism: int,
 
 def run_grade_many(paths: Sequence[Path], out: Path | None, *, jobs: int, force: bool, seed: int, only: tuple[str, ...],
                    override: Path | None, merge: bool, index: int | None, job_file: Path | None, image: str,
-                   parallelism: int, job_name: str, rejudge: bool = False) -> None:
+                   parallelism: int, job_name: str, rejudge: bool = False,
+                   summary: SummaryOptions = SummaryOptions()) -> None:
     if not paths:
         raise click.UsageError("give submissions (folders, archives, or folders holding them)"
                                + (" or report folders" if merge or rejudge else ""))
@@ -80,10 +118,10 @@ def run_grade_many(paths: Sequence[Path], out: Path | None, *, jobs: int, force:
             return
         assert out is not None
         if merge:
-            _merge(paths, out)
+            _merge(paths, out, summary)
             return
         if rejudge:
-            _rejudge(paths, out, override=override, jobs=jobs)
+            _rejudge(paths, out, override=override, jobs=jobs, summary=summary)
             return
         entries = find_submissions(paths, exclude=[out], expand=index is None)
         if index is not None:
@@ -98,7 +136,7 @@ def run_grade_many(paths: Sequence[Path], out: Path | None, *, jobs: int, force:
     if index is None:  # pods of a Job share --out: only a whole run tidies it
         with contextlib.suppress(OSError):
             (out / PARTIAL).rmdir()
-        _summary(out)
+        _summary(out, summary)
     else:
         done = outcome.done[0]
         state = "kept (already finished)" if done.kept else ("failed" if done.error else "graded")
@@ -134,7 +172,8 @@ def _grade_with_bar(run: ManyRun) -> Outcome:
     return outcome
 
 
-def _rejudge(paths: Sequence[Path], out: Path, *, override: Path | None, jobs: int) -> None:
+def _rejudge(paths: Sequence[Path], out: Path, *, override: Path | None, jobs: int,
+             summary: SummaryOptions = SummaryOptions()) -> None:
     def on_done(done: Done) -> None:
         if done.error:
             click.echo(f"could not re-judge {done.entry.path}: {done.error}", err=True)
@@ -147,16 +186,16 @@ def _rejudge(paths: Sequence[Path], out: Path, *, override: Path | None, jobs: i
     seconds = sum(d.seconds for d in judged)
     click.echo(f"{len(judged)} of {len(outcome.done)} grades re-judged"
                + (f", {seconds / len(judged) * 1000:.0f} ms a grade" if judged else ""), err=True)
-    _summary(out)
+    _summary(out, summary)
     sys.exit(1 if len(judged) < len(outcome.done) else 0)
 
 
-def _merge(paths: Sequence[Path], out: Path) -> None:
+def _merge(paths: Sequence[Path], out: Path, summary: SummaryOptions = SummaryOptions()) -> None:
     try:
         merge(paths, out)
     except ManyError as exc:
         raise click.UsageError(str(exc)) from None
-    _summary(out)
+    _summary(out, summary)
 
 
 def parse_score(text: str) -> tuple[str, tuple[float, float]]:

@@ -9,7 +9,9 @@ so the fake servers' and the gateway's ports never meet) into `OUT/<name>/`. A g
 into `OUT/.partial/<name>/` and renamed into place only once its reports are complete, so a run
 that is killed leaves either a finished grade or nothing: the next run keeps every finished
 grade (unless `force`) and redoes the rest. `grades.csv` and `index.html` are rebuilt from the
-report folders at the end (grader/reports/round.py), which is also what `--merge` does.
+report folders at the end (grader/reports/round.py), which is also what `--merge` does. Beside each
+grade the deliverables' text is kept (`sources.json.gz`, grader/round/sources.py) for the round's
+similarity check, so a merged or re-judged round is compared as a local one.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from grader.grading.grade import GradeRun, grade
 from grader.grading.rubric import load_rubric
 from grader.reports import FILE_NAMES
+from grader.round.sources import SOURCES_NAME
 
 __all__ = ["ARCHIVE_SUFFIXES", "PARTIAL", "Done", "Entry", "ManyError", "ManyRun", "Outcome", "find_submissions",
            "finished", "grade_many", "merge", "pick", "rejudge_many", "report_folders"]
@@ -180,6 +183,7 @@ def _grade_one(run: ManyRun, entry: Entry) -> Done:
             echo(f"the grader could not grade {entry.path}: {type(exc).__name__}: {exc}")
             return Done(entry, kept=False, seconds=time.perf_counter() - t0,
                         error=f"{type(exc).__name__}: {exc} (log: {partial / 'grade.log'})")
+        _keep_sources(entry, partial, echo)
     final = run.out / entry.name
     if final.exists():
         old = run.out / PARTIAL / f"{entry.name}.old"
@@ -189,6 +193,17 @@ def _grade_one(run: ManyRun, entry: Entry) -> Done:
     partial.rename(final)
     return Done(entry, kept=False, score=result.score, max_score=result.max_score,
                 seconds=time.perf_counter() - t0)
+
+
+def _keep_sources(entry: Entry, folder: Path, echo: Callable[[str], None]) -> None:
+    """The deliverables' text beside the grade, for the round's similarity check (grader/round/sources.py)."""
+    from grader.grading.archive import ArchiveError
+    from grader.round.sources import snapshot, write_sources
+
+    try:
+        write_sources(snapshot(entry.path), folder)
+    except (OSError, ArchiveError) as exc:  # the grade stands; the similarity check says what it lacks
+        echo(f"the deliverables' text was not kept for the similarity check: {exc}")
 
 
 def _kept(folder: Path, entry: Entry) -> Done:
@@ -213,6 +228,8 @@ def grade_many(run: ManyRun, *, on_start: Callable[[int, int], None] = lambda to
         folder = run.out / entry.name
         if not run.force and finished(folder, criteria=criteria, seed=run.seed):
             outcome.done.append(_kept(folder, entry))
+            if not (folder / SOURCES_NAME).is_file():  # graded before grades kept them
+                _keep_sources(entry, folder, lambda line: None)
         else:
             todo.append(entry)
     on_start(len(todo), len(outcome.done))
@@ -266,6 +283,8 @@ def _rejudge_one(folder: Path, target: Path, override: Path | None) -> Done:
     except (ValueError, OSError) as exc:  # RecordError, RubricError: this folder's records; the round goes on
         why = str(exc) if isinstance(exc, ValueError) else f"{exc.filename}: {exc.strerror}"
         return Done(entry, kept=False, seconds=time.perf_counter() - t0, error=why)
+    if (folder / SOURCES_NAME).is_file() and target.resolve() != folder.resolve():
+        shutil.copy2(folder / SOURCES_NAME, target / SOURCES_NAME)
     return Done(entry, kept=False, score=result.score, max_score=result.max_score, seconds=time.perf_counter() - t0)
 
 

@@ -1,0 +1,91 @@
+"""A flagged pair of submissions side by side, the text they share highlighted: `similarity/<a>--<b>.html`.
+
+One page per pair, one section per deliverable flagged (its score and each side's share), each side's
+files with the matched regions marked. The regions are copydetect's copied slices of the filtered
+text, mapped back onto the files as written (grader.round.similarity.matched_regions), so a region
+may begin or end inside a name or a string. Self-contained: no script, no URL.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from grader.reports.page_style import CSS
+from grader.reports.text import clean
+from grader.round.similarity import Document, Pair, Region, Similarity, matched_regions
+
+__all__ = ["FOLDER", "page_name", "pair_page"]
+
+FOLDER = "similarity"
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_PAGE_CSS = """
+.sides { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
+.side h3 { text-transform: none; letter-spacing: 0; }
+.side pre { max-height: 560px; overflow: auto; white-space: pre; font-size: 12px; line-height: 1.35; }
+mark { background: #ffd7a8; color: inherit; }
+main, header { max-width: 1500px; }
+.files-unmatched { color: var(--muted); font-size: 13px; }
+"""
+
+
+def page_name(a: str, b: str) -> str:
+    """The page's file name, under FOLDER: safe for any submission or leak name."""
+    return f"{_UNSAFE_NAME.sub('-', a)}--{_UNSAFE_NAME.sub('-', b)}.html"
+
+
+def _e(value: object) -> str:
+    return html.escape(clean(value), quote=True)
+
+
+def _marked(text: str, regions: list[Region]) -> str:
+    out: list[str] = []
+    at = 0
+    for r in sorted(regions, key=lambda r: r.start):
+        start, end = max(r.start, at), min(r.end, len(text))
+        if end <= start:
+            continue
+        out.append(html.escape(text[at:start]))
+        out.append(f"<mark>{html.escape(text[start:end])}</mark>")
+        at = end
+    out.append(html.escape(text[at:]))
+    return "".join(out)
+
+
+def _side(doc: Document, regions: list[Region], share: float, title: str) -> str:
+    by_file: dict[str, list[Region]] = {}
+    for r in regions:
+        by_file.setdefault(r.file, []).append(r)
+    shown = [f for f in doc.files if f in by_file]
+    unmatched = [f for f in doc.files if f not in by_file]
+    parts = [f"<div class=side><h3>{_e(title)}: {share:.0%} of its own text found on the other side</h3>"]
+    for path in shown:
+        parts.append(f"<p class=mono>{_e(path)}</p><pre>{_marked(doc.files[path], by_file[path])}</pre>")
+    if unmatched:
+        parts.append(f"<p class=files-unmatched>No match in: {_e(', '.join(unmatched))}</p>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def pair_page(pairs: list[Pair], similarity: Similarity) -> str:
+    """The page of one pair of submissions (every Pair given must have the same a and b)."""
+    a, b = pairs[0].a, pairs[0].b
+    sections = []
+    for pair in pairs:
+        doc_a = similarity.documents[(pair.a, pair.deliverable)]
+        doc_b = similarity.documents[(pair.b, pair.deliverable)]
+        regions_a, regions_b = matched_regions(doc_a, doc_b)
+        also = f" (the same text as {', '.join(doc_b.also)})" if doc_b.also else ""
+        sections.append(
+            f"<section><h2>{_e(pair.deliverable)}: {pair.score:.0%}</h2>"
+            f"<p>{_e(a)} shares {pair.share_a:.0%} of its {_e(pair.deliverable)} with {_e(b)}{_e(also)}; "
+            f"{_e(b)} shares {pair.share_b:.0%} of its own. Highlighted: the text both hold (after names, "
+            "strings, comments and layout are set aside for code), less the starter's.</p>"
+            f"<div class=sides>{_side(doc_a, regions_a, pair.share_a, a)}{_side(doc_b, regions_b, pair.share_b, b)}"
+            "</div></section>")
+    return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+            "<meta name=viewport content='width=device-width, initial-scale=1'>"
+            f"<title>Similarity: {_e(a)} and {_e(b)}</title><style>{CSS}{_PAGE_CSS}</style></head><body>"
+            f"<header><h1>{_e(a)} and {_e(b)}</h1><p><a href=\"../index.html\">Back to the round</a>. "
+            f"Flagged at {similarity.threshold:.0%} and above.</p></header>"
+            f"<main>{''.join(sections)}</main></body></html>\n")
