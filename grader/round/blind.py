@@ -103,13 +103,13 @@ class Redactor:
     """Replaces every way a name is written with its code, and every e-mail address with [email]."""
 
     def __init__(self, names: Mapping[str, set[str]], codes: Mapping[str, str]) -> None:
-        full: dict[str, str] = {}  # a full name's tokens, lower case, joined by one space -> code
+        full: dict[str, str] = {}  # a full name's tokens, lower case, joined -> code
         parts: dict[str, str] = {}  # a part of a full name as written ("Ada"), or a one-word name -> code
         for who, spellings in names.items():
             for spelling in spellings:
                 tokens = _TOKEN.findall(spelling)
                 if len(tokens) > 1:
-                    full[" ".join(tokens).lower()] = codes[who]
+                    full["".join(tokens).lower()] = codes[who]
                     # each part as the name writes it; not in lower case, where a part may be a word of the report's
                     parts.update({t: codes[who] for t in tokens if len(t) >= 3})
                 elif tokens:
@@ -117,9 +117,10 @@ class Redactor:
         self._full = full
         self._parts = parts
         # one pass each: any separators and any case between a full name's tokens ("ada-okonkwo", "Ada Okonkwo")
-        alternatives = sorted(full, key=len, reverse=True)
+        alternatives = sorted({tuple(t.lower() for t in _TOKEN.findall(s)) for spellings in names.values()
+                               for s in spellings if len(_TOKEN.findall(s)) > 1}, key=lambda t: -len("".join(t)))
         self._full_re = re.compile(r"(?<![^\W_])(?:" + "|".join(
-            r"[\W_]{0,3}".join(map(re.escape, a.split(" "))) for a in alternatives) + r")(?![^\W_])",
+            r"[\W_]{0,3}".join(map(re.escape, a)) for a in alternatives) + r")(?![^\W_])",
             re.IGNORECASE) if full else None
         self._parts_re = re.compile(r"(?<![^\W_])(?:" + "|".join(
             map(re.escape, sorted(parts, key=len, reverse=True))) + r")(?![^\W_])") if parts else None
@@ -128,7 +129,7 @@ class Redactor:
     def text(self, text: str) -> str:
         text = _EMAIL.sub("[email]", text)
         if self._full_re is not None:
-            text = self._full_re.sub(lambda m: self._full[" ".join(_TOKEN.findall(m.group())).lower()], text)
+            text = self._full_re.sub(lambda m: self._full["".join(_TOKEN.findall(m.group())).lower()], text)
         if self._parts_re is not None:
             text = self._parts_re.sub(lambda m: self._parts[m.group()], text)
         return text

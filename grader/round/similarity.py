@@ -129,7 +129,7 @@ class Similarity:
     threshold: float
     pairs: list[Pair]  # round pairs, and each submission's closest leak per deliverable; highest first
     note: str  # what the round was compared with
-    unscored: dict[str, list[str]] = field(default_factory=dict)  # owner -> deliverables too small to score
+    unscored: dict[str, list[str]] = field(default_factory=dict)  # owner -> deliverables handed in, too small to score
     documents: dict[tuple[str, str], Document] = field(default_factory=dict)  # (owner, deliverable)
 
     def flagged(self) -> list[Pair]:
@@ -356,7 +356,9 @@ def compare(round_sources: Mapping[str, Sources], leaks: Mapping[str, Sources] |
         docs: list[Document] = []
         for owner in sorted(round_sources):
             part = round_sources[owner].deliverables.get(name)
-            doc = prints.document(owner, name, part.files if part else {})
+            if part is None or part.empty:  # not handed in: nothing to compare, nothing to say
+                continue
+            doc = prints.document(owner, name, part.files)
             result.documents[(owner, name)] = doc
             if doc.scored:
                 docs.append(doc)
