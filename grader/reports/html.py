@@ -22,8 +22,8 @@ from grader.reports.text import (
     clean,
     fmt_points,
     fmt_seconds,
+    sandbox_warning,
     status_counts,
-    summary_lines,
     totals,
 )
 
@@ -73,10 +73,11 @@ def _accounts(c: CriterionResult) -> str:
 def _header(grade: Grade) -> str:
     score, max_score = totals(grade)
     counts = status_counts(grade.criteria)
-    if grade.sandboxed:
-        banner = f'<div class="banner sandboxed" id="sandbox">Sandboxed: {_text(grade.sandbox_note)}</div>'
+    warning = sandbox_warning(grade)
+    if warning:
+        banner = f'<div class="banner unsandboxed" id="sandbox">{_text(warning)}</div>'
     else:
-        banner = f'<div class="banner unsandboxed" id="sandbox">{_text(summary_lines(grade)[0])}</div>'
+        banner = f'<div class="banner sandboxed" id="sandbox">Sandboxed: {_text(grade.sandbox_note)}</div>'
     facts = [
         ("Candidate", _text(grade.candidate) if grade.candidate else '<span class="empty">not given</span>'),
         ("Submission", f'<span class="mono">{_text(grade.submission)}</span>'),
@@ -183,7 +184,9 @@ def _checklist(grade: Grade) -> str:
 def to_html(grade: Grade) -> str:
     """The whole page for `grade`."""
     score, max_score = totals(grade)
-    title = f"{'UNSANDBOXED ' if not grade.sandboxed else ''}Grade {fmt_points(score)}/{fmt_points(max_score)}"
+    warning = sandbox_warning(grade)
+    flag = warning.split(":", 1)[0].upper() + " " if warning else ""
+    title = f"{flag}Grade {fmt_points(score)}/{fmt_points(max_score)}"
     title += f": {clean(grade.candidate or grade.submission)}"
     criteria = "".join(_criterion(c, i) for i, c in enumerate(grade.criteria, start=1))
     return ("<!DOCTYPE html>\n"

@@ -11,7 +11,8 @@ say the grader broke, which it did not. Skipped is the outcome that claims nothi
 "inconclusive:" prefix makes it stand out; it scores 0 in every format either way.
 
 The grade's context (submission, seed, sandbox) goes into each suite's <properties>, and an
-unsandboxed run is announced in a comment before the root and in the root's name.
+unsandboxed run (or one where a limit was not enforced) is announced in a comment before the root
+and in the root's name.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from grader.reports.text import (
     clean,
     fmt_points,
     fmt_seconds,
+    sandbox_warning,
     summary_lines,
 )
 
@@ -87,8 +89,9 @@ def _counts(criteria: list[CriterionResult]) -> dict[str, str]:
 def to_junit(grade: Grade) -> str:
     """The junit.xml text for `grade` (UTF-8, with its declaration)."""
     name = f"grade of {clean(grade.submission)}"
-    if not grade.sandboxed:
-        name = f"UNSANDBOXED {name}"
+    warning = sandbox_warning(grade)
+    if warning:
+        name = f"{warning.split(':', 1)[0].upper()} {name}"
     root = ET.Element("testsuites", {"name": name, **_counts(grade.criteria)})
     properties = {
         "submission": clean(grade.submission),

@@ -20,6 +20,7 @@ __all__ = [
     "clean",
     "fmt_points",
     "fmt_seconds",
+    "sandbox_warning",
     "score_table",
     "status_counts",
     "summary_lines",
@@ -72,12 +73,26 @@ def status_counts(criteria: list[CriterionResult]) -> dict[str, int]:
     return counts
 
 
-def summary_lines(grade: Grade) -> list[str]:
-    """The few lines that open every report; the first says UNSANDBOXED when it was not isolated."""
-    lines = []
+# How a sandbox note opens when the candidate's code was not confined as it should be: no namespace
+# at all, or a limit nothing held (grader.sandbox.enforcement), or no candidate code run.
+_WARNINGS = ("UNSANDBOXED", "NOT ENFORCED", "NOT GRADED")
+
+
+def sandbox_warning(grade: Grade) -> str:
+    """The line that opens every report when the candidate's code was not fully confined
+    (UNSANDBOXED, or NOT ENFORCED: a limit nothing held); empty when it was."""
+    note = clean(grade.sandbox_note).strip()
     if not grade.sandboxed:
-        note = clean(grade.sandbox_note).strip()
-        lines.append(note if note.upper().startswith("UNSANDBOXED") else f"UNSANDBOXED: {note}".rstrip(": "))
+        return note if note.upper().startswith(_WARNINGS) else f"UNSANDBOXED: {note}".rstrip(": ")
+    return note if note.startswith(_WARNINGS) else ""
+
+
+def summary_lines(grade: Grade) -> list[str]:
+    """The few lines that open every report; the first is the sandbox's warning when there is one."""
+    lines = []
+    warning = sandbox_warning(grade)
+    if warning:
+        lines.append(warning)
     counts = status_counts(grade.criteria)
     score, max_score = totals(grade)
     lines.append(f"Score {fmt_points(score)} / {fmt_points(max_score)}: "
@@ -87,7 +102,7 @@ def summary_lines(grade: Grade) -> list[str]:
     lines.append(f"Submission {clean(grade.submission)}"
                  + (f" by {clean(grade.candidate)}" if grade.candidate else "")
                  + f", seed {grade.seed}, started {clean(grade.started)}, {fmt_seconds(grade.duration_s)} s.")
-    if grade.sandboxed:
+    if not warning:
         lines.append(f"Sandbox: {clean(grade.sandbox_note)}")
     for problem in grade.contract_problems:
         lines.append(f"Contract: {clean(problem)}")
@@ -101,8 +116,9 @@ def score_table(grade: Grade) -> str:
             for c in grade.criteria]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(("STATUS", "SCORE", "ID"))]
     lines = []
-    if not grade.sandboxed:
-        lines.append(summary_lines(grade)[0])
+    warning = sandbox_warning(grade)
+    if warning:
+        lines.append(warning)
     header = ("STATUS", "SCORE", "ID", "TITLE")
     for row in [header, *rows]:
         lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
