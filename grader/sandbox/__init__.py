@@ -13,6 +13,6 @@ inside and protocol.py for what they exchange.
 """
 
 from .box import Sandbox, isolation_available
-from .protocol import Limits, RunResult, SandboxError
+from .protocol import Limits, RunResult, SandboxError, SandboxRefused
 
-__all__ = ["Limits", "RunResult", "Sandbox", "SandboxError", "isolation_available"]
+__all__ = ["Limits", "RunResult", "Sandbox", "SandboxError", "SandboxRefused", "isolation_available"]

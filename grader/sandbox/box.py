@@ -9,6 +9,12 @@ sandbox says "UNSANDBOXED: <why>" in `note` — never silently.
 
 Cgroups: the sandbox's cgroup is made under this process's own (per controller on v1), bound into
 the sandbox at a root-only path, and the harness makes one child per candidate command in it.
+Where no cgroup can be made, or it has no pids or memory controller, rlimits stand in; `note`
+says what holds each limit (grader.sandbox.enforcement) and opens with NOT ENFORCED when nothing
+holds one.
+
+The candidate gets uid 65534 when the grader is root. In a user namespace that does not map it
+(only root mapped), the sandbox refuses to open, in one line saying what to map (userns.py).
 
 bubblewrap's outer process exits as soon as its init reports the harness's exit status, without
 waiting for it, so that init ends as a zombie of the host's init, which reaps it (here within
@@ -39,8 +45,9 @@ from types import TracebackType
 from typing import IO, Any, Self
 
 from . import cgroups as cg
-from . import layout
-from .protocol import CONFIG_ENV, HarnessConfig, Limits, RunResult, SandboxError
+from . import layout, userns
+from .enforcement import NOT_ENFORCED, Enforcement
+from .protocol import CONFIG_ENV, HarnessConfig, Limits, RunResult, SandboxError, SandboxRefused
 
 __all__ = ["Sandbox", "isolation_available"]
 
@@ -93,6 +100,7 @@ class Sandbox:
         self._isolate = isolate
         self.isolated = False
         self.note = ""
+        self.enforcement: Enforcement | None = None  # what holds each limit, once open
         self._proc: subprocess.Popen[str] | None = None
         self._responses: queue.Queue[str | None] = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=200)
@@ -116,35 +124,41 @@ class Sandbox:
             raise SandboxError(f"{self.submission}: the submission is not a folder")
         available, why = isolation_available() if self._isolate is not False else (False, "isolation turned off by the caller")
         if self._isolate and not available:
-            raise SandboxError(f"isolation is required but unavailable: {why}")
+            raise SandboxRefused(f"isolation is required but unavailable: {why}")
         root = os.geteuid() == 0
         setpriv = shutil.which("setpriv")
         run_as = CANDIDATE_UID if available and root and setpriv else None
+        if run_as is not None:
+            unmapped = userns.unmapped(run_as)
+            if unmapped:
+                raise SandboxRefused(unmapped)
         name = f"grader-sandbox-{os.getpid()}-{next(_names)}"
-        version, self._cgroups, cg_why = cg.create_sandbox_cgroups(name)
+        cgroups = cg.create_sandbox_cgroups(name)
+        self._cgroups = dict(cgroups.folders)
         kit = layout.kit_paths()
         python = sys.executable
         try:
             if available:
                 argv = layout.bwrap_argv(shutil.which("bwrap") or "bwrap", kit, self.submission.resolve(),
                                          disk_bytes=self.limits.disk_bytes, cgroups=self._cgroups, python=python)
-                config = HarnessConfig(
-                    box_root=layout.BOX_ROOT, submission=layout.SUBMISSION_SOURCE, python_bin=str(kit.python_bin),
-                    starter=str(kit.starter) if kit.starter else None, limits=self.limits, run_as=run_as,
-                    sweep_uid=run_as is not None, cgroup_version=version,
-                    cgroups={c: f"{layout.CGROUP_MOUNTS}/{c}" for c in self._cgroups}, isolated=True)
+                box_root, submission = layout.BOX_ROOT, layout.SUBMISSION_SOURCE
+                cgroup_paths = {c: f"{layout.CGROUP_MOUNTS}/{c}" for c in self._cgroups}
                 python_path, cwd = layout.KIT_COPY, None
             else:
                 self._tempdir = Path(tempfile.mkdtemp(prefix="grader-sandbox-"))
                 argv = [python, "-m", "grader.sandbox.harness"]
-                config = HarnessConfig(
-                    box_root=str(self._tempdir), submission=str(self.submission.resolve()), python_bin=str(kit.python_bin),
-                    starter=str(kit.starter) if kit.starter else None, limits=self.limits, run_as=None,
-                    sweep_uid=False, cgroup_version=version, cgroups={c: str(p) for c, p in self._cgroups.items()},
-                    isolated=False)
+                box_root, submission = str(self._tempdir), str(self.submission.resolve())
+                cgroup_paths = {c: str(p) for c, p in self._cgroups.items()}
                 python_path, cwd = str(kit.grader.parent), str(self._tempdir)
+            config = HarnessConfig(
+                box_root=box_root, submission=submission, python_bin=str(kit.python_bin),
+                starter=str(kit.starter) if kit.starter else None, limits=self.limits, run_as=run_as,
+                sweep_uid=run_as is not None, cgroup_version=cgroups.version, cgroups=cgroup_paths,
+                cgroup_controllers=list(cgroups.controllers), isolated=available)
             self.isolated = available
-            self.note = self._describe(available, why, run_as, version, cg_why)
+            self.enforcement = Enforcement(cgroups, run_as=run_as, rlimits=shutil.which("prlimit") is not None,
+                                           isolated=available)
+            self.note = self._describe(available, why, run_as)
             env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONPATH": python_path,
                    "PYTHONDONTWRITEBYTECODE": "1", CONFIG_ENV: config.to_env()}
             self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -155,16 +169,22 @@ class Sandbox:
             self.close()
             raise
 
-    def _describe(self, isolated: bool, why: str, run_as: int | None, version: int | None, cg_why: str) -> str:
-        limits = (f"limits: cpu {self.limits.cpu_s}s, memory {self.limits.memory_bytes >> 20} MiB, pids {self.limits.pids}, "
-                  f"output {self.limits.output_bytes >> 20} MiB, disk {self.limits.disk_bytes >> 20} MiB")
-        enforcement = f"cgroup v{version} pids+memory per command" if version else f"rlimits only ({cg_why})"
+    def _describe(self, isolated: bool, why: str, run_as: int | None) -> str:
+        """The sandbox line: how the candidate is isolated, and what holds each limit.
+
+        It starts with UNSANDBOXED when there is no namespace, else with NOT ENFORCED when a limit
+        is held by nothing, so that a report can open with it.
+        """
+        assert self.enforcement is not None
+        limits = self.enforcement.line(self.limits)
         if not isolated:
             return (f"UNSANDBOXED: {why}; candidate code runs as this user with this user's file access "
-                    f"and network; {enforcement}; {limits}")
+                    f"and network; {limits}")
         who = f"uid {run_as}" if run_as is not None else "the grader's own uid (not root: it can read the harness's files)"
-        return (f"{why}: own network (loopback only), PID and IPC namespaces; read-only allowlisted filesystem; "
-                f"candidate as {who}; {enforcement}; {limits}")
+        line = (f"{why}: own network (loopback only), PID and IPC namespaces; read-only allowlisted filesystem; "
+                f"candidate as {who}; {limits}")
+        missing = self.enforcement.unenforced()
+        return f"{NOT_ENFORCED} {'; '.join(missing)}. {line}" if missing else line
 
     def close(self) -> None:
         """End everything: ask the harness to stop, kill the namespace, remove cgroups and temp files."""
@@ -269,7 +289,8 @@ class Sandbox:
 
     def serve(self, name: str, **settings: Any) -> dict[str, str]:
         """Start a fake server named `name` inside; returns {"base_url": .../v1, "url": ...}."""
-        return self._request("serve", {"name": name, "settings": settings}, timeout_s=_OP_MARGIN_S)
+        urls: dict[str, str] = self._request("serve", {"name": name, "settings": settings}, timeout_s=_OP_MARGIN_S)
+        return urls
 
     def configure(self, name: str, **settings: Any) -> None:
         self._request("configure", {"name": name, "settings": settings}, timeout_s=_OP_MARGIN_S)
@@ -285,11 +306,15 @@ class Sandbox:
 
     def ledger(self, name: str, settle: float = 2.0) -> list[dict[str, Any]]:
         """The named server's ledger records (fake_server.ledger), once in-flight requests settle."""
-        return self._request("ledger", {"name": name, "settle": settle}, timeout_s=settle + _OP_MARGIN_S)["records"]
+        records: list[dict[str, Any]] = self._request("ledger", {"name": name, "settle": settle},
+                                                      timeout_s=settle + _OP_MARGIN_S)["records"]
+        return records
 
     def health_checks(self, name: str, since: float = 0.0) -> list[dict[str, Any]]:
         """The named server's /health answers after Unix time `since` ({"at", "status"}, oldest first)."""
-        return self._request("health_checks", {"name": name, "since": since}, timeout_s=_OP_MARGIN_S)["checks"]
+        checks: list[dict[str, Any]] = self._request("health_checks", {"name": name, "since": since},
+                                                     timeout_s=_OP_MARGIN_S)["checks"]
+        return checks
 
     def run(self, argv: list[str], *, timeout_s: float, env: dict[str, str] | None = None,
             inject: dict[str, str] | None = None, files_back: tuple[str, ...] | list[str] = (), cwd: str = "work") -> RunResult:
@@ -306,7 +331,8 @@ class Sandbox:
         """
         args = {"argv": list(argv), "timeout_s": timeout_s, "env": env or {}, "inject": inject or {},
                 "files_back": list(files_back), "cwd": cwd}
-        return self._request("spawn", args, timeout_s=_OP_MARGIN_S)["handle"]
+        handle: str = self._request("spawn", args, timeout_s=_OP_MARGIN_S)["handle"]
+        return handle
 
     def stop(self, handle: str) -> RunResult:
         """Stop a spawned command (SIGTERM, then SIGKILL) and everything it started."""
@@ -314,12 +340,14 @@ class Sandbox:
 
     def http_many(self, requests: list[dict[str, Any]], *, timeout_s: float = 30.0) -> list[dict[str, Any]]:
         """Several requests sent at once from inside the namespace; answers in the same order."""
-        return self._request("http_many", {"requests": requests, "timeout_s": timeout_s},
-                             timeout_s=2 * timeout_s + _OP_MARGIN_S)
+        answers: list[dict[str, Any]] = self._request("http_many", {"requests": requests, "timeout_s": timeout_s},
+                                                      timeout_s=2 * timeout_s + _OP_MARGIN_S)
+        return answers
 
     def write_file(self, name: str, text: str) -> str:
         """Write a file the grader chose (a gateway's config) into the work folder; returns its path inside."""
-        return self._request("write_file", {"name": name, "text": text}, timeout_s=_OP_MARGIN_S)["path"]
+        path: str = self._request("write_file", {"name": name, "text": text}, timeout_s=_OP_MARGIN_S)["path"]
+        return path
 
     def wait_port(self, port: int, timeout_s: float = 10.0) -> bool:
         return bool(self._request("wait_port", {"port": port, "timeout_s": timeout_s},
@@ -329,4 +357,5 @@ class Sandbox:
              stream: bool = False, timeout_s: float = 30.0) -> dict[str, Any]:
         """Send a request from inside the namespace to a loopback URL (a candidate's gateway)."""
         args = {"method": method, "url": url, "headers": headers or {}, "json": json, "stream": stream, "timeout_s": timeout_s}
-        return self._request("http", args, timeout_s=2 * timeout_s + _OP_MARGIN_S)
+        answer: dict[str, Any] = self._request("http", args, timeout_s=2 * timeout_s + _OP_MARGIN_S)
+        return answer

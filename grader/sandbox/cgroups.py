@@ -2,25 +2,50 @@
 
 The outer process creates the sandbox's cgroup under its own (so no privileges beyond write access
 to that folder are needed) and binds it into the sandbox at a root-only path. The harness makes a
-child per command with the command's pids and memory limits, moves the command's first process
-into it before it execs, and kills and removes it when the command ends. A process cannot leave
-its cgroup without write access to another one, so killing the cgroup kills a double-forked
-daemon too. Both hierarchies are supported: v1 (one mount per controller, `pids.max`,
-`memory.limit_in_bytes`) and v2 (one unified mount, `pids.max`, `memory.max`, `cgroup.kill`).
+child per command, moves the command's first process into it before it execs, and kills and
+removes it when the command ends. A process cannot leave its cgroup without write access to
+another one, so killing the cgroup kills a double-forked daemon too.
+
+A cgroup does two jobs that need different things. Ending every process of a command needs only a
+folder the grader can write (`cgroup.procs`, and `cgroup.kill` on v2). Limiting them needs the
+pids and memory controllers in that folder: on v1 a mount per controller, on v2 the controllers
+listed in the parent's `cgroup.controllers` and enabled in its `cgroup.subtree_control`. So a
+v2 hierarchy without those controllers still ends every command's processes, and the limits fall
+back to rlimits (see `SandboxCgroups.controllers`). Both hierarchies are supported: v1 (`pids.max`,
+`memory.limit_in_bytes`) and v2 (`pids.max`, `memory.max`, `cgroup.kill`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["CONTROLLERS", "JobCgroup", "create_sandbox_cgroups", "remove_tree"]
+__all__ = ["CONTROLLERS", "JobCgroup", "SandboxCgroups", "create_sandbox_cgroups", "remove_tree"]
 
 CONTROLLERS = ("pids", "memory")
 _ROOT = Path("/sys/fs/cgroup")
+
+
+@dataclass(frozen=True)
+class SandboxCgroups:
+    """The sandbox's cgroup folders and what they can do.
+
+    version: 1 or 2, or None when no cgroup could be made (then `why` says why).
+    folders: controller name (v1) or "unified" (v2) -> the sandbox's folder.
+    controllers: those of CONTROLLERS that limit each command (the others fall back to rlimits).
+    why: why a controller, or every cgroup, is missing; empty when nothing is.
+    """
+
+    version: int | None = None
+    folders: dict[str, Path] = field(default_factory=dict)
+    controllers: tuple[str, ...] = ()
+    why: str = ""
 
 
 def _own_paths() -> dict[str, str]:
@@ -49,59 +74,85 @@ def _join(mount: str, root: str, path: str) -> Path:
     return Path(mount) / rel.lstrip("/")
 
 
-def create_sandbox_cgroups(name: str) -> tuple[int | None, dict[str, Path], str]:
-    """Make `name` under this process's cgroup for each controller.
-
-    Returns (version, {controller or "unified": folder}, why-not); version is None when cgroups
-    cannot be used here, with the reason.
-    """
+def create_sandbox_cgroups(name: str) -> SandboxCgroups:
+    """Make `name` under this process's cgroup: in each v1 controller's hierarchy, or in the v2 one
+    when /sys/fs/cgroup is a cgroup2 mount. Never raises: what cannot be made is said in `why`."""
     try:
         own = _own_paths()
         mounts = _mounts()
     except OSError as exc:
-        return None, {}, f"cannot read cgroup information ({exc.strerror})"
+        return SandboxCgroups(why=f"cannot read cgroup information ({exc.strerror})")
     if (_ROOT / "cgroup.controllers").exists():
         return _create_v2(name, own, mounts)
+    return _create_v1(name, own, mounts)
+
+
+def _create_v1(name: str, own: dict[str, str], mounts: list[tuple[str, str, str, set[str]]]) -> SandboxCgroups:
     made: dict[str, Path] = {}
+    missing: list[str] = []
     for controller in CONTROLLERS:
         mount = next((m for m in mounts if m[0] == "cgroup" and controller in m[3]), None)
         if mount is None or controller not in own:
-            remove_tree(made.values())
-            return None, {}, f"no cgroup v1 {controller} controller mounted"
+            missing.append(f"no cgroup v1 {controller} controller mounted")
+            continue
         folder = _join(mount[2], mount[1], own[controller]) / name
         try:
             folder.mkdir()
         except OSError as exc:
-            remove_tree(made.values())
-            return None, {}, f"cannot create {folder} ({exc.strerror})"
+            missing.append(f"cannot create {folder} ({exc.strerror})")
+            continue
         made[controller] = folder
-    return 1, made, ""
+    if not made:
+        return SandboxCgroups(why="; ".join(missing))
+    return SandboxCgroups(1, made, tuple(made), "; ".join(missing))
 
 
-def _create_v2(name: str, own: dict[str, str], mounts: list[tuple[str, str, str, set[str]]]) -> tuple[int | None, dict[str, Path], str]:
-    mount = next((m for m in mounts if m[0] == "cgroup2"), None)
+def _create_v2(name: str, own: dict[str, str], mounts: list[tuple[str, str, str, set[str]]]) -> SandboxCgroups:
+    mount = next((m for m in mounts if m[0] == "cgroup2" and Path(m[2]) == _ROOT), None) or \
+        next((m for m in mounts if m[0] == "cgroup2"), None)
     if mount is None or "" not in own:
-        return None, {}, "no cgroup v2 mount for this process"
+        return SandboxCgroups(why="no cgroup v2 mount for this process")
     parent = _join(mount[2], mount[1], own[""])
-    wanted = " ".join(f"+{c}" for c in CONTROLLERS)
+    folder = parent / name
     try:
-        available = (parent / "cgroup.controllers").read_text().split()
-        missing = [c for c in CONTROLLERS if c not in available]
-        if missing:
-            return None, {}, f"{parent}: controllers {', '.join(missing)} are not delegated here"
-        enabled = (parent / "cgroup.subtree_control").read_text().split()
-        if not all(c in enabled for c in CONTROLLERS):
-            (parent / "cgroup.subtree_control").write_text(wanted)
-        folder = parent / name
         folder.mkdir()
     except OSError as exc:
-        return None, {}, f"cannot set up a cgroup under {parent} ({exc.strerror})"
+        return SandboxCgroups(why=f"cannot create {folder} ({exc.strerror})")
+    usable, why = _delegate(parent, folder)
+    return SandboxCgroups(2, {"unified": folder}, usable, why)
+
+
+def _delegate(parent: Path, folder: Path) -> tuple[tuple[str, ...], str]:
+    """Enable the pids and memory controllers for the commands' cgroups under `folder`.
+
+    A controller reaches `folder` only if `parent` offers it (its cgroup.controllers) and enables it
+    for its children (its cgroup.subtree_control); v2 refuses the latter while `parent` itself holds
+    processes (unless it is the root), which is where the grader usually runs. Returns the usable
+    controllers and, for the others, why not.
+    """
     try:
-        (folder / "cgroup.subtree_control").write_text(wanted)
+        offered = (parent / "cgroup.controllers").read_text().split()
     except OSError as exc:
-        remove_tree([folder])
-        return None, {}, f"cannot enable {wanted} in {folder} ({exc.strerror})"
-    return 2, {"unified": folder}, ""
+        return (), f"cannot read {parent / 'cgroup.controllers'} ({exc.strerror})"
+    absent = [c for c in CONTROLLERS if c not in offered]
+    wanted = [c for c in CONTROLLERS if c in offered]
+    problems = []
+    if absent:
+        problems.append(f"cgroup v2 has no {' or '.join(absent)} controller under {parent} "
+                        f"(it offers: {' '.join(offered) or 'none'})")
+    if wanted:
+        try:
+            enabled = (parent / "cgroup.subtree_control").read_text().split()
+            if not all(c in enabled for c in wanted):
+                (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in wanted))
+            (folder / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in wanted))
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            if exc.errno == errno.EBUSY:  # v2's rule: no controllers for the children of a cgroup with processes
+                reason += f"; {parent} holds processes (run the grader in a cgroup of its own, e.g. systemd-run --scope)"
+            problems.append(f"cannot enable {' and '.join(wanted)} for {folder} ({reason})")
+            wanted = []
+    return tuple(wanted), "; ".join(problems)
 
 
 def _kill_members(folder: Path, deadline: float) -> None:
@@ -123,15 +174,15 @@ def _kill_members(folder: Path, deadline: float) -> None:
         time.sleep(0.01)
 
 
-def remove_tree(folders: object, *, timeout_s: float = 10.0) -> list[str]:
+def remove_tree(folders: Iterable[str | Path], *, timeout_s: float = 10.0) -> list[str]:
     """Kill everything in each folder and its descendants, then remove them, deepest first.
 
     Returns what could not be removed (empty when all went), so the caller can say so.
     """
     deadline = time.monotonic() + timeout_s
     left: list[str] = []
-    for top in list(folders):  # type: ignore[call-overload]
-        top = Path(top)
+    for given in list(folders):
+        top = Path(given)
         if not top.is_dir():
             continue
         subs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
@@ -152,21 +203,28 @@ def remove_tree(folders: object, *, timeout_s: float = 10.0) -> list[str]:
 
 
 class JobCgroup:
-    """One candidate command's cgroup (a child in each controller's sandbox folder)."""
+    """One candidate command's cgroup (a child in each of the sandbox's folders).
 
-    def __init__(self, version: int, roots: dict[str, str], name: str, *, pids: int, memory_bytes: int) -> None:
+    `controllers` are those that limit it (pids.max, the memory limit); without them the cgroup
+    still holds every process the command starts, so that `remove` ends them all.
+    """
+
+    def __init__(self, version: int, roots: dict[str, str], name: str, *, pids: int, memory_bytes: int,
+                 controllers: Iterable[str] = CONTROLLERS) -> None:
         self.version = version
+        self.controllers = tuple(controllers)
         self.folders = [Path(root) / name for root in roots.values()]
         made: list[Path] = []
         try:
             for folder in self.folders:
                 folder.mkdir()
                 made.append(folder)
-            self._write("pids.max", str(pids))
-            if version == 1:
+            if "pids" in self.controllers:
+                self._write("pids.max", str(pids))
+            if "memory" in self.controllers and version == 1:
                 self._write("memory.limit_in_bytes", str(memory_bytes))
                 self._write("memory.memsw.limit_in_bytes", str(memory_bytes), optional=True)
-            else:
+            elif "memory" in self.controllers:
                 self._write("memory.max", str(memory_bytes))
                 self._write("memory.swap.max", "0", optional=True)
         except OSError:

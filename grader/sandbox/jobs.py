@@ -104,10 +104,13 @@ class JobContext:
         if self.tools["prlimit"]:
             prefix += [self._tool("prlimit"), f"--cpu={limits.cpu_s}:{limits.cpu_s + _CPU_HARD_EXTRA_S}", f"--fsize={limits.disk_bytes}",
                        f"--nofile={limits.open_files}", "--core=0"]
-            if cgroup is None:  # weaker stand-ins: per process, and NPROC counts the whole uid
+            held = cgroup.controllers if cgroup is not None else ()
+            # Weaker stand-ins where no controller holds the limit: the address space of each process,
+            # and NPROC, which counts every process of the uid (so only for the candidate's own uid).
+            if "memory" not in held:
                 prefix += [f"--as={limits.memory_bytes}"]
-                if cfg.run_as is not None:
-                    prefix += [f"--nproc={limits.pids}"]
+            if "pids" not in held and cfg.run_as is not None:
+                prefix += [f"--nproc={limits.pids}"]
             prefix.append("--")
         if cfg.run_as is not None:
             prefix += [self._tool("setpriv"), f"--reuid={cfg.run_as}", f"--regid={cfg.run_as}", "--clear-groups",
@@ -177,8 +180,8 @@ class Job:
             raise ValueError(f"cwd {self.spec.cwd!r} is not a folder of the work folder")
         env = self._environment()
         if cfg.cgroup_version is not None:
-            self.cgroup = JobCgroup(cfg.cgroup_version, cfg.cgroups, self.name,
-                                    pids=cfg.limits.pids, memory_bytes=cfg.limits.memory_bytes)
+            self.cgroup = JobCgroup(cfg.cgroup_version, cfg.cgroups, self.name, pids=cfg.limits.pids,
+                                    memory_bytes=cfg.limits.memory_bytes, controllers=cfg.cgroup_controllers)
         try:
             argv = [*self.ctx.launcher(self.cgroup), *self.spec.argv]
             self.started = time.monotonic()

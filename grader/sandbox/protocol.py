@@ -14,7 +14,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CONFIG_ENV", "FILE_BACK_BYTES", "TAIL_BYTES", "HarnessConfig", "Limits", "RunResult", "SandboxError"]
+__all__ = ["CONFIG_ENV", "FILE_BACK_BYTES", "TAIL_BYTES", "HarnessConfig", "Limits", "RunResult", "SandboxError",
+           "SandboxRefused"]
 
 CONFIG_ENV = "GRADER_SANDBOX_CONFIG"
 TAIL_BYTES = 64 * 1024  # the last bytes of each output stream kept for the report
@@ -28,14 +29,20 @@ class SandboxError(RuntimeError):
     """An operation in the sandbox failed; the message is the harness's one-line reason."""
 
 
+class SandboxRefused(SandboxError):
+    """The sandbox would not open here, and so ran nothing; the message says why and what to change."""
+
+
 @dataclass(frozen=True)
 class Limits:
     """Per-command limits for candidate code.
 
     cpu_s: CPU seconds per process (RLIMIT_CPU); a busy loop ends there even before the wall timeout.
     memory_bytes: memory of all the command's processes together (a memory cgroup; RLIMIT_AS per
-        process when cgroups are not writable).
-    pids: processes and threads of the command together (a pids cgroup; RLIMIT_NPROC otherwise).
+        process where no memory controller can hold it).
+    pids: processes and threads of the command together (a pids cgroup; RLIMIT_NPROC on the
+        candidate's uid otherwise). grader.sandbox.enforcement says which holds each, and the
+        sandbox's `note` says it in every report.
     output_bytes: stdout plus stderr; the command's process group is killed past it.
     disk_bytes: size of the writable tmpfs holding the work folder, HOME and TMPDIR (and RLIMIT_FSIZE).
     open_files: RLIMIT_NOFILE per process.
@@ -106,6 +113,7 @@ class HarnessConfig:
         as the harness's own user.
     sweep_uid: whether killing every process of `run_as` is safe (only in a private PID namespace).
     cgroups: controller name -> the sandbox's cgroup folder as the harness sees it ("unified" for v2).
+    cgroup_controllers: which of "pids" and "memory" the cgroups limit; rlimits stand in for the others.
     """
 
     box_root: str
@@ -117,6 +125,7 @@ class HarnessConfig:
     sweep_uid: bool
     cgroup_version: int | None = None
     cgroups: dict[str, str] = field(default_factory=dict)
+    cgroup_controllers: list[str] = field(default_factory=list)
     isolated: bool = False
 
     def to_env(self) -> str:
