@@ -1,10 +1,14 @@
-"""The Kubernetes Indexed Job: valid against the kit's offline schemas, each index's command grading its own
-submission (run here as the pods would, without a cluster), the reports merged by --merge, and the
-Containerfile's image carrying what grading needs and no submissions."""
+"""The Kubernetes Indexed Job: valid against the kit's offline schemas, unprivileged unless asked (its own
+user namespace, no_new_privs, RuntimeDefault seccomp, the sandbox's few capabilities), each index's
+command grading its own submission (run here as the pods would, without a cluster), the reports merged
+by --merge, and the Containerfile's image carrying what grading needs and no submissions. That the
+pod it describes runs the sandbox, and needs each capability it keeps, is tested in
+tests/hostile/test_sandbox_rows.py."""
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import re
@@ -17,7 +21,7 @@ import pytest
 import yaml
 
 from grader.kit.chaff import materialize
-from grader.round.k8s_job import check_job
+from grader.round.k8s_job import CAPABILITIES, JobError, JobSpec, check_job, job_manifest, write_job
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "submissions"
@@ -64,6 +68,50 @@ def test_the_emitted_job_is_indexed_and_validates_offline(job: tuple[Path, dict]
     assert "Job/round-7" in {f["resource"] for f in schema["findings"]}
 
 
+def _pod(data: dict) -> tuple[dict, dict]:
+    pod = data["spec"]["template"]["spec"]
+    return pod, pod["containers"][0]["securityContext"]
+
+
+def test_the_job_is_unprivileged_by_default(job: tuple[Path, dict]) -> None:
+    path, data = job
+    pod, security = _pod(data)
+    assert pod["hostUsers"] is False  # the pod's root is an unprivileged uid on the node
+    assert "runtimeClassName" not in pod
+    assert security == {
+        "privileged": False,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"], "add": list(CAPABILITIES)},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    # The API refuses allowPrivilegeEscalation: false beside "CAP_SYS_ADMIN"; capabilities are named bare.
+    assert not any(cap.startswith("CAP_") for cap in CAPABILITIES)
+    assert "privileged: true" not in path.read_text().lower()
+    assert "# Unprivileged: the pod's own user namespace (hostUsers: false" in path.read_text()
+    # Each capability kept is named, with why, where the Job is documented.
+    docs = (ROOT / "docs" / "grading-many.md").read_text()
+    assert all(f"`{cap}`" in docs for cap in CAPABILITIES)
+
+
+def test_privileged_and_a_runtime_class_are_explicit_and_validate(tmp_path: Path) -> None:
+    spec = JobSpec(names=NAMES, image="registry.example/grader:0.1.0")
+    privileged = tmp_path / "privileged.yaml"
+    text = write_job(dataclasses.replace(spec, privileged=True), privileged)  # checked offline as it is written
+    pod, security = _pod(yaml.safe_load(text))
+    assert security == {"privileged": True} and "hostUsers" not in pod  # in place of its own user namespace
+    assert "# PRIVILEGED, as chosen" in text and check_job(privileged) == []
+
+    gvisor = tmp_path / "gvisor.yaml"
+    text = write_job(dataclasses.replace(spec, runtime_class="gvisor"), gvisor)
+    pod, security = _pod(yaml.safe_load(text))
+    assert pod["runtimeClassName"] == "gvisor" and pod["hostUsers"] is False and security["privileged"] is False
+    assert check_job(gvisor) == []
+    assert job_manifest(dataclasses.replace(spec, runtime_class="kata-qemu.v2"))["spec"]["template"]["spec"][
+        "runtimeClassName"] == "kata-qemu.v2"
+    with pytest.raises(JobError, match="runtime-class 'gVisor'"):
+        job_manifest(dataclasses.replace(spec, runtime_class="gVisor"))
+
+
 def test_an_invalid_job_is_caught_by_the_same_check(job: tuple[Path, dict], tmp_path: Path) -> None:
     path, _ = job
     broken = tmp_path / "broken.yaml"
@@ -75,6 +123,7 @@ def test_an_invalid_job_is_caught_by_the_same_check(job: tuple[Path, dict], tmp_
     assert bad.returncode == 2 and "job-name 'Round_7': must be a DNS label" in bad.stderr
 
 
+@pytest.mark.slow
 def test_each_index_grades_its_submission_and_merge_builds_the_csv(job: tuple[Path, dict], round_dir: Path,
                                                                    tmp_path: Path) -> None:
     _, data = job
