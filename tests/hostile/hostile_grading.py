@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,12 +64,18 @@ class Graded:
         return next(c for c in self.report["extra_data"]["kit"]["criteria"] if c["id"] == cid)
 
 
-def grade(submission: Path, out: Path, *, only: tuple[str, ...], tmpdir: Path, timeout_s: float = 600) -> Graded:
-    """`grader grade SUBMISSION --out OUT --only ...` as a subprocess with its own TMPDIR."""
+def grade(submission: Path, out: Path, *, only: tuple[str, ...], tmpdir: Path, timeout_s: float = 600,
+          wrap: Callable[[list[str]], list[str]] | None = None) -> Graded:
+    """`grader grade SUBMISSION --out OUT --only ...` as a subprocess with its own TMPDIR.
+
+    `wrap` turns the command into one that runs it elsewhere (a row of hosts.py), keeping its pid.
+    """
     tmpdir.mkdir(parents=True, exist_ok=True)
     argv = [*GRADER, "grade", str(submission), "--out", str(out)]
     for item in only:
         argv += ["--only", item]
+    if wrap is not None:
+        argv = wrap(argv)
     env = {**os.environ, "TMPDIR": str(tmpdir)}
     started = time.monotonic()
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -1,10 +1,11 @@
-"""Hostile submissions graded end to end by `grader grade`: each ends in a report with a clear
-reason, and leaves nothing behind (processes, listening ports, cgroups, temporary folders).
+"""Hostile submissions graded end to end by `grader grade` on this machine as it is (the cgroup-v1
+row of the matrix): each ends in a report with a clear reason, and leaves nothing behind
+(processes, listening ports, cgroups, temporary folders). The cases and their checks are in
+hostile_cases.py; the other rows (cgroup v2, no writable cgroups, user namespaces) are in
+test_hostile_matrix.py.
 
 The sandbox's limits themselves are tested in tests/test_sandbox.py; here the whole grade is run
-on a submission written to break it. Every behaviour bounds itself (a fork loop stops at 3000, a
-flood at 3 GiB, a memory hog at 3 GiB, connections at 5000), so a broken sandbox cannot take the
-machine down. Nothing is ever sent to an address that is not loopback.
+on a submission written to break it.
 
 CI grades each behaviour once, with the slow ones (a busy loop, a sleeper) run as the gateway,
 whose start is given 20 s. `make hostile-full` (HOSTILE_FULL=1) adds them as the load generator,
@@ -16,145 +17,34 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-from hostile_grading import ROOT, Snapshot, findings, grade, left_behind, make_submission
+from hostile_cases import CASES, NEVER_ENDING, SLOW, Case, grade_case
+from hostile_grading import Snapshot, left_behind
+from hosts import unavailable
 
 FULL = os.environ.get("HOSTILE_FULL") == "1"
-ONLY = {"loadgen": "loadgen.runs", "gateway": "gateway.starts"}
+ROW = "cgroup-v1"
 
 
-def _pids_limited(found: dict[str, Any]) -> None:
-    assert found["forked"] < 256 and found["refused"], found  # the pids cgroup (256) refused the fork loop
+@pytest.fixture(autouse=True)
+def _this_row() -> None:
+    if why := unavailable(ROW):
+        pytest.skip(f"{ROW}: {why}")
 
 
-def _harness_untouched(found: dict[str, Any]) -> None:
-    assert "killed" not in found["tried"].values(), found
-
-
-def _only_its_own(found: dict[str, Any]) -> None:
-    # it sees its PID namespace only, and can signal none of it but itself (the harness and the
-    # servers are root); the grade goes on and is reported
-    assert found["delivered"] == [] and found["refused"] > 0, found
-
-
-def _nothing_read(found: dict[str, Any]) -> None:
-    read = [path for path, what in found["found"].items() if what == "read"]
-    assert not read, f"readable from inside the sandbox: {read}"
-    assert len(found["found"]) >= 10
-
-
-def _admin_off(found: dict[str, Any]) -> None:
-    assert found["answers"] and all(status == 404 for status in found["answers"].values()), found
-
-
-def _nothing_written(found: dict[str, Any]) -> None:
-    written = [path for path, what in found["written"].items() if what == "written"]
-    assert not written, f"written from inside the sandbox: {written}"
-
-
-def _disk_limited(found: dict[str, Any]) -> None:
-    assert found["written_mib"] <= 512 and found["error"], found  # the 512 MiB tmpfs, or RLIMIT_FSIZE
-
-
-def _connections_limited(found: dict[str, Any]) -> None:
-    assert found["opened"] < 5000 and found["error"], found  # RLIMIT_NOFILE
-
-
-def _loopback_only(found: dict[str, Any]) -> None:
-    assert found["interfaces"] == ["lo"] and found["sys_class_net"] in (["lo"], None), found
-    # IPv4 routes (iface, destination, gateway...): none, or only through lo
-    assert all(line.split()[0] == "lo" for line in found["routes"]), found["routes"]
-    assert found["routes6_off_loopback"] == [], found
-
-
-@dataclass(frozen=True)
-class Case:
-    behaviour: str
-    part: str
-    reason: str  # what the criterion's output must say
-    args: tuple[str, ...] = ()
-    check: Callable[[dict[str, Any]], None] | None = None  # on the script's own findings
-
-
-NEVER_ENDING = [  # graded side by side: each costs the gateway's 20 s start timeout
-    Case("infinite_loop", "gateway", "nothing listened"),
-    Case("sleeper", "gateway", "nothing listened"),
-]
-CASES = [
-    Case("fork_bomb", "loadgen", "no results file", check=_pids_limited),
-    Case("flood", "loadgen", "output cap", args=("stdout",)),
-    Case("flood", "loadgen", "output cap", args=("stderr",)),
-    Case("memory_hog", "loadgen", "memory limit"),
-    Case("daemon", "loadgen", "no results file"),
-    Case("kill_parent", "loadgen", "no results file", check=_harness_untouched),
-    Case("signal_all", "loadgen", "no results file", check=_only_its_own),
-    Case("read_secrets", "loadgen", "no results file", check=_nothing_read),
-    Case("admin", "loadgen", "no results file", check=_admin_off),
-    Case("write_outside", "loadgen", "no results file", check=_nothing_written),
-    Case("fill_disk", "loadgen", "no results file", check=_disk_limited),
-    Case("connections", "loadgen", "no results file", check=_connections_limited),
-    Case("network", "loadgen", "no results file", check=_loopback_only),
-]
-SLOW = [
-    Case("infinite_loop", "loadgen", "cpu limit|wall timeout"),
-    Case("sleeper", "loadgen", "wall timeout"),
-]
-
-
-def _id(case: Case) -> str:
-    return "-".join([case.behaviour, *case.args, case.part])
-
-
-def _id(case: Case) -> str:
-    return "-".join([case.behaviour, *case.args, case.part])
-
-
-def _grade_hostile(case: Case, tmp_path: Path) -> None:
-    """Grade one hostile submission and check its report, its findings and what it left."""
-    out = tmp_path / "out"
-    outside = tmp_path / "another-candidate"
-    outside.mkdir(parents=True)
-    (outside / "submission.yaml").write_text("contract: 1\n")
-    secrets = {
-        "read": [str(ROOT / "submissions" / "reference" / "submission.yaml"), str(ROOT / "submissions" / "chaff"),
-                 str(ROOT / "grader" / "rubric.yaml"), str(ROOT / "grader" / "hidden" / "sizing_sets.yaml"),
-                 str(ROOT / "grader" / "criteria" / "truth.py"), str(outside / "submission.yaml"), str(out)],
-        "write": [str(ROOT / "hostile-was-here"), str(outside / "hostile-was-here"), str(tmp_path / "hostile-was-here")],
-    }
-    submission, marker = make_submission(tmp_path / "subs", case.behaviour, part=case.part, args=case.args,
-                                         secrets=secrets)
-    secrets["write"].append(str(submission / "hostile-was-here"))
-    tmpdir = tmp_path / "grader-tmp"
-    before = Snapshot.take(tmpdir)
-
-    graded = grade(submission, out, only=(ONLY[case.part],), tmpdir=tmpdir)
-
-    assert graded.exit_code == 0, f"grader grade exited {graded.exit_code}: {graded.stderr[-3000:]}"
-    assert graded.report is not None and graded.report["extra_data"]["kit"]["sandboxed"] is True
-    result = graded.criterion(ONLY[case.part])
-    assert result["status"] == "failed" and result["score"] == 0, result["output"]
-    assert any(why in result["output"] for why in case.reason.split("|")), result["output"]
-    if case.check is not None:
-        case.check(findings(result))
-    assert left_behind(before, marker=marker, grader_pid=graded.pid, tmpdir=tmpdir) == []
-    for path in secrets["write"]:
-        assert not Path(path).exists(), f"{path} was written"
-
-
-@pytest.mark.parametrize("case", CASES + (SLOW if FULL else []), ids=_id)
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES + (SLOW if FULL else []), ids=lambda case: case.id)
 def test_a_hostile_submission_is_graded_and_leaves_nothing_behind(case: Case, tmp_path: Path) -> None:
-    _grade_hostile(case, tmp_path)
+    grade_case(case, ROW, tmp_path)
 
 
+@pytest.mark.slow
 def test_submissions_that_never_end_are_stopped_and_leave_nothing_behind(tmp_path: Path) -> None:
     with ThreadPoolExecutor(max_workers=len(NEVER_ENDING)) as pool:
-        futures = [pool.submit(_grade_hostile, case, tmp_path / _id(case)) for case in NEVER_ENDING]
+        futures = [pool.submit(grade_case, case, ROW, tmp_path / case.id) for case in NEVER_ENDING]
         for future in futures:
             future.result()
 
