@@ -70,8 +70,10 @@ soak: $(STAMP)
 	$(BIN)/python -m bench.soak --minutes 10
 
 # The long hostile runs CI leaves out: the busy loop and the sleeper as the load generator (90 s
-# each), every criterion graded five times for determinism, then the whole selftest on a loaded
-# machine with each timing margin (bench/results/loaded.json).
+# each), every hostile program in every row of the sandbox's matrix (cgroup v1 and v2, read-only
+# cgroups, user namespaces; grader/sandbox/README.md) and the Job's capabilities one by one, every
+# criterion graded five times for determinism, then the whole selftest on a loaded machine with
+# each timing margin (bench/results/loaded.json).
 hostile-full: $(STAMP)
 	HOSTILE_FULL=1 $(BIN)/python -m pytest -q tests/hostile tests/test_determinism.py
 	$(BIN)/python -m bench.loaded
