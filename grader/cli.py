@@ -269,6 +269,10 @@ def bundle(out: Path, pythons: str, platforms: tuple[str, ...]) -> None:
 @click.option("--parallelism", type=click.IntRange(min=1), default=4, show_default=True,
               help="With --emit-k8s-job: pods running at once.")
 @click.option("--job-name", default="grade-round", show_default=True, help="With --emit-k8s-job: the Job's name.")
+@click.option("--runtime-class", metavar="NAME", help="With --emit-k8s-job: run the pods under this RuntimeClass "
+              "(gVisor's or Kata's, where the cluster offers one).")
+@click.option("--privileged", is_flag=True, help="With --emit-k8s-job: privileged pods, for clusters without user "
+              "namespaces: a trade-off (docs/grading-many.md), never the default.")
 @click.option("--similarity-threshold", "threshold", type=click.FloatRange(min=0, max=1, min_open=True), default=None,
               metavar="SHARE", help="Flag pairs of submissions whose similarity in a deliverable is at least SHARE "
               "(default 0.5, measured: docs/grading-many.md).")
@@ -283,8 +287,9 @@ def bundle(out: Path, pythons: str, platforms: tuple[str, ...]) -> None:
               help="Write the code-to-name map of the blind copy to FILE (CSV).")
 def grade_many(paths: tuple[Path, ...], out: Path | None, jobs: int, force: bool, seed: int, only: tuple[str, ...],
                override: Path | None, merge: bool, rejudge: bool, index: int | None, job_file: Path | None,
-               image: str, parallelism: int, job_name: str, threshold: float | None, no_similarity: bool,
-               leaks: tuple[Path, ...], no_kit_leaks: bool, anonymize: bool, reveal: Path | None) -> None:
+               image: str, parallelism: int, job_name: str, runtime_class: str | None, privileged: bool,
+               threshold: float | None, no_similarity: bool, leaks: tuple[Path, ...], no_kit_leaks: bool, anonymize: bool,
+               reveal: Path | None) -> None:
     """Grade many submissions (folders, .zip/.tar.gz, or folders holding them) into --out.
 
     Resumable: a finished grade in --out is kept unless --force. The summary (grades.csv,
@@ -301,7 +306,7 @@ def grade_many(paths: tuple[Path, ...], out: Path | None, jobs: int, force: bool
                              kit_leaks=not no_kit_leaks, anonymize=anonymize, reveal=reveal, jobs=jobs)
     run_grade_many(paths, out, jobs=jobs, force=force, seed=seed, only=only, override=override, merge=merge,
                    index=index, job_file=job_file, image=image, parallelism=parallelism, job_name=job_name,
-                   rejudge=rejudge, summary=summary)
+                   rejudge=rejudge, summary=summary, runtime_class=runtime_class, privileged=privileged)
 
 
 @main.command("human-score")

@@ -205,3 +205,20 @@ def test_the_kit_the_image_copies_grades_without_submissions(round_dir: Path, tm
     statuses = {c["id"]: c["status"] for c in kit_data["criteria"]}
     assert statuses["manifests.gpu-request"] == "failed"
     assert all(s == "passed" for cid, s in statuses.items() if cid != "manifests.gpu-request"), statuses
+
+
+def test_the_command_line_asks_for_privilege_and_a_runtime_class_explicitly(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    (subs / "alice" / "submission.yaml").write_text("contract: 1\n")
+    base = [sys.executable, "-m", "grader.cli", "grade-many", str(subs), "--emit-k8s-job"]
+    plain = subprocess.run([*base, str(tmp_path / "plain.yaml")], capture_output=True, text=True, check=False)
+    assert plain.returncode == 0 and "unprivileged pods" in plain.stdout, plain.stderr
+    asked = subprocess.run([*base, str(tmp_path / "priv.yaml"), "--privileged", "--runtime-class", "gvisor"],
+                           capture_output=True, text=True, check=False)
+    assert asked.returncode == 0 and "PRIVILEGED pods under RuntimeClass gvisor" in asked.stdout, asked.stderr
+    pod = yaml.safe_load((tmp_path / "priv.yaml").read_text())["spec"]["template"]["spec"]
+    assert pod["runtimeClassName"] == "gvisor" and pod["containers"][0]["securityContext"] == {"privileged": True}

@@ -179,7 +179,7 @@ def _index(grade_: Grade, run: GradeRun, problems: dict[str, list[str]], carried
 def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: dict[str, list[Criterion]],
                   book: RecordBook, results: dict[str, CriterionResult], carried: set[str],
                   report: Callable[[CriterionResult], None]) -> tuple[bool, str]:
-    from grader.sandbox import Sandbox
+    from grader.sandbox import Sandbox, SandboxRefused
 
     notes: list[tuple[bool, str]] = []
     lock = threading.Lock()
@@ -212,6 +212,12 @@ def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: d
                         record(result_of(criterion, decision, duration_s=took))
             with lock:
                 run.inherent_s += live.inherent
+        except SandboxRefused as exc:  # nothing of the candidate's ran: one line says why and what to change
+            with lock:
+                notes.append((False, f"NOT GRADED: {exc}"))
+            for criterion in todo[name]:
+                if criterion.id not in results:
+                    record(unjudged(criterion, f"the {name} section was not graded: {exc}"), judged=False)
         except Exception as exc:  # noqa: BLE001 - the grader's own failure: the rest of the grade goes on
             why = f"the grader could not finish the {name} section ({type(exc).__name__}: {exc}); a person should look"
             for criterion in todo[name]:

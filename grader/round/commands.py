@@ -81,25 +81,28 @@ def _summary(out: Path, options: SummaryOptions = SummaryOptions()) -> None:
 
 
 def _emit(entries: list[Entry], job_file: Path, *, image: str, parallelism: int, job_name: str, seed: int,
-          only: tuple[str, ...]) -> None:
+          only: tuple[str, ...], runtime_class: str | None, privileged: bool) -> None:
     from grader.round.k8s_job import JobError, JobSpec, write_job
 
     spec = JobSpec(names=[e.path.name for e in entries], image=image, parallelism=parallelism, job_name=job_name,
-                   seed=seed, only=only)
+                   seed=seed, only=only, runtime_class=runtime_class, privileged=privileged)
     try:
         write_job(spec, job_file)
     except JobError as exc:
         raise click.UsageError(str(exc)) from None
     except OSError as exc:
         raise click.UsageError(f"{exc.filename or job_file}: {exc.strerror}") from None
-    click.echo(f"{job_file}: Indexed Job, {len(entries)} completions, validates against the kit's schemas; "
-               f"copy these to the submissions volume: {' '.join(spec.names)}")
+    pods = "PRIVILEGED pods" if privileged else "unprivileged pods (their own user namespace)"
+    click.echo(f"{job_file}: Indexed Job, {len(entries)} completions, {pods}"
+               + (f" under RuntimeClass {runtime_class}" if runtime_class else "")
+               + f", validates against the kit's schemas; copy these to the submissions volume: {' '.join(spec.names)}")
 
 
 def run_grade_many(paths: Sequence[Path], out: Path | None, *, jobs: int, force: bool, seed: int, only: tuple[str, ...],
                    override: Path | None, merge: bool, index: int | None, job_file: Path | None, image: str,
                    parallelism: int, job_name: str, rejudge: bool = False,
-                   summary: SummaryOptions = SummaryOptions()) -> None:
+                   summary: SummaryOptions = SummaryOptions(), runtime_class: str | None = None,
+                   privileged: bool = False) -> None:
     if not paths:
         raise click.UsageError("give submissions (folders, archives, or folders holding them)"
                                + (" or report folders" if merge or rejudge else ""))
@@ -114,7 +117,8 @@ def run_grade_many(paths: Sequence[Path], out: Path | None, *, jobs: int, force:
             if out is not None:
                 raise click.UsageError("--out has no use with --emit-k8s-job: each pod writes to the reports volume")
             entries = find_submissions(paths)
-            _emit(entries, job_file, image=image, parallelism=parallelism, job_name=job_name, seed=seed, only=only)
+            _emit(entries, job_file, image=image, parallelism=parallelism, job_name=job_name, seed=seed, only=only,
+                  runtime_class=runtime_class, privileged=privileged)
             return
         assert out is not None
         if merge:
