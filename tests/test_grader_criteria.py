@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 from api_client import SSEDecoder
 from conftest import chat_body
 
-from grader.criteria.tests import PERCENTILE_METHODS
+from grader.runs.tests import PERCENTILE_METHODS
 from grader.criteria.matching import match
 from grader.criteria.truth import (
     in_flight_series,
@@ -22,7 +23,8 @@ from grader.criteria.truth import (
     truth_of,
 )
 
-INJECTED = Path(__file__).resolve().parent.parent / "grader" / "runs" / "injected"
+ROOT = Path(__file__).resolve().parent.parent
+INJECTED = ROOT / "grader" / "runs" / "injected"
 
 
 def test_nearest_rank_on_known_lists():
@@ -127,3 +129,39 @@ def test_tps_truth_ends_at_the_last_visible_content_not_at_a_late_finish_chunk(f
     assert finish - content[-1] >= late * 0.9  # the end-of-sequence chunk came late
     assert truth.outcome == "ok" and truth.tokens == words + 1  # usage counts the end-of-sequence token
     assert truth.tps == pytest.approx((words + 1) / (content[-1] - content[0]))
+
+
+_PERCENTILE_TEST = '''\
+from loadgen.loadgen import percentile
+
+
+def test_nearest_rank():
+    assert percentile([5, 1, 4, 2, 3, 10, 9, 8, 7, 6], 90) == 9
+'''
+_NEAREST = '''\
+import math
+
+
+def percentile(values, p):
+    s = sorted(values)
+    return s[max(math.ceil(p * len(s) / 100), 1) - 1] if s else None
+'''
+
+
+@pytest.mark.parametrize("where", ["loadgen/tests/test_pct.py", "loadgen/test_pct.py"])
+def test_the_starters_layout_imports_by_the_dotted_name_and_gets_swapped(tmp_path, where):
+    """With the starter's loadgen/__init__.py, a test beside loadgen.py or in loadgen/tests imports
+    `loadgen.loadgen` by that name (no "'loadgen' is not a package"), and the grader's swap reaches it."""
+    shutil.copy(ROOT / "starter" / "loadgen" / "__init__.py", (tmp_path / "loadgen").mkdir() or tmp_path / "loadgen")
+    (tmp_path / "loadgen" / "loadgen.py").write_text(_NEAREST)
+    (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / where).write_text(_PERCENTILE_TEST)
+    env = {**os.environ, "PYTHONPATH": str(INJECTED), "GRADER_PERCENTILE": "loadgen.loadgen:percentile",
+           "GRADER_PERCENTILE_MARKER": str(tmp_path / "marker")}
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(Path(where).parent)]
+    own = subprocess.run(argv, cwd=tmp_path, env={**env, "GRADER_PERCENTILE_METHOD": "none"}, capture_output=True,
+                         text=True, check=False)
+    assert own.returncode == 0, own.stdout + own.stderr
+    swapped = subprocess.run(argv, cwd=tmp_path, env={**env, "GRADER_PERCENTILE_METHOD": "linear"},
+                             capture_output=True, text=True, check=False)
+    assert swapped.returncode != 0 and (tmp_path / "marker").exists(), swapped.stdout + swapped.stderr

@@ -25,6 +25,6 @@ def test_a_literal_token_loses_only_its_line(tmp_path: Path) -> None:
                            "--only", "manifests"], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     tests = {t["name"].split(":")[0]: t for t in json.loads((tmp_path / "out" / "report.json").read_text())["tests"]}
-    lost = sorted(k for k, t in tests.items() if t["score"] < t["max_score"])
+    lost = sorted(k for k, t in tests.items() if t["extra_data"]["status"] != "passed")  # points or not
     assert lost == ["manifests.hf-token-secret"]
     assert "Hugging Face token is committed" in tests["manifests.hf-token-secret"]["output"]

@@ -18,6 +18,7 @@ from grader.grading.records import RecordBook
 from grader.grading.rejudge import grade_of
 from grader.grading.rubric import load_rubric
 from grader.kit.chaff import list_chaff
+from grader.kit.selftest import kept as kept_target
 from grader.runs.sizing import load_sets
 
 RUBRIC = load_rubric()
@@ -82,11 +83,17 @@ def test_an_independent_submissions_records_pass_every_criterion_of_what_it_impl
 @pytest.mark.parametrize("name", sorted(CHAFF))
 def test_each_chaffs_records_lose_exactly_its_targets(name: str) -> None:
     book = _book(name)
+    if CHAFF[name].scores_nothing:  # the untouched starter: nothing on any criterion
+        grade = grade_of(book, RUBRIC)
+        assert book.index["criteria"] == [c.id for c in RUBRIC.criteria]
+        assert {c.id: c.output[:200] for c in grade.criteria if c.score > 0} == {}
+        assert all(c.status != "passed" for c in grade.criteria if c.weight > 0)
+        return
     targets = set(CHAFF[name].targets)
     judged = set(book.index["criteria"])
     assert targets <= judged, f"{name}: the records do not cover {sorted(targets - judged)}"
     grade = grade_of(book, RUBRIC)
-    kept = [c.id for c in grade.criteria if c.id in targets and c.score >= c.weight]
+    kept = [c.id for c in grade.criteria if c.id in targets and kept_target(c)]
     lost = {c.id: c.output for c in grade.criteria if c.id not in targets and c.status != "passed"}
     assert not kept, f"{name} keeps its target(s) {kept}"
     assert not lost, f"{name} loses criteria it does not target: {lost}"

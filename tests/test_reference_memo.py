@@ -119,6 +119,7 @@ FROM_SCRIPT: dict[str, Callable[[Output], float]] = {
     "monthly_two_replicas_high": lambda o: _row(o["main"]["monthly_cost"], gpu_hour_usd=6.88, replicas=2),
     "cost_per_chat_low": lambda o: _row(o["main"]["cost_per_chat_usd"], gpu_hour_usd=2.99),
     "cost_per_chat_high": lambda o: _row(o["main"]["cost_per_chat_usd"], gpu_hour_usd=6.88),
+    "output_tokens_per_chat": lambda o: o["main"]["inputs"]["turns_per_chat"] * o["main"]["inputs"]["output_tokens_per_turn"],
     # Per chat over the chat's output tokens: the cost per million this load really pays.
     "workload_cost_per_million_low": lambda o: _row(o["main"]["cost_per_chat_usd"], gpu_hour_usd=2.99) / (
         o["main"]["inputs"]["turns_per_chat"] * o["main"]["inputs"]["output_tokens_per_turn"]) * 1e6,
@@ -208,8 +209,11 @@ def test_a_speed_needs_a_scope() -> None:
 
 def test_aggregate_throughput_is_not_one_users_speed() -> None:
     assert rules(fig(name="user_throughput", scope="per_user")) == {"per-user-not-aggregate"}
+    # the aggregate restated per user: derived from it, with its value (a coincidence of values alone is not)
+    restated = fig(name="user_speed", scope="per_user", provenance="invented sample", derived_from=fig()["name"])
+    assert rules(fig(), restated) == {"per-user-not-aggregate"}
     same_number = fig(name="user_speed", scope="per_user", provenance="invented sample")
-    assert rules(fig(), same_number) == {"per-user-not-aggregate"}
+    assert rules(fig(), same_number) == set()
     measured = fig(name="request_tps_p50", value=38.5, scope="per_user", provenance="measured on fake server",
                    percentile=50, sample_size=200)
     assert rules(fig(), measured) == set()
@@ -266,3 +270,36 @@ def test_the_contracts_example_front_matter_passes() -> None:
     example = ROOT / "schemas" / "contract" / "examples" / "memo-front-matter.yaml"
     front = yaml.safe_load(example.read_text())
     assert errors(check_figures(front)) == []
+
+
+def test_one_streams_speed_is_no_aggregate_sold_per_user_but_a_restated_one_is() -> None:
+    """At one stream a user's speed is the aggregate's: equal values alone are not the fault; an
+    aggregate figure restated as a per-user one (derived from it, same value) is."""
+    line = "{name: one_stream_throughput, value: 42, unit: output tokens/s, provenance: invented sample, scope: aggregate, status: placeholder}"
+    per_user = ("\n  - {name: one_user_speed, value: 42, unit: output tokens/s, provenance: invented sample, "
+                "scope: per_user, status: placeholder")
+    equal = TEXT.replace(line, line + per_user + "}")
+    assert "per-user-not-aggregate" not in {f.rule for f in errors(check_memo(equal))}
+    restated = TEXT.replace(line, line + per_user + ", derived_from: one_stream_throughput}")
+    assert "per-user-not-aggregate" in {f.rule for f in errors(check_memo(restated))}
+
+
+def test_the_loads_peak_demand_is_no_capacity_that_vouches_for_a_laptop_throughput() -> None:
+    """A replica's throughput measured on a laptop is caught even beside an `assumption` figure that is the
+    load's peak demand, derived from the sizing command (a result, not a capacity)."""
+    laptop = TEXT.replace(
+        "{name: replica_throughput, value: 595, unit: output tokens/s, provenance: invented sample, scope: aggregate, status: placeholder}",
+        "{name: measured_tokens_per_s, value: 595, unit: output tokens/s, provenance: laptop, scope: aggregate, status: measured}")
+    laptop = laptop.replace(
+        "{name: one_stream_throughput, value: 42, unit: output tokens/s, provenance: invented sample, scope: aggregate, status: placeholder}",
+        "{name: one_stream_throughput, value: 42, unit: output tokens/s, provenance: laptop, scope: aggregate, status: measured}")
+    findings = {f.rule for f in errors(check_memo(laptop))}
+    assert "production-provenance" in findings
+
+
+def test_a_figure_not_measured_yet_may_leave_out_its_value() -> None:
+    front = {"contract": 1, "figures": [{"name": "ttft_on_h100", "unit": "s", "provenance": "target GPU",
+                                         "status": "not measured"}]}
+    assert errors(check_figures(front)) == []
+    front["figures"][0]["status"] = "placeholder"
+    assert any("value must be a finite number" in f.message for f in errors(check_figures(front)))

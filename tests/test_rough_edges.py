@@ -120,8 +120,10 @@ def test_manifest_type_fix_uses_the_right_article(tmp_path):
 
 def test_chart_findings_name_the_file_in_the_repository(tmp_path):
     shutil.copytree(ROOT / "chart", tmp_path / "chart")
-    done = _cli("grader", "manifests", "chart", "--values", str(ROOT / "starter/manifests/values.yaml"), cwd=tmp_path,
-                timeout=300)
+    values = (ROOT / "submissions/reference/manifests/values.yaml").read_text()
+    assert "    count: 1\n" in values
+    (tmp_path / "values.yaml").write_text(values.replace("    count: 1\n", "    count: 0\n"))  # asks for no GPU
+    done = _cli("grader", "manifests", "chart", "--values", str(tmp_path / "values.yaml"), cwd=tmp_path, timeout=300)
     assert "at chart/templates/deployment.yaml:" in done.stdout
     assert "vllm/templates" not in done.stdout
 

@@ -61,6 +61,39 @@ class MemoFacts:
     source_rows: list[list[Any]] = field(default_factory=list)  # figure, source, memo value, source value, line
     source_notes: list[str] = field(default_factory=list)
     sizing_wall_s: float = 0.0  # how long the sizing command ran on the memo's inputs
+    missing: list[str] = field(default_factory=list)  # what the task asks the memo to hold and it does not
+
+
+def _refs(fig: dict[str, Any]) -> list[str]:
+    derived = fig.get("derived_from")
+    refs = [derived] if isinstance(derived, str) else list(derived or []) if isinstance(derived, list) else []
+    return [r for r in refs if isinstance(r, str)] + ([f"sizing:{fig['name']}"] if fig.get("name") in NAMED else [])
+
+
+_COST_ROW = re.compile(r"^sizing:cost_per_million_output_tokens\[(\d+)\]")
+
+
+def missing_content(front: dict[str, Any], sizing_output: Any) -> list[str]:
+    """What the task asks the memo to hold and its figures do not: the replicas for the load, the cost per million
+    output tokens at two utilisations and the comparison with the API, each cited from the sizing command
+    (`derived_from: sizing:...`). Honesty is judged only on a memo that holds them."""
+    figures = [f for f in front.get("figures") or [] if isinstance(f, dict)]
+    refs = [r for f in figures for r in _refs(f)]
+    out = []
+    if not any(r in ("sizing:replicas", "sizing:replicas_for_load") for r in refs):
+        out.append("the replicas for the load (a figure derived from sizing:replicas)")
+    rows = {int(m.group(1)) for r in refs if (m := _COST_ROW.match(r))}
+    table = sizing_output.get("cost_per_million_output_tokens") if isinstance(sizing_output, dict) else None
+    if isinstance(table, list):
+        utilisations = {table[i].get("utilisation") for i in rows if i < len(table) and isinstance(table[i], dict)}
+    else:
+        utilisations = rows  # without the sizing output, distinct rows stand in for distinct utilisations
+    if len(utilisations) < 2:
+        out.append("the cost per million output tokens at two utilisations (figures derived from "
+                   "sizing:cost_per_million_output_tokens[i].usd)")
+    if not any(r.startswith("sizing:api") for r in refs):
+        out.append("the comparison with the API's price (a figure derived from sizing:api...)")
+    return out
 
 
 def _lookup(data: Any, path: str) -> Any:
@@ -134,7 +167,19 @@ def facts_of(run: MemoRun) -> MemoFacts:
     _sources(run, front, facts)
     facts.schema = [f"{Path(run.memo_file).name}: front matter: {line}"
                     for line in schema_errors("memo-front-matter", front)]
+    facts.missing = missing_content(front, run.sizing_output)
     return facts
+
+
+def _unjudgeable(facts: MemoFacts) -> Verdict | None:
+    """A fail when there is nothing to judge: a memo that cannot be read, or one without what the task asks for
+    (a rule that holds on a memo with no figures earns nothing)."""
+    if facts.problem:
+        return Verdict(False, f"the memo could not be read: {facts.problem}")
+    if facts.missing:
+        return Verdict(False, "the memo does not hold what the task asks for, so there is nothing to judge: it has no "
+                       + "; no ".join(facts.missing))
+    return None
 
 
 def _quote(f: Finding) -> str:
@@ -145,8 +190,10 @@ def _quote(f: Finding) -> str:
 @check("memo", *RULES)
 def check_rules(facts: MemoFacts, criterion: Criterion) -> Verdict:
     rules = RULES[criterion.id]
-    if facts.problem:
-        return Verdict(False, f"the memo could not be read: {facts.problem}")
+    if criterion.id == "memo.front-matter" and facts.schema:
+        return Verdict(False, "\n".join(facts.schema[:10]))
+    if (bad := _unjudgeable(facts)) is not None:
+        return bad
     hits = [f for f in facts.findings if f.rule in rules]
     lines = [_quote(f) for f in hits]
     if criterion.id == "memo.front-matter":
@@ -165,8 +212,8 @@ def _agrees(mine: Any, value: Any, rel: float) -> bool:
 
 @check("memo", "memo.matches-sources", needs=("rel",))
 def check_sources(facts: MemoFacts, criterion: Criterion) -> Verdict:
-    if facts.problem:
-        return Verdict(False, f"the memo could not be read: {facts.problem}")
+    if (bad := _unjudgeable(facts)) is not None:
+        return bad
     rel = criterion.tol("rel")
     rows = [[name, ref, mine, value, _agrees(mine, value, rel), line] for name, ref, mine, value, line in facts.source_rows]
     wrong = [r for r in rows if not r[4]]

@@ -21,6 +21,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from grader.criteria.memo_quantities import input_values, misquoted
 from grader.shared.yaml_files import YamlError
 from grader.shared.yaml_files import split_front_matter as read_front_matter
 
@@ -96,8 +97,9 @@ def _fields(fig: dict[str, Any], label: str) -> list[Finding]:
         out.append(Finding("figure-fields", label, f"unknown field(s) {', '.join(unknown)}; quote values with commas"))
     if not isinstance(fig.get("name"), str) or not _NAME.match(fig["name"]):
         out.append(Finding("figure-fields", label, "name must be a snake_case id"))
-    if not _number(fig.get("value")):
-        out.append(Finding("figure-fields", label, "value must be a finite number"))
+    if not _number(fig.get("value")) and not (fig.get("status") == "not measured" and "value" not in fig):
+        out.append(Finding("figure-fields", label, "value must be a finite number (it may be left out only "
+                                                   "with status: not measured)"))
     if not isinstance(fig.get("unit"), str) or not fig["unit"].strip():
         out.append(Finding("figure-fields", label, "unit must be a non-empty string"))
     if fig.get("provenance") not in PROVENANCES:
@@ -160,12 +162,12 @@ def _scope_rules(fig: dict[str, Any], label: str, aggregates: list[dict[str, Any
         if _THROUGHPUT.search(f"{fig.get('name', '')} {fig.get('unit', '')}"):
             out.append(Finding("per-user-not-aggregate", label,
                                "a per-user speed named or measured as (aggregate) throughput"))
+        # By meaning, not by a coincidence of values: at one stream a user's speed is the aggregate's, and both
+        # figures may rightly have one value. What is wrong is an aggregate figure restated per user.
         for agg in aggregates:
-            same = agg.get("value") == fig.get("value") and (agg.get("unit") == fig.get("unit") or (
-                _is_token_rate(agg) and _is_token_rate(fig)))
-            if same or (agg.get("name") in _sources(fig) and agg.get("value") == fig.get("value")):
+            if agg.get("name") in _sources(fig) and agg.get("value") == fig.get("value"):
                 out.append(Finding("per-user-not-aggregate", label,
-                                   f"the same value as aggregate figure '{agg.get('name')}' presented per user"))
+                                   f"aggregate figure '{agg.get('name')}' restated as a per-user speed"))
                 break
     return out
 
@@ -186,7 +188,10 @@ def _sizing_rules(figures: list[dict[str, Any]], body: str, sizing_inputs: Any =
             out.append(Finding("production-provenance", str(fig.get("name")),
                                f"production sizing rests on a figure {fig['provenance']!r}; "
                                "laptop and fake-server runs test the client, not the GPU"))
-    throughputs = [f for f in figures if _is_rate(f) and f.get("scope") == "aggregate"]
+    # The capacity a sizing rests on: aggregate rates the memo states, not those it derives from the sizing
+    # command's output (the load's peak demand is a result, and says nothing of where the capacity came from).
+    throughputs = [f for f in figures if _is_rate(f) and f.get("scope") == "aggregate"
+                   and not any(s.startswith("sizing:") for s in _sources(f))]
     if throughputs and not any(f.get("provenance") in SIZING_OK or _placeholder(f) for f in throughputs):
         out.append(Finding("production-provenance", None,
                            "every aggregate throughput comes from a laptop or the fake server, "
@@ -219,7 +224,8 @@ def check_figures(front: dict[str, Any], body: str = "", *, first_line: int = 1)
             out.append(Finding("figure-fields", label, "name used twice"))
         seen.add(label)
         out += _fields(fig, label) + _percentile_rules(fig, label) + _scope_rules(fig, label, aggregates)
-    return out + _sizing_rules(good, body, front.get("sizing_inputs")) + _text_rules(good, body, first_line)
+    return (out + _sizing_rules(good, body, front.get("sizing_inputs"))
+            + _text_rules(good, body, first_line, front.get("sizing_inputs")))
 
 
 def _number_in_text(text: str) -> tuple[float, int]:
@@ -237,9 +243,16 @@ def _matches(written: str, value: Any, scale: float = 1.0) -> bool:
 
 
 def _sentences(body: str, first_line: int) -> list[tuple[int, str]]:
-    """(line, sentence) pairs: sentences never cross a blank line, and a table row is one sentence."""
+    """(line, sentence) pairs of the prose: sentences never cross a blank line, a table row is one sentence,
+    and a fenced code block (a command line, say) is not prose."""
     out = []
+    fenced = False
     for index, line in enumerate(body.splitlines()):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
         for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z*(])", line):
             if sentence.strip():
                 out.append((first_line + index, sentence.strip()))
@@ -252,9 +265,13 @@ def _time_scale(unit: str) -> float | None:
     return {"s": 1.0, "ms": 0.001, "seconds": 1.0}.get(head)
 
 
-def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1) -> list[Finding]:
-    """Speeds and latencies the text quotes must be front-matter figures, and honest about scope."""
-    out: list[Finding] = []
+def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, inputs: Any = None) -> list[Finding]:
+    """Speeds and latencies the text quotes must be front-matter figures, and honest about scope; costs,
+    prices, replicas, hours and tokens must be figures or the sizing command's inputs (memo_quantities)."""
+    out: list[Finding] = [
+        Finding("text-matches-front-matter", None, f"{written} in the text is not a {kind} figure of the front matter "
+                "nor an input of sizing_inputs", line=line, quote=sentence)
+        for line, sentence, written, kind in misquoted(_sentences(body, first_line), figures, input_values(inputs))]
     speeds = [f for f in figures if _is_token_rate(f)]
     aggregates = [f for f in speeds if f.get("scope") == "aggregate"]
     times = [f for f in figures if isinstance(f.get("unit"), str) and _time_scale(f["unit"]) is not None]
@@ -265,7 +282,8 @@ def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1) -
                 out.append(Finding("text-matches-front-matter", None, f"{written} tokens/s in the text is not a "
                                    "figure of the front matter", line=line, quote=sentence))
             agg = next((f for f in aggregates if _matches(written, f.get("value"))), None)
-            if agg and _USER.search(sentence) and not _NEGATION.search(sentence):
+            per_user = any(_matches(written, f.get("value")) for f in speeds if f.get("scope") == "per_user")
+            if agg and not per_user and _USER.search(sentence) and not _NEGATION.search(sentence):
                 out.append(Finding("per-user-not-aggregate", str(agg.get("name")),
                                    f"{written} tokens/s is aggregate figure '{agg.get('name')}' presented as one "
                                    "user's speed", line=line, quote=sentence))

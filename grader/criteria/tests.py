@@ -38,8 +38,13 @@ def _evidence(runs: TestRuns, names: list[str], sent: str) -> Evidence:
 def check_pass(runs: TestRuns, criterion: Criterion) -> Verdict:
     own = runs.own
     evidence = _evidence(runs, [], "ran `loadgen.test_command` on your code")
+    passed = sum(v == "passed" for v in own.tests.values())
+    if own.exit_code == 0 and passed:
+        return Verdict(True, f"your tests pass ({passed} passed)", evidence=evidence)
     if own.exit_code == 0:
-        return Verdict(True, f"your tests pass ({sum(v == 'passed' for v in own.tests.values())} passed)", evidence=evidence)
+        skipped = sum(v == "skipped" for v in own.tests.values())
+        return Verdict(False, f"no test ran to a pass ({skipped} skipped, 0 passed): a command that tests nothing "
+                              "has nothing to judge (the grader reads each test's outcome from pytest)", evidence=evidence)
     named = ", ".join(own.failed[:5]) or "see the log"
     why = f"killed: {own.killed}" if own.killed else f"exit code {own.exit_code}"
     return Verdict(False, f"your tests fail on your own code ({why}); failing: {named}", evidence=evidence)

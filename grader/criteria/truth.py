@@ -43,6 +43,7 @@ class Truth:
     tokens: int
     tps: float | None
     fault: str | None
+    reasoning_tokens: int = 0  # what the model spent thinking (never output tokens)
 
 
 def truth_of(record: dict[str, Any]) -> Truth:
@@ -70,6 +71,7 @@ def truth_of(record: dict[str, Any]) -> Truth:
         end=float(end), outcome=outcome, reasons=reasons,
         ttft_s=content[0] - record["arrival"] if ok else None, first_content=content[0] if ok else None,
         tokens=tokens, tps=tokens / span if ok and span > 0 else None, fault=applied,
+        reasoning_tokens=int(record.get("reasoning_tokens") or 0),
     )
 
 

@@ -21,6 +21,9 @@ from grader.shared.yaml_files import YamlError, read_yaml
 
 __all__ = ["DEFAULT_RUBRIC", "Criterion", "Judging", "Rubric", "RubricError", "Scenario", "load_rubric"]
 
+#: Each section's time limits, by name (the rubric's `limits:`; schemas/grader/rubric.schema.json says which).
+Limits = dict[str, dict[str, float]]
+
 DEFAULT_RUBRIC = Path(__file__).resolve().parents[1] / "rubric.yaml"
 
 
@@ -62,6 +65,7 @@ class Criterion:
     cases: tuple[str, ...] = ()  # gateway cases it is judged from (none named: every case)
     variants: tuple[str, ...] = ()  # the broken variants the candidate's tests run against
     tolerance: dict[str, float] = field(default_factory=dict)  # every number its check reads, by name
+    anchors: tuple[str, ...] = ()  # the statements of starter/TASK.md it checks (grader/kit/traceability.py)
 
     def tol(self, name: str) -> float:
         """A number of the entry's; the registry made sure at load time that the entry gives it."""
@@ -98,6 +102,7 @@ class Judging:
 class Rubric:
     path: Path
     judging: Judging
+    limits: Limits
     scenarios: dict[str, Scenario]
     gateway: GatewayPlan
     criteria: tuple[Criterion, ...]
@@ -148,21 +153,25 @@ def load_rubric(path: Path | None = None, *, override: Path | None = None) -> Ru
     problems = []
     for i, raw in enumerate(data["criteria"]):
         names, cases = _names(raw.get("scenario")), _names(raw.get("cases"))
+        if names == ("*",):  # every scenario's run
+            names = tuple(scenarios)
         problems += [f"criteria[{i}].scenario: no scenario named {n!r}" for n in names if n not in scenarios]
         problems += [f"criteria[{i}].cases: no gateway case named {n!r}" for n in cases if n not in case_names]
         if raw["id"] in {c.id for c in criteria}:
             problems.append(f"criteria[{i}].id: {raw['id']!r} appears twice")
         criteria.append(Criterion(raw["id"], raw["deliverable"], float(raw["weight"]), raw["visibility"],
                                   raw["text"].strip(), names, cases, tuple(raw.get("variants", ())),
-                                  {k: float(v) for k, v in (raw.get("tolerance") or {}).items()}))
+                                  {k: float(v) for k, v in (raw.get("tolerance") or {}).items()},
+                                  tuple(raw.get("anchors", ()))))
     if problems:
         raise RubricError(f"{path}:\n  " + "\n  ".join(problems))
     if override is not None:
         criteria = _apply_override(criteria, Path(override))
     _check_registry(criteria, override or path)
     judging = data["judging"]
+    limits = {section: {k: float(v) for k, v in numbers.items()} for section, numbers in data["limits"].items()}
     return Rubric(path, Judging(tuple(judging["borderline"]), tuple(judging["busy_borderline"]),  # type: ignore[arg-type]
-                                float(judging["busy_lag_s"])), scenarios, plan, tuple(criteria))
+                                float(judging["busy_lag_s"])), limits, scenarios, plan, tuple(criteria))
 
 
 def _check_registry(criteria: list[Criterion], path: Path) -> None:

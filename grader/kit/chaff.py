@@ -15,6 +15,9 @@ A chaff lives in `submissions/chaff/NAME/chaff.yaml`:
 Edits are find-and-replace rather than diffs so that a chaff states its defect in the words of
 the code, and so that a change to the base that moves the text breaks the chaff loudly (the find
 no longer occurs) instead of applying it somewhere else.
+
+One chaff is the candidate's untouched starter: `base: starter`, `edits: []`, `targets: all`. It
+must score nothing on any criterion: a rule that holds for want of anything to judge earns nothing.
 """
 
 from __future__ import annotations
@@ -50,14 +53,21 @@ class Edit:
 class Chaff:
     name: str
     defect: str
-    targets: tuple[str, ...]
+    targets: tuple[str, ...]  # empty with `targets: all`: every criterion must score nothing
     path: Path  # the chaff's folder (holding chaff.yaml)
     base: str
     edits: tuple[Edit, ...]
 
     @property
+    def scores_nothing(self) -> bool:
+        """`targets: all`: the submission must score 0 on every criterion (the untouched starter)."""
+        return not self.targets
+
+    @property
     def base_path(self) -> Path:
-        return self.path.parent.parent / self.base
+        """A folder beside chaff/ under submissions/, or `starter`: the kit's starter folder, untouched."""
+        submissions = self.path.parent.parent
+        return submissions.parent / "starter" if self.base == "starter" else submissions / self.base
 
 
 def read_chaff(chaff_dir: Path) -> Chaff:
@@ -81,15 +91,16 @@ def read_chaff(chaff_dir: Path) -> Chaff:
     defect = data["defect"]
     if not isinstance(defect, str) or not defect.strip() or "\n" in defect.strip():
         raise ChaffError(f"{source}: defect: must be one line saying what is wrong")
-    targets = data["targets"]
-    if not isinstance(targets, list) or not targets:
-        raise ChaffError(f"{source}: targets: must be a non-empty list of rubric criterion ids")
+    targets = [] if data["targets"] == "all" else data["targets"]
+    if not isinstance(targets, list) or (not targets and data["targets"] != "all"):
+        raise ChaffError(f"{source}: targets: must be a non-empty list of rubric criterion ids, or `all`")
     for i, target in enumerate(targets):
         if not isinstance(target, str) or not _CRITERION.match(target):
             raise ChaffError(f"{source}: targets[{i}]: {target!r} is not a criterion id such as loadgen.ttft")
     edits = data["edits"]
-    if not isinstance(edits, list) or not edits:
-        raise ChaffError(f"{source}: edits: must be a non-empty list of {{file, find, replace}}")
+    if not isinstance(edits, list) or (not edits and base != "starter"):
+        raise ChaffError(f"{source}: edits: must be a non-empty list of {{file, find, replace}} (only the starter "
+                         "is a chaff as it is)")
     return Chaff(name=chaff_dir.name, defect=defect.strip(), targets=tuple(targets), path=chaff_dir, base=base,
                  edits=tuple(_edit(raw, f"{source}: edits[{i}]") for i, raw in enumerate(edits)))
 

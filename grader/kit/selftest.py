@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.grading.grade import GradeRun, grade
-from grader.grading.outcome import Grade
+from grader.grading.outcome import CriterionResult, Grade
 from grader.grading.rubric import Criterion, Rubric, load_rubric
 
 __all__ = ["SUBMISSIONS", "Finding", "SelftestError", "selftest"]
@@ -78,17 +78,26 @@ def _criteria_for(rubric: Rubric, targets: list[str], name: str, full: bool) -> 
     return tuple(c.id for c in rubric.criteria if c.id in taken | set(sample))
 
 
-def _judge(name: str, result: Grade, targets: list[str]) -> Finding:
-    """Wrong is a target kept or another criterion lost. `inconclusive` is neither: it is the
-    grader saying it could not tell (a machine too busy to time), so it is listed, not failed,
-    except on the reference, which must be graded whole."""
+def kept(c: CriterionResult) -> bool:
+    """A target the submission did not lose: full points, or passed where there are none to lose."""
+    return c.status == "passed" if c.weight == 0 else c.score >= c.weight
+
+
+def _judge(name: str, result: Grade, targets: list[str] | None) -> Finding:
+    """Wrong is a target kept or another criterion lost (`targets` None: any point scored). `inconclusive`
+    is neither: it is the grader saying it could not tell (a machine too busy to time), so it is
+    listed, not failed, except on the reference, which must be graded whole."""
     finding = Finding(name, True, score=result.score, max_score=result.max_score, seconds=result.duration_s)
     for c in result.criteria:
         first = " ".join(c.output.splitlines()[:2]) if c.output else ""
-        if c.status == "inconclusive" and name != "reference":
+        if targets is None:
+            if c.score > 0:
+                finding.ok = False
+                finding.lines.append(f"{c.id}: should score nothing, but {c.status} ({c.score:g}/{c.weight:g}): {first}")
+        elif c.status == "inconclusive" and name != "reference":
             finding.inconclusive.append(c.id)
             finding.lines.append(f"{c.id}: inconclusive (not counted as wrong): {first}")
-        elif c.id in targets and c.score >= c.weight:
+        elif c.id in targets and kept(c):
             finding.ok = False
             finding.lines.append(f"{c.id}: should be lost, but {c.status} ({c.score:g}/{c.weight:g})")
         elif c.id not in targets and c.status != "passed":
@@ -114,18 +123,19 @@ def selftest(*, full: bool = False, jobs: int = 2, names: tuple[str, ...] = (), 
         return None
 
     with tempfile.TemporaryDirectory(prefix="grader-selftest-") as tmp:
-        def one(name: str, folder: Path | None, targets: list[str]) -> None:
+        def one(name: str, folder: Path | None, targets: list[str] | None) -> None:
             try:
                 if folder is None:
                     folder = materialize(next(c.path for c in chaff if c.name == name), Path(tmp) / "chaff" / name)
             except ChaffError as exc:
                 finding = Finding(name, False, [f"does not build: {exc}"])
             else:
-                only = () if name == "reference" else _criteria_for(rubric, targets, name, full)
+                whole = name == "reference" or targets is None  # graded on every criterion
+                only = () if whole else _criteria_for(rubric, targets or [], name, full)
                 # The reference has every timed section: two at once; a chaff usually has one.
                 outs = keep if keep is not None else Path(tmp) / "out"
                 result = grade(GradeRun(folder, outs / name, only=only, seed=seed, echo=quiet,
-                                        jobs=2 if name == "reference" else 1))
+                                        jobs=2 if whole else 1))
                 finding = _judge(name, result, targets)
                 if not finding.ok:
                     # Graded wrong once: grade it again. Wrong twice is wrong; right the second time
@@ -143,10 +153,10 @@ def selftest(*, full: bool = False, jobs: int = 2, names: tuple[str, ...] = (), 
                 for line in finding.lines:
                     echo(f"       {line}")
 
-        jobs_list: list[tuple[str, Path | None, list[str]]] = []
+        jobs_list: list[tuple[str, Path | None, list[str] | None]] = []
         if not names or "reference" in names:
             jobs_list.append(("reference", root / "reference", []))
-        jobs_list += [(c.name, None, list(c.targets)) for c in chaff]
+        jobs_list += [(c.name, None, None if c.scores_nothing else list(c.targets)) for c in chaff]
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             for future in [pool.submit(one, *job) for job in jobs_list]:
                 future.result()

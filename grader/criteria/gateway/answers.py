@@ -148,8 +148,10 @@ def case_evidence(gw: GatewayRun, runs: Iterable[CaseRun], reported: str = "", t
 
 
 def judge_cases(gw: GatewayRun, names: tuple[str, ...], per_case: Callable[[CaseRun], list[str]], *,
-           reported: str = "", truth: str = "") -> Verdict:
-    """Run `per_case` over the named cases; pass when none has a problem."""
+                reported: str = "", truth: str = "", evidence: tuple[Callable[[CaseRun], bool], str] | None = None,
+                ) -> Verdict:
+    """Run `per_case` over the named cases; pass when none has a problem. `evidence`: (a test, what it looks
+    for) when a rule could hold for want of anything to judge: no case passing the test is a failure."""
     if not gw.started:
         return Verdict(False, f"the gateway did not start: {gw.start_problem}", evidence=case_evidence(gw, []))
     runs = [gw.cases[n] for n in names if n in gw.cases]
@@ -162,6 +164,9 @@ def judge_cases(gw: GatewayRun, names: tuple[str, ...], per_case: Callable[[Case
         if run.problem:
             problems.append(f"{run.case.name}: {run.problem}")
             continue
+        if hang := unanswered(run):
+            problems.append(f"{run.case.name}: {hang}")
+            continue
         found = [f"{run.case.name}: {p}" for p in per_case(run)]
         why = busy_reason(run, gw.plan.busy_lag_s)
         if found and why:
@@ -172,6 +177,8 @@ def judge_cases(gw: GatewayRun, names: tuple[str, ...], per_case: Callable[[Case
         elif run.extra.get("unseen"):
             doubtful.append(run.case.name)
             reasons.append(f"{run.case.name}: {run.extra['unseen']}")
+    if evidence is not None and not any(evidence[0](run) for run in runs if not run.problem):
+        problems.append(f"nothing to judge: no case shows {evidence[1]}")
     ok = not problems and not unsure
     output = (f"all {len(runs)} cases right" if ok else f"{len(problems + unsure)} problem(s):\n- "
               + "\n- ".join((problems + unsure)[:12]))
@@ -191,6 +198,18 @@ def too_busy(run: CaseRun) -> bool:
     """A case with no fault in which the gateway still went to the API: on this machine a local first
     byte took longer than first_byte_s, so the case cannot tell a right gateway from a wrong one."""
     return run.case.kind == "concurrent" and bool(run.api)
+
+
+def unanswered(run: CaseRun) -> str | None:
+    """Why the case shows a gateway that hung: a request it never answered (the grader stopped waiting), with
+    what the ledgers show of it; None when every request was answered."""
+    for answer in run.answers:
+        if answer.get("status") is None and "timed out" in str(answer.get("error") or "").lower():
+            waited = float(answer.get("done_at", 0.0)) - float(answer.get("sent_at", 0.0))
+            return (f"the gateway hung: no answer after {waited:.1f} s (the grader stops waiting there); the local "
+                    f"ledger shows {len(run.local)} request(s) (HTTP {statuses_of(run.local)}), the API ledger "
+                    f"{len(run.api)} (HTTP {statuses_of(run.api)})")
+    return None
 
 
 def busy_reason(run: CaseRun, lag_s: float) -> str | None:

@@ -210,7 +210,8 @@ def _no_twice(gw: GatewayRun, criterion: Criterion) -> Verdict:
     def per_case(run: CaseRun) -> list[str]:
         return [f"the {route} ledger shows {len(records)} requests for one client request (HTTP {statuses_of(records)})"
                 for route, records in (("local", run.local), ("api", run.api)) if len(records) > 1]
-    return judge_cases(gw, names, per_case)
+    return judge_cases(gw, names, per_case, evidence=(lambda run: bool(run.local or run.api),
+                                                      "a request the gateway sent to either route"))
 
 
 @check("gateway", "gateway.streaming", needs=("abs_s",))
@@ -281,7 +282,9 @@ def _headers_true(run: CaseRun, models: dict[str, str]) -> list[str]:
 def _headers(gw: GatewayRun, criterion: Criterion) -> Verdict:
     names = tuple(n for n, r in gw.cases.items() if r.case.kind in ("one", "recover"))
     models = {"local": gw.plan.local_model, "api": gw.plan.api_model}
-    return judge_cases(gw, names, lambda run: _headers_true(run, models))
+    return judge_cases(gw, names, lambda run: _headers_true(run, models),
+                       evidence=(lambda run: any(a.get("status") == 200 and (run.local or run.api) for a in run.answers),
+                                 "an answer a route served"))
 
 
 def _concurrency(run: CaseRun) -> list[str]:

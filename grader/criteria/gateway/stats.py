@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
 from functools import lru_cache
+from typing import Any
 
 from grader.contract import schema_errors
 from grader.criteria.gateway.answers import (
@@ -71,7 +70,8 @@ def stats_problems(run: CaseRun) -> list[str]:
 @check("gateway", "gateway.stats-counts")
 def stats_counts(gw: GatewayRun, criterion: Criterion) -> Verdict:
     names = tuple(n for n, r in gw.cases.items() if r.case.kind in ("one", "recover", "concurrent", "require-bad"))
-    return judge_cases(gw, names, stats_problems)
+    return judge_cases(gw, names, stats_problems, evidence=(lambda run: bool(run.local or run.api),
+                                                            "an attempt on either route to count"))
 
 
 def cost_problems(run: CaseRun, price_out: float) -> list[str]:
@@ -105,7 +105,9 @@ def stats_cost(gw: GatewayRun, criterion: Criterion) -> Verdict:
     price = gw.plan.price_out
     return judge_cases(gw, names, lambda run: cost_problems(run, price),
                        truth=f"API prices: output {price:g} USD per million tokens; a stream cut mid-way may be "
-                             "one output token under the ledger")
+                             "one output token under the ledger",
+                       evidence=(lambda run: any(float(r.get("cost_usd") or 0) > 0 for r in run.api),
+                                 "an API attempt that cost anything"))
 
 
 @check("gateway", "gateway.stats-latency", needs=("abs_s", "rel"))
@@ -154,6 +156,8 @@ def stats_latency(gw: GatewayRun, criterion: Criterion) -> Verdict:
             if margin > 1:
                 problems.append(f"{route}.latency_s.{key} is {value:.4f} s; the ledgers give {truth:.4f} s and the "
                                 f"grader's client {upper:.4f} s (allowed {criterion.tolerance_text} outside)")
+    if not problems and not any(success_records(run)[route] for run in runs for route in ("local", "api")):
+        problems.append("nothing to judge: no case shows a successful attempt, so no latency to compare")
     ok = not problems
     unsure = bool(problems) and any(too_busy(r) for r in runs)  # a busy fallback moves these counts too
     if unsure:

@@ -1,77 +1,23 @@
-"""The load generator's criteria: every figure it reports, against the ledger's truth.
+"""The load generator's per-request checks: every request it reports, against the ledger's truth.
 
 Each check takes the run(s) of its scenario(s) and returns a Verdict. Per-request figures are
-compared with the ledger request by request (paired in `matching.py`); summary figures are
-recomputed from the candidate's own records (percentiles by nearest rank), so a defensible
-difference in clocks never costs a criterion, while a wrong definition always does.
+compared with the ledger request by request (paired in `matching.py`): TTFT in two parts, outcomes
+and failure reasons, output tokens from usage, TPS, the concurrency the server saw.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from grader.criteria.matching import Pair
+from grader.criteria.loadgen.evidence import fmt, num, run_evidence, ttft_plot, unusable
 from grader.criteria.registry import check
 from grader.criteria.truth import Truth, in_flight_series, max_in_flight, nearest_rank
 from grader.criteria.verdict import Verdict, within
-from grader.grading.outcome import Evidence, Plot
+from grader.grading.outcome import Plot
 from grader.grading.rubric import Criterion
 from grader.runs.loadgen import LoadgenRun
 
 __all__: list[str] = []  # the checks are found through the registry
-_COLUMNS = ["#", "id", "outcome (you / ledger)", "failure (you / allowed)", "TTFT s (you / ledger)",
-            "tokens (you / ledger)", "TPS (you / ledger)", "paired by"]
-
-
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _fmt(value: Any, digits: int = 4) -> str:
-    number = _num(value)
-    return "-" if number is None else f"{number:.{digits}g}" if digits else str(value)
-
-
-def _row(i: int, pair: Pair) -> list[Any]:
-    rep, tru = pair.reported or {}, pair.truth
-    rid = rep.get("id") or (tru.id if tru else None)
-    return [
-        rep.get("index", i), (rid or "-")[:18],
-        f"{rep.get('outcome', '-')} / {tru.outcome if tru else '-'}",
-        f"{rep.get('failure') or '-'} / {','.join(sorted(tru.reasons)) if tru and tru.reasons else '-'}",
-        f"{_fmt(rep.get('ttft_s'))} / {_fmt(tru.ttft_s) if tru else '-'}",
-        f"{rep.get('output_tokens', '-')} / {tru.tokens if tru else '-'}",
-        f"{_fmt(rep.get('tps'))} / {_fmt(tru.tps) if tru else '-'}",
-        pair.how,
-    ]
-
-
-def _evidence(run: LoadgenRun, reported: str = "", truth: str = "", plots: list[Plot] | None = None) -> Evidence:
-    flags = run.scenario.loadgen
-    sent = (f"scenario `{run.scenario.name}`: {run.scenario.description} Load: {flags['requests']} requests at "
-            f"concurrency {flags['concurrency']}, ~{flags['prompt_tokens']} prompt tokens, max_tokens {flags['max_tokens']}.")
-    return Evidence(sent=sent, reported=reported, truth=truth, columns=list(_COLUMNS),
-                    rows=[_row(i, p) for i, p in enumerate(run.pairs)], plots=plots or [], logs=run.logs)
-
-
-def _unusable(run: LoadgenRun) -> Verdict | None:
-    """A fail when there is nothing to compare: no results, or requests that cannot be paired."""
-    if run.results is None:
-        return Verdict(False, "; ".join(run.problems) or "no results", evidence=_evidence(run))
-    unpaired = [p for p in run.pairs if p.how == "unmatched"]
-    if unpaired:
-        ids = ", ".join(str((p.reported or {}).get("id") or (p.truth.id if p.truth else "?")) for p in unpaired[:4])
-        return Verdict(False, f"{len(unpaired)} request(s) could not be paired with the ledger (reported ids "
-                              f"that the server never sent, or requests the server saw that you did not report): {ids}",
-                       evidence=_evidence(run))
-    return None
-
-
-def _ttft_plot(run: LoadgenRun) -> Plot:
-    points = [(p.truth.ttft_s, _num((p.reported or {}).get("ttft_s")))
-              for p in run.pairs if p.truth and p.truth.ttft_s is not None]
-    return Plot("scatter", "TTFT per request", "ledger TTFT (s)", "your TTFT (s)",
-                {"requests": [(x, y) for x, y in points if y is not None]}, diagonal=True)
 
 
 # `send_lead_s`: a request may be sent this long before the server registers its arrival: on a busy
@@ -81,7 +27,7 @@ def _ttft_plot(run: LoadgenRun) -> Plot:
 
 def _send_time(rep: dict[str, Any], tru: Truth, lead_s: float) -> float:
     """The candidate's send time, trusted within [arrival - lead_s, arrival]."""
-    start = _num(rep.get("start"))
+    start = num(rep.get("start"))
     return tru.arrival if start is None else min(max(start, tru.arrival - lead_s), tru.arrival)
 
 
@@ -89,7 +35,7 @@ def _ttft_problem(index: Any, rep: dict[str, Any], tru: Truth, criterion: Criter
     """TTFT in two parts, each against the ledger: when the clock started (your `start` against the
     server's arrival) and when it stopped (`start + ttft_s` against the first content chunk's send).
     Returns the worse part's margin and, past the tolerance, what is wrong."""
-    start, ttft = _num(rep.get("start")), _num(rep.get("ttft_s"))
+    start, ttft = num(rep.get("start")), num(rep.get("ttft_s"))
     assert tru.first_content is not None and ttft is not None
     if start is None:
         return float("inf"), f"request {index}: no `start` time, so its TTFT cannot be placed on the ledger's clock"
@@ -112,13 +58,13 @@ def _ttft_problem(index: Any, rep: dict[str, Any], tru: Truth, criterion: Criter
 def check_ttft(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     problems, worst, compared, outcome_problems = [], 0.0, 0, False
     for run in runs:
-        if (bad := _unusable(run)) is not None:
+        if (bad := unusable(run)) is not None:
             return bad
         for pair in run.pairs:
             rep, tru = pair.reported or {}, pair.truth
             if tru is None or tru.outcome != "ok":
                 continue
-            if rep.get("outcome") != "ok" or _num(rep.get("ttft_s")) is None:
+            if rep.get("outcome") != "ok" or num(rep.get("ttft_s")) is None:
                 outcome_problems = True
                 problems.append(f"request {rep.get('index')}: the ledger shows a full answer, you reported "
                                 f"outcome {rep.get('outcome')!r} with TTFT {rep.get('ttft_s')!r}")
@@ -135,12 +81,12 @@ def check_ttft(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     out = (f"TTFT of {compared} request(s) agrees with the ledger (worst {worst:.2f} of the tolerance: {tol})"
            if not problems else f"{len(problems)} problem(s); tolerance {tol}:\n" + "\n".join(problems[:8]))
     return Verdict(not problems, out, margin=None if outcome_problems else worst,
-                   evidence=_evidence(runs[0], plots=[_ttft_plot(r) for r in runs]))
+                   evidence=run_evidence(runs[0], plots=[ttft_plot(r) for r in runs]))
 
 
 def _outcomes(run: LoadgenRun, criterion: Criterion) -> Verdict:
     """Every request's outcome, failure reason and status as the ledger says they must be."""
-    if (bad := _unusable(run)) is not None:
+    if (bad := unusable(run)) is not None:
         return bad
     problems = []
     for pair in run.pairs:
@@ -163,7 +109,7 @@ def _outcomes(run: LoadgenRun, criterion: Criterion) -> Verdict:
     if len(run.pairs) != expected:
         problems.append(f"{len(run.pairs)} requests in the results and ledger together; {expected} were asked for")
     out = "every outcome as the ledger shows" if not problems else "\n".join(problems[:10])
-    return Verdict(not problems, out, evidence=_evidence(run))
+    return Verdict(not problems, out, evidence=run_evidence(run))
 
 
 @check("loadgen", "loadgen.runs")
@@ -175,7 +121,7 @@ def check_runs(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     if len(run.truths) != run.scenario.loadgen["requests"]:
         problems.append(f"the server saw {len(run.truths)} requests; {run.scenario.loadgen['requests']} were asked for")
     out = "exit 0, a results file that follows the contract, one record per request" if not problems else "\n".join(problems[:10])
-    return Verdict(not problems, out, evidence=_evidence(run))
+    return Verdict(not problems, out, evidence=run_evidence(run))
 
 
 @check("loadgen", "loadgen.reasoning-empty")
@@ -201,35 +147,63 @@ def check_reasoning_empty(runs: list[LoadgenRun], criterion: Criterion) -> Verdi
 @check("loadgen", "loadgen.multi-token")
 def check_multi_token(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
-    if (bad := _unusable(run)) is not None:
+    if (bad := unusable(run)) is not None:
         return bad
-    problems = []
+    problems = _token_problems(run)
+    return Verdict(not problems, "\n".join(problems[:8]) or "output tokens from usage", evidence=run_evidence(run))
+
+
+def _token_problems(run: LoadgenRun) -> list[str]:
+    """Each successful request's output tokens against usage (completion minus reasoning tokens); none to
+    compare is a problem too."""
+    problems, compared = [], 0
     for pair in run.pairs:
         rep, tru = pair.reported or {}, pair.truth
         if tru is None or tru.outcome != "ok":
             continue
+        compared += 1
         if rep.get("output_tokens") != tru.tokens:
-            problems.append(f"request {rep.get('index')}: {rep.get('output_tokens')!r} output tokens; usage says {tru.tokens}")
+            problems.append(f"request {rep.get('index')}: {rep.get('output_tokens')!r} output tokens; usage says "
+                            f"{tru.tokens}" + (" (completion minus reasoning tokens)" if tru.reasoning_tokens else ""))
         elif rep.get("tokens_from") != "usage":
             problems.append(f"request {rep.get('index')}: tokens_from {rep.get('tokens_from')!r}; the stream carried usage")
-    return Verdict(not problems, "\n".join(problems[:8]) or "output tokens from usage", evidence=_evidence(run))
+    if not compared:
+        problems.append(f"the ledger shows no successful request in `{run.scenario.name}`: there are no output tokens "
+                        "to compare")
+    return problems
+
+
+@check("loadgen", "loadgen.reasoning-content", needs=("abs_s", "send_lead_s"))
+def check_reasoning_content(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
+    """A model that reasons, then answers: TTFT stops at the first content, and tokens leave reasoning out."""
+    run = runs[0]
+    if (bad := unusable(run)) is not None:
+        return bad
+    ttft = check_ttft(runs, criterion)
+    tokens = _token_problems(run)
+    if tokens:
+        ttft.passed, ttft.margin = False, None  # a wrong count is a fail however the timing came out
+        ttft.output = "\n".join(tokens[:6] + ([ttft.output] if ttft.output else []))
+    else:
+        ttft.output = "output tokens leave the reasoning out; " + ttft.output
+    return ttft
 
 
 @check("loadgen", "loadgen.queueing", needs=("abs_s", "send_lead_s"))
 def check_queueing(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
-    if (bad := _unusable(run)) is not None:
+    if (bad := unusable(run)) is not None:
         return bad
     yours = [v for r in run.requests if isinstance(r, dict) and r.get("outcome") == "ok"
-             and (v := _num(r.get("ttft_s"))) is not None]
+             and (v := num(r.get("ttft_s"))) is not None]
     # Each request's truth runs from your send time (trusted within send_lead_s of the server's
     # arrival) to the first content chunk the server sent.
     truth = [p.truth.first_content - _send_time(p.reported or {}, p.truth, criterion.tol("send_lead_s")) for p in run.pairs
              if p.truth is not None and p.truth.first_content is not None]
     p_yours, p_truth = nearest_rank(yours, 90), nearest_rank(truth, 90)
-    evidence = _evidence(run, reported=f"p90 TTFT {_fmt(p_yours)} s over {len(yours)} requests",
-                         truth=f"p90 TTFT {_fmt(p_truth)} s over {len(truth)} requests (sent to first content)",
-                         plots=[_ttft_plot(run)])
+    evidence = run_evidence(run, reported=f"p90 TTFT {fmt(p_yours)} s over {len(yours)} requests",
+                         truth=f"p90 TTFT {fmt(p_truth)} s over {len(truth)} requests (sent to first content)",
+                         plots=[ttft_plot(run)])
     if p_yours is None or p_truth is None or len(yours) != len(truth):
         return Verdict(False, f"{len(yours)} successful TTFT samples reported; the ledger has {len(truth)}", evidence=evidence)
     margin = within(p_yours - p_truth, p_truth, abs_s=criterion.tol("abs_s"))
@@ -240,6 +214,8 @@ def check_queueing(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
 @check("loadgen", "loadgen.concurrency")
 def check_concurrency(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
+    if run.stopped:
+        return Verdict(False, run.problems[0], evidence=run_evidence(run))
     limit = run.scenario.loadgen["concurrency"]
     intervals = [(t.arrival, t.end) for t in run.truths]
     peak = max_in_flight(intervals)
@@ -247,7 +223,7 @@ def check_concurrency(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     plot = Plot("step", "Requests in flight at the server", "seconds since the first arrival", "in flight",
                 {"ledger": [(t - t0, float(level)) for t, level in in_flight_series(intervals)],
                  "limit": [(0.0, float(limit)), (max((e for _, e in intervals), default=t0) - t0, float(limit))]})
-    evidence = _evidence(run, reported=f"--concurrency {limit}", truth=f"at most {peak} in flight", plots=[plot])
+    evidence = run_evidence(run, reported=f"--concurrency {limit}", truth=f"at most {peak} in flight", plots=[plot])
     if len(run.truths) != run.scenario.loadgen["requests"]:
         return Verdict(False, f"the server saw {len(run.truths)} requests; {run.scenario.loadgen['requests']} were asked for",
                        evidence=evidence)
@@ -260,14 +236,14 @@ def check_concurrency(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
 @check("loadgen", "loadgen.tps", needs=("rel",))
 def check_tps(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
-    if (bad := _unusable(run)) is not None:
+    if (bad := unusable(run)) is not None:
         return bad
     problems, worst, points = [], 0.0, []
     for pair in run.pairs:
         rep, tru = pair.reported or {}, pair.truth
         if tru is None or tru.tps is None:
             continue
-        tps = _num(rep.get("tps"))
+        tps = num(rep.get("tps"))
         if tps is None:
             problems.append(f"request {rep.get('index')}: no TPS; the ledger shows {tru.tps:.1f} tokens/s")
             continue
@@ -277,96 +253,12 @@ def check_tps(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
         if margin > 1:
             problems.append(f"request {rep.get('index')}: TPS {tps:.1f}, ledger {tru.tps:.1f}")
     plot = Plot("scatter", "Per-request TPS", "ledger TPS (tokens/s)", "your TPS (tokens/s)", {"requests": points}, diagonal=True)
-    evidence = _evidence(run, plots=[plot])
+    evidence = run_evidence(run, plots=[plot])
     if not points and not problems:
         problems.append("no successful request with two content chunks to compare")
     out = (f"TPS of {len(points)} request(s) within {criterion.tolerance_text} of the ledger" if not problems
            else f"tolerance {criterion.tolerance_text}:\n" + "\n".join(problems[:8]))
     return Verdict(not problems, out, margin=worst if points else None, evidence=evidence)
-
-
-@check("loadgen", "loadgen.throughput", needs=("rel",))
-def check_throughput(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
-    run = runs[0]
-    if (bad := _unusable(run)) is not None:
-        return bad
-    tokens = sum(t.tokens for t in run.truths if t.outcome == "ok")
-    wall = max(t.end for t in run.truths) - min(t.arrival for t in run.truths)
-    truth = tokens / wall if wall > 0 else 0.0
-    yours = _num(run.summary.get("throughput_tokens_per_s"))
-    evidence = _evidence(run, reported=f"throughput {_fmt(yours)} tokens/s",
-                         truth=f"{tokens} tokens of successful requests over {wall:.3f} s = {truth:.1f} tokens/s")
-    if yours is None:
-        return Verdict(False, "summary.throughput_tokens_per_s is missing", evidence=evidence)
-    margin = within(yours - truth, truth, rel=criterion.tol("rel"))
-    out = f"throughput {yours:.1f} tokens/s; ledger {truth:.1f}; tolerance {criterion.tolerance_text}"
-    return Verdict(margin <= 1, out, margin=margin, evidence=evidence)
-
-
-def _percentile_problems(name: str, reported: Any, values: list[float], criterion: Criterion) -> list[str]:
-    if not isinstance(reported, dict):
-        return [f"summary.{name}: missing"]
-    problems = []
-    n = len(values)
-    if reported.get("n") != n:
-        problems.append(f"summary.{name}.n: {reported.get('n')!r}; your records have {n} samples")
-    if reported.get("p99_is_max") is not (n < 100):
-        problems.append(f"summary.{name}.p99_is_max: {reported.get('p99_is_max')!r} with n = {n}; it must be {n < 100}")
-    abs_s = criterion.tol("abs_s") if name == "ttft_s" else None  # seconds apply to TTFT; TPS is relative only
-    for key, p in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)):
-        expected, got = nearest_rank(values, p), reported.get(key)
-        value = _num(got)
-        if expected is None:
-            if got is not None:
-                problems.append(f"summary.{name}.{key}: {got!r}; with no samples it is null")
-        elif value is None or within(value - expected, expected, abs_s=abs_s, rel=criterion.tol("rel")) > 1:
-            problems.append(f"summary.{name}.{key}: {got!r}; nearest rank of your {n} records gives {expected:.6g}")
-    return problems
-
-
-@check("loadgen", "loadgen.percentiles", needs=("abs_s", "rel"))
-def check_percentiles(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
-    run = runs[0]
-    if run.results is None:
-        return Verdict(False, "; ".join(run.problems), evidence=_evidence(run))
-    ok = [r for r in run.requests if isinstance(r, dict) and r.get("outcome") == "ok"]
-    ttfts = [v for r in ok if (v := _num(r.get("ttft_s"))) is not None]
-    tpss = [v for r in ok if (v := _num(r.get("tps"))) is not None]
-    problems = (_percentile_problems("ttft_s", run.summary.get("ttft_s"), ttfts, criterion)
-                + _percentile_problems("tps", run.summary.get("tps"), tpss, criterion))
-    evidence = _evidence(run, reported=f"ttft_s {run.summary.get('ttft_s')}; tps {run.summary.get('tps')}",
-                         truth=f"nearest rank of your own records: TTFT p50 {_fmt(nearest_rank(ttfts, 50))}, "
-                               f"p90 {_fmt(nearest_rank(ttfts, 90))}, p99 {_fmt(nearest_rank(ttfts, 99))} (n = {len(ttfts)})")
-    return Verdict(not problems, "\n".join(problems) or "percentiles are the nearest-rank values of your records, with n",
-                   evidence=evidence)
-
-
-@check("loadgen", "loadgen.summary", needs=("abs_s", "rel"))
-def check_summary(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
-    run = runs[0]
-    if run.results is None:
-        return Verdict(False, "; ".join(run.problems), evidence=_evidence(run))
-    records = [r for r in run.requests if isinstance(r, dict)]
-    summary, problems = run.summary, []
-    counts = {k: sum(1 for r in records if r.get("outcome") == k) for k in ("ok", "empty", "failed")}
-    for key, value in {"n": len(records), **counts}.items():
-        if summary.get(key) != value:
-            problems.append(f"summary.{key}: {summary.get(key)!r}; your records give {value}")
-    tokens = sum(r.get("output_tokens") or 0 for r in records if r.get("outcome") == "ok")
-    if summary.get("output_tokens") != tokens:
-        problems.append(f"summary.output_tokens: {summary.get('output_tokens')!r}; your ok records add up to {tokens}")
-    starts = [v for r in records if (v := _num(r.get("start"))) is not None]
-    ends = [v for r in records if (v := _num(r.get("end"))) is not None]
-    wall = max(ends) - min(starts) if starts and ends else None
-    got_wall, got_tp = _num(summary.get("wall_s")), _num(summary.get("throughput_tokens_per_s"))
-    if wall is None or got_wall is None or within(got_wall - wall, wall, abs_s=criterion.tol("abs_s"),
-                                                  rel=criterion.tol("rel")) > 1:
-        problems.append(f"summary.wall_s: {summary.get('wall_s')!r}; first start to last end of your records is {_fmt(wall)} s")
-    elif got_tp is None or within(got_tp - tokens / got_wall, tokens / got_wall, rel=criterion.tol("rel")) > 1:
-        problems.append(f"summary.throughput_tokens_per_s: {summary.get('throughput_tokens_per_s')!r}; "
-                        f"output_tokens / wall_s = {tokens / got_wall:.6g}")
-    return Verdict(not problems, "\n".join(problems) or "the summary agrees with your records",
-                   evidence=_evidence(run, reported=str(summary)))
 
 
 @check("loadgen", "loadgen.cut", "loadgen.no-done", "loadgen.stream-error", "loadgen.malformed",
