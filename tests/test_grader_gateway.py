@@ -20,7 +20,7 @@ from grader.criteria.registry import registered
 from grader.criteria.verdict import Verdict
 from grader.grading.rubric import load_rubric
 from grader.kit.chaff import list_chaff, materialize
-from grader.runs.gateway import GatewayRun, run_gateway
+from grader.runs.gateway import GatewayRun, HangBudget, run_gateway
 from grader.sandbox import Sandbox, SandboxError
 
 pytestmark = pytest.mark.slow
@@ -32,6 +32,11 @@ RUBRIC = load_rubric()
 PLAN = RUBRIC.gateway
 
 
+def _hang() -> HangBudget:
+    limits = RUBRIC.limits["gateway"]
+    return HangBudget(limits["request_s"], limits["budget_s"])
+
+
 def _cases_of(criteria: tuple[str, ...]) -> set[str]:
     return {n for c in criteria for n in RUBRIC.criterion(c).cases}
 
@@ -41,7 +46,7 @@ def _run(folder: Path, criteria: tuple[str, ...]) -> GatewayRun:
     cases = tuple(c for c in PLAN.cases if c.name in names or c.kind == "startup")
     submission = load_submission(folder)
     with Sandbox(folder) as box:
-        return GatewayRun.from_record(run_gateway(box, submission, PLAN, seed=3, cases=cases).to_record())
+        return GatewayRun.from_record(run_gateway(box, submission, PLAN, seed=3, hang=_hang(), cases=cases).to_record())
 
 
 def _chaff(name: str, tmp_path: Path) -> Path:
@@ -125,7 +130,7 @@ def test_a_gateway_that_never_listens_fails_every_criterion_with_the_reason(tmp_
     with Sandbox(folder) as box:
         started = time.monotonic()
         plan = dataclasses.replace(PLAN, start_timeout_s=2.0)
-        run = run_gateway(box, submission, plan, seed=0, cases=PLAN.cases[:2])
+        run = run_gateway(box, submission, plan, seed=0, hang=_hang(), cases=PLAN.cases[:2])
         assert time.monotonic() - started < 30
     verdict = _verdicts(run, ("gateway.fallback-5xx",))["gateway.fallback-5xx"]
     assert not verdict.passed and "did not start" in verdict.output and "127.0.0.1:18080" in verdict.output
@@ -156,7 +161,7 @@ def test_a_gateway_that_starts_only_once_fails_the_refused_cases_by_name(tmp_pat
     names = _cases_of(criteria)
     with Sandbox(folder) as box:
         plan = dataclasses.replace(PLAN, start_timeout_s=3.0)
-        run = run_gateway(box, submission, plan, seed=0, cases=tuple(c for c in PLAN.cases if c.name in names))
+        run = run_gateway(box, submission, plan, seed=0, hang=_hang(), cases=tuple(c for c in PLAN.cases if c.name in names))
     verdicts = _verdicts(run, criteria)
     assert verdicts["gateway.fallback-5xx"].passed, verdicts["gateway.fallback-5xx"].output
     refused = verdicts["gateway.fallback-refused"]

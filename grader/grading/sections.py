@@ -18,8 +18,8 @@ from grader.contract import Submission
 from grader.criteria.busy import busy_from_ledgers
 from grader.criteria.memo import facts_of
 from grader.grading.rubric import Criterion, Rubric
-from grader.runs.gateway import GatewayRun, run_gateway
-from grader.runs.loadgen import LoadgenRun, run_loadgen
+from grader.runs.gateway import GatewayRun, HangBudget, run_gateway
+from grader.runs.loadgen import HUNG, LoadgenRun, limit_s, not_run, run_loadgen
 from grader.runs.manifests import ManifestsRun, run_checker
 from grader.runs.memo import MemoRun, run_memo
 from grader.runs.sizing import SizingRuns, run_set, run_sizing
@@ -39,6 +39,15 @@ class Context:
     criteria: Sequence[Criterion]
     box: Any = None
     open_box: Callable[[], Any] | None = None
+    hung_s: float = 0.0  # time the section's commands spent hanging, against the rubric's budget_s
+
+    def budget_spent(self, section: str) -> str | None:
+        """Why no more commands start in this section (its budget for commands that hang is spent), or None."""
+        budget = self.rubric.limits[section]["budget_s"]
+        if self.hung_s < budget:
+            return None
+        return (f"the {section} section's {budget:g} s for commands that hang were spent ({self.hung_s:.0f} s hung "
+                "before this run), so it was not started")
 
 
 @dataclass(frozen=True)
@@ -76,8 +85,14 @@ def _loadgen_keys(criterion: Criterion, attempt: int) -> tuple[str, ...]:
 
 def _loadgen_run(ctx: Context, key: str) -> dict[str, Any]:
     name, _, attempt = key.removeprefix("loadgen/").partition("@")
-    label = f"{name}-rerun" if attempt else name
-    return run_loadgen(ctx.box, ctx.submission, ctx.rubric.scenarios[name], seed=ctx.seed, label=label).to_record()
+    scenario = ctx.rubric.scenarios[name]
+    if why := ctx.budget_spent("loadgen"):
+        return not_run(scenario, ctx.seed, why, ctx.submission.command("loadgen")).to_record()
+    run = run_loadgen(ctx.box, ctx.submission, scenario, seed=ctx.seed, label=f"{name}-rerun" if attempt else name,
+                      timeout_s=limit_s(scenario, ctx.rubric.limits["loadgen"]))
+    if run.killed == HUNG:
+        ctx.hung_s += run.wall_s
+    return run.to_record()
 
 
 def _loadgen_busy(runs: list[LoadgenRun], criterion: Criterion, rubric: Rubric) -> str | None:
@@ -93,7 +108,7 @@ LOADGEN = Section("loadgen", "loadgen", boxed=True, timed=True, keys=_loadgen_ke
 
 def _tests_run(ctx: Context, key: str) -> dict[str, Any]:
     variants = tuple(dict.fromkeys(v for c in ctx.criteria for v in c.variants))
-    return run_tests(ctx.box, ctx.submission, variants=variants).to_record()
+    return run_tests(ctx.box, ctx.submission, variants=variants, limits=ctx.rubric.limits["tests"]).to_record()
 
 
 def _tests_facts(objects: list[TestRuns], criterion: Criterion) -> TestRuns | None:
@@ -121,12 +136,17 @@ def _gateway_run(ctx: Context, key: str) -> dict[str, Any]:
         criterion = ctx.rubric.criterion(key.split("/", 1)[1])
         every, wanted = not criterion.cases, set(criterion.cases)
     cases = tuple(c for c in plan.cases if every or c.name in wanted or c.kind == "startup")
-    return run_gateway(ctx.box, ctx.submission, plan, seed=ctx.seed, cases=cases).to_record()
+    limits = ctx.rubric.limits["gateway"]
+    hang = HangBudget(limits["request_s"], limits["budget_s"], spent_s=ctx.hung_s)
+    run = run_gateway(ctx.box, ctx.submission, plan, seed=ctx.seed, hang=hang, cases=cases)
+    ctx.hung_s = hang.spent_s
+    return run.to_record()
 
 
 def _gateway_facts(objects: list[GatewayRun], criterion: Criterion) -> GatewayRun | None:
+    """The run, when it ran the criterion's cases (or the gateway never started: then it fails them all)."""
     run = objects[0]
-    return run if all(name in run.cases for name in criterion.cases) else None
+    return run if not run.started or all(name in run.cases for name in criterion.cases) else None
 
 
 def _gateway_busy(runs: list[GatewayRun], criterion: Criterion, rubric: Rubric) -> str | None:
@@ -145,7 +165,7 @@ GATEWAY = Section("gateway", "gateway", boxed=True, timed=True, keys=_gateway_ke
 
 def _sizing_run(ctx: Context, key: str) -> dict[str, Any]:
     diagnose = [(c.id, c.tol("rel")) for c in ctx.criteria if "rel" in c.tolerance]
-    return run_sizing(ctx.box, ctx.submission, diagnose).to_record()
+    return run_sizing(ctx.box, ctx.submission, diagnose, limits=ctx.rubric.limits["sizing"]).to_record()
 
 
 SIZING = Section("sizing", "sizing", boxed=True, timed=False, keys=_once("sizing"), run=_sizing_run,
@@ -167,7 +187,7 @@ def _memo_run(ctx: Context, key: str) -> dict[str, Any]:
             return None, "submission.yaml has no sizing command", 0.0
         assert ctx.open_box is not None
         with ctx.open_box() as box:
-            run = run_set(box, ctx.submission, "memo", dict(flags))
+            run = run_set(box, ctx.submission, "memo", dict(flags), timeout_s=ctx.rubric.limits["sizing"]["set_s"])
         problem = f"the sizing command on sizing_inputs: {run.problem}" if run.problem else ""
         return (None if problem else run.output), problem, run.wall_s
 

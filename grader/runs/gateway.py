@@ -25,7 +25,35 @@ from typing import Any, Protocol
 from grader.contract import Submission
 from grader.runs.gateway_cases import UNHEALTHY, Case, GatewayPlan, Send, body_for, read_plan
 
-__all__ = ["Box", "CaseRun", "GatewayRun", "run_gateway"]
+__all__ = ["Box", "CaseRun", "GatewayRun", "HangBudget", "run_gateway"]
+
+
+def _timed_out(answer: dict[str, Any]) -> bool:
+    """The grader stopped waiting for this answer (as opposed to a refused connection, or an answer)."""
+    return answer.get("status") is None and "timed out" in str(answer.get("error") or "").lower()
+
+
+@dataclass
+class HangBudget:
+    """How long the grader waits for one answer, and how much waiting on a gateway that does not answer a
+    section allows before it runs no more cases (the rubric's `limits.gateway`)."""
+
+    request_s: float
+    budget_s: float
+    spent_s: float = 0.0
+
+    def note(self, answer: dict[str, Any], took_s: float) -> None:
+        """Count the wait on an answer that never came."""
+        if _timed_out(answer):
+            self.spent_s += took_s
+
+    @property
+    def spent(self) -> str | None:
+        """Why no more cases run, or None."""
+        if self.spent_s < self.budget_s:
+            return None
+        return (f"not run: the gateway section's {self.budget_s:g} s for requests that are never answered were spent "
+                f"({self.spent_s:.0f} s waiting on a gateway that did not answer)")
 
 class Box(Protocol):
     def serve(self, name: str, **settings: Any) -> dict[str, Any]: ...
@@ -106,8 +134,8 @@ class GatewayRun:
 
 
 class _Session:
-    def __init__(self, box: Box, plan: GatewayPlan, local_name: str, api_name: str) -> None:
-        self.box, self.plan = box, plan
+    def __init__(self, box: Box, plan: GatewayPlan, local_name: str, api_name: str, hang: HangBudget) -> None:
+        self.box, self.plan, self.hang = box, plan, hang
         self.local_name, self.api_name = local_name, api_name
         self.url = f"http://127.0.0.1:{plan.port}"
         self.local_stopped = False
@@ -115,11 +143,19 @@ class _Session:
         self.was_unhealthy = False  # the last case made /health answer 503
         self.started_at = time.time()
 
+    def get(self, path: str) -> dict[str, Any]:
+        """A GET of the grader's own (/health, /stats), waited for at most request_s like every request."""
+        sent_at = time.time()
+        answer = self.box.http("GET", self.url + path, timeout_s=self.hang.request_s)
+        answer["sent_at"], answer["done_at"] = sent_at, time.time()
+        self.hang.note(answer, answer["done_at"] - sent_at)
+        return answer
+
     def stats(self) -> Any:
-        answer = self.box.http("GET", self.url + "/stats", timeout_s=5.0)
-        if answer["status"] is None:  # a busy machine: one more try before calling it missing
+        answer = self.get("/stats")
+        if answer["status"] is None and not _timed_out(answer):  # not answering yet: one more try
             time.sleep(0.2)
-            answer = self.box.http("GET", self.url + "/stats", timeout_s=5.0)
+            answer = self.get("/stats")
         try:
             return json.loads(answer["body"]) if answer["status"] == 200 else {"_status": answer["status"]}
         except (json.JSONDecodeError, TypeError):
@@ -149,11 +185,13 @@ class _Session:
             run.local = self.box.ledger(self.local_name, settle=settle)
         run.api = self.box.ledger(self.api_name, settle=settle)
 
-    def send(self, body: dict[str, Any], *, timeout_s: float = 20.0) -> dict[str, Any]:
+    def send(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One request to the gateway, waited for at most the rubric's request_s."""
         sent_at = time.time()
         answer = self.box.http("POST", self.url + "/v1/chat/completions", json=body, stream=bool(body.get("stream")),
-                               timeout_s=timeout_s)
+                               timeout_s=self.hang.request_s)
         answer["sent_at"], answer["done_at"] = sent_at, time.time()
+        self.hang.note(answer, answer["done_at"] - sent_at)
         return answer
 
 
@@ -252,7 +290,7 @@ def _run_recover(session: _Session, case: Case, run: CaseRun) -> None:
     deadline = run.t0 + 4 * session.plan.notice_s
     body = body_for(session.plan, case, Send(require="local", max_tokens=2))
     while time.time() < deadline:
-        answer = session.send(body, timeout_s=5.0)
+        answer = session.send(body)
         run.sent.append(body)
         run.answers.append(answer)
         if answer["status"] == 200:
@@ -269,31 +307,38 @@ def _run_concurrent(session: _Session, case: Case, run: CaseRun) -> None:
     requests = [{"method": "POST", "url": session.url + "/v1/chat/completions", "json": b, "stream": True}
                 for b in bodies]
     run.sent = bodies
-    run.answers = session.box.http_many(requests, timeout_s=30.0)
+    started = time.monotonic()
+    run.answers = session.box.http_many(requests, timeout_s=2 * session.hang.request_s)
+    if answers_lost := [a for a in run.answers if a.get("status") is None]:
+        session.hang.note(answers_lost[0], time.monotonic() - started)
     session.ledgers(run, settle=5.0)
     run.stats_after = session.stats()
     session.box.reset(session.local_name)
     direct = [{"method": "POST", "url": session.local_url + "/v1/chat/completions", "stream": True,
                "json": {**b, "model": session.plan.local_model}} for b in bodies]
-    run.extra["direct"] = session.box.http_many(direct, timeout_s=30.0)
+    run.extra["direct"] = session.box.http_many(direct, timeout_s=2 * session.hang.request_s)
     session.box.reset(session.local_name)
 
 
-def run_gateway(box: Box, submission: Submission, plan: GatewayPlan, *, seed: int,
+def run_gateway(box: Box, submission: Submission, plan: GatewayPlan, *, seed: int, hang: HangBudget,
                 cases: tuple[Case, ...] | None = None) -> GatewayRun:
     """Start both servers and the gateway, run `cases` (default: the plan's) in order, stop everything; never
-    raises for the candidate.
+    raises for the candidate. A gateway that stops answering uses up `hang`, and the cases after are not run.
 
     The `quiet_probe` cases run after the others, each in a start of the gateway of its own (see the
     module's docstring)."""
     cases = plan.cases if cases is None else cases
     started = time.perf_counter()
-    main = _run_session(box, submission, plan, seed, tuple(c for c in cases if not c.quiet_probe), quiet=False)
+    main = _run_session(box, submission, plan, seed, tuple(c for c in cases if not c.quiet_probe), quiet=False,
+                        hang=hang)
     runs, inherent = dict(main.runs), main.inherent
     stdout, stderr = [main.stdout_tail[-1500:]], [main.stderr_tail[-1500:]]  # each start's tail, in order
     for case in (c for c in cases if c.quiet_probe and not main.start_problem):
+        if why := hang.spent:
+            runs[case.name] = CaseRun(case, t0=time.time(), problem=why)
+            continue
         # A start of its own: the gateway may rightly mark the route down after the first refusal.
-        quiet = _run_session(box, submission, plan, seed, (case,), quiet=True)
+        quiet = _run_session(box, submission, plan, seed, (case,), quiet=True, hang=hang)
         runs[case.name] = quiet.runs.get(case.name) or CaseRun(
             case, t0=time.time(), problem=f"the gateway did not start again: {quiet.start_problem}")
         inherent += quiet.inherent
@@ -315,7 +360,7 @@ class _SessionRun:
 
 
 def _run_session(box: Box, submission: Submission, plan: GatewayPlan, seed: int, cases: tuple[Case, ...], *,
-                 quiet: bool) -> _SessionRun:
+                 quiet: bool, hang: HangBudget) -> _SessionRun:
     """One start of the gateway between two fresh fake servers, through `cases`; `quiet`: probing every
     quiet_interval_s, the cases start once its start-up probe has answered."""
     local_name, api_name = "gateway-local", "gateway-api"
@@ -328,7 +373,7 @@ def _run_session(box: Box, submission: Submission, plan: GatewayPlan, seed: int,
     config["api"]["base_url"] = api["base_url"]
     path = box.write_file("grader-gateway-config.yaml", json.dumps(config, indent=2) + "\n")  # JSON is YAML
     argv = submission.command("gateway") + ["--config", path, "--port", str(plan.port)]
-    session = _Session(box, plan, local_name, api_name)
+    session = _Session(box, plan, local_name, api_name, hang)
     session.local_url = local["url"]
     handle = box.spawn(argv, timeout_s=600.0)
     runs: dict[str, CaseRun] = {}
@@ -338,14 +383,18 @@ def _run_session(box: Box, submission: Submission, plan: GatewayPlan, seed: int,
         if not box.wait_port(plan.port, timeout_s=plan.start_timeout_s):
             start_problem = f"nothing listened on 127.0.0.1:{plan.port} within {plan.start_timeout_s:g} s of the start"
         else:
-            health = box.http("GET", session.url + "/health", timeout_s=5.0)
-            if health["status"] != 200:
+            health = session.get("/health")
+            if health["status"] != 200 and not _timed_out(health):
                 time.sleep(1.0)  # it may still be starting its lifespan
             if quiet:
                 _await_first_probe(session)
             for case in cases:
                 case_started = time.perf_counter()
                 run = CaseRun(case, t0=time.time())
+                if why := hang.spent:
+                    run.problem = why
+                    runs[case.name] = run
+                    continue
                 try:
                     runs[case.name] = _run_case(session, case, run)
                 except Exception as exc:  # noqa: BLE001 - a sandbox error ends this case, and is reported
@@ -374,7 +423,7 @@ def _await_first_probe(session: _Session, timeout_s: float = 5.0) -> None:
 
 def _run_case(session: _Session, case: Case, run: CaseRun) -> CaseRun:
     if case.kind == "startup":
-        run.answers.append(session.box.http("GET", session.url + "/health", timeout_s=5.0))
+        run.answers.append(session.get("/health"))
         run.stats_after = session.stats()
         return run
     session.prepare(case, run)

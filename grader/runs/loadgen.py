@@ -18,10 +18,10 @@ from grader.criteria.matching import Pair, match
 from grader.criteria.truth import Truth, truth_of
 from grader.grading.rubric import Scenario
 
-__all__ = ["MODEL", "Box", "LoadgenRun", "run_loadgen"]
+__all__ = ["HUNG", "MODEL", "Box", "LoadgenRun", "expected_s", "limit_s", "not_run", "run_loadgen"]
 
 MODEL = "fake-model"
-TIMEOUT_S = 90.0
+HUNG = "wall timeout"  # how the sandbox says a command ran past its limit and was stopped
 
 
 class Box(Protocol):
@@ -44,6 +44,7 @@ class LoadgenRun:
     stdout_tail: str
     stderr_tail: str
     wall_s: float
+    limit_s: float  # the command was stopped at this many seconds (its scenario's limit)
     results_file: str  # the name the command was told to write its results to
     results_text: str | None  # that file as the command wrote it (None: not written)
     ledger: list[dict[str, Any]]
@@ -55,7 +56,11 @@ class LoadgenRun:
 
     def __post_init__(self) -> None:
         self.results, self.problems = _parse(self.results_text, self.results_file)
-        if self.exit_code != 0:
+        if self.killed == HUNG:
+            self.problems = [self.hung()]  # what it wrote before it hung is not judged
+        elif self.killed and self.killed.startswith("not run"):
+            self.problems = [self.killed]
+        elif self.exit_code != 0:
             self.problems.insert(0, f"the command exited with {self.exit_code}" + (f" ({self.killed})" if self.killed else ""))
         self.truths = sorted((truth_of(r) for r in self.ledger), key=lambda t: t.number)
         self.pairs = match(self.requests, self.truths)
@@ -63,14 +68,15 @@ class LoadgenRun:
     def to_record(self) -> dict[str, Any]:
         return {"scenario": self.scenario.to_dict(), "seed": self.seed, "argv": self.argv, "exit_code": self.exit_code,
                 "killed": self.killed, "stdout_tail": self.stdout_tail, "stderr_tail": self.stderr_tail,
-                "wall_s": self.wall_s, "files": {self.results_file: self.results_text}, "ledger": self.ledger}
+                "wall_s": self.wall_s, "limit_s": self.limit_s, "files": {self.results_file: self.results_text},
+                "ledger": self.ledger}
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> LoadgenRun:
         (results_file, results_text), = data["files"].items()
         return cls(Scenario.from_dict(data["scenario"]), int(data["seed"]), list(data["argv"]), data["exit_code"],
                    data["killed"], str(data["stdout_tail"]), str(data["stderr_tail"]), float(data["wall_s"]),
-                   results_file, results_text, list(data["ledger"]))
+                   float(data["limit_s"]), results_file, results_text, list(data["ledger"]))
 
     @property
     def requests(self) -> list[Any]:
@@ -83,6 +89,22 @@ class LoadgenRun:
         return value if isinstance(value, dict) else {}
 
     @property
+    def stopped(self) -> bool:
+        """It hung (stopped at its limit) or was never run: nothing it wrote is judged."""
+        return self.killed == HUNG or bool(self.killed and self.killed.startswith("not run"))
+
+    def hung(self) -> str:
+        """What a command stopped at its limit left behind: the ledger's requests done, open and never sent, and
+        the last lines of its output."""
+        asked = self.scenario.loadgen["requests"]
+        open_ = sum(1 for r in self.ledger if r.get("finished") is None)
+        tail = (self.stderr_tail.strip() or self.stdout_tail.strip()).splitlines()[-5:]
+        return (f"the command hung: stopped after {self.limit_s:g} s, this scenario's limit. The ledger shows "
+                f"{len(self.ledger) - open_} request(s) done, {open_} still open and {max(0, asked - len(self.ledger))} "
+                f"of the {asked} asked never sent. " + ("Its last lines of output:\n  " + "\n  ".join(tail) if tail
+                                                       else "It printed nothing."))
+
+    @property
     def logs(self) -> str:
         out = f"$ {' '.join(self.argv)}\nexit code: {self.exit_code}" + (f" (killed: {self.killed})" if self.killed else "")
         if self.stdout_tail.strip():
@@ -92,9 +114,34 @@ class LoadgenRun:
         return out
 
 
-def run_loadgen(box: Box, submission: Submission, scenario: Scenario, *, seed: int,
+def expected_s(scenario: Scenario) -> float:
+    """How long the scenario's requests take at its settings: waves of requests (requests over the slots the
+    client may fill) times (prefill overhead + max_tokens at the token rate), plus its longest stall."""
+    from fake_server import build_settings
+
+    model = build_settings(**scenario.server).model
+    flags = scenario.loadgen
+    slots = max(1, min(flags["concurrency"], model.max_num_seqs))
+    waves = -(-flags["requests"] // slots)
+    stall = max((float(f.get("seconds", 0)) for f in scenario.server.get("faults") or () if "stall" in f.get("kind", "")),
+                default=0.0)
+    return waves * (model.prefill_overhead + flags["max_tokens"] / model.token_rate) + stall
+
+
+def limit_s(scenario: Scenario, limits: dict[str, float]) -> float:
+    """The scenario's limit: the rubric's start_s + per_expected x its expected duration."""
+    return round(limits["start_s"] + limits["per_expected"] * expected_s(scenario), 1)
+
+
+def not_run(scenario: Scenario, seed: int, why: str, argv: list[str]) -> LoadgenRun:
+    """The record of a scenario the grader did not run (`killed` says why)."""
+    return LoadgenRun(scenario, seed, argv, None, f"not run: {why}", "", "", 0.0, 0.0, "results.json", None, [])
+
+
+def run_loadgen(box: Box, submission: Submission, scenario: Scenario, *, seed: int, timeout_s: float,
                 label: str | None = None) -> LoadgenRun:
-    """One run of `loadgen.command` against a fresh fake server configured as `scenario` says."""
+    """One run of `loadgen.command` against a fresh fake server configured as `scenario` says, stopped at
+    `timeout_s`."""
     name = label or scenario.name
     server = box.serve(name, **{**scenario.server, "seed": seed})
     output = f"loadgen-results-{name}.json"
@@ -106,12 +153,12 @@ def run_loadgen(box: Box, submission: Submission, scenario: Scenario, *, seed: i
         "--output", output,
     ]
     try:
-        result = box.run(argv, timeout_s=TIMEOUT_S, files_back=[output])
+        result = box.run(argv, timeout_s=timeout_s, files_back=[output])
         ledger = box.ledger(name, settle=2.0)
     finally:
         box.stop_server(name)
     return LoadgenRun(scenario, seed, argv, result.exit_code, result.killed, result.stdout_tail, result.stderr_tail,
-                      result.wall_s, output, (result.files or {}).get(output), ledger)
+                      result.wall_s, timeout_s, output, (result.files or {}).get(output), ledger)
 
 
 def _parse(text: str | None, output: str) -> tuple[dict[str, Any] | None, list[str]]:

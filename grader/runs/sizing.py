@@ -21,7 +21,6 @@ from grader.shared.yaml_files import read_yaml
 __all__ = ["SETS_FILE", "SizingRun", "SizingRuns", "argv", "load_sets", "run_set", "run_sizing"]
 
 SETS_FILE = Path(__file__).resolve().parents[1] / "hidden" / "sizing_sets.yaml"
-TIMEOUT_S = 30.0
 
 
 class Box(Protocol):
@@ -82,13 +81,15 @@ def argv(flags: dict[str, Any]) -> list[str]:
     return out
 
 
-def run_set(box: Box, submission: Submission, name: str, flags: dict[str, Any]) -> SizingRun:
-    """Run the command once; a crash, a timeout or output that is not the contract's object is a problem."""
-    done = box.run(submission.command("sizing") + argv(flags), timeout_s=TIMEOUT_S, files_back=[])
+def run_set(box: Box, submission: Submission, name: str, flags: dict[str, Any], *, timeout_s: float) -> SizingRun:
+    """Run the command once; a crash, a hang or output that is not the contract's object is a problem."""
+    done = box.run(submission.command("sizing") + argv(flags), timeout_s=timeout_s, files_back=[])
     tail = done.stderr_tail[-1500:].strip()
-    if done.timed_out or done.killed:
-        return SizingRun(name, flags, None, f"killed ({done.killed or 'wall timeout'} after {TIMEOUT_S:g} s)",
-                         tail, done.wall_s)
+    if done.timed_out:
+        return SizingRun(name, flags, None, f"hung: stopped after {timeout_s:g} s (the limit for one input set)", tail,
+                         done.wall_s)
+    if done.killed:
+        return SizingRun(name, flags, None, f"killed ({done.killed})", tail, done.wall_s)
     if done.exit_code != 0:
         return SizingRun(name, flags, None, f"exited {done.exit_code}", tail, done.wall_s)
     try:
@@ -104,21 +105,32 @@ def run_set(box: Box, submission: Submission, name: str, flags: dict[str, Any]) 
     return SizingRun(name, flags, data, "", tail, done.wall_s)
 
 
-def run_sizing(box: Box, submission: Submission, diagnose: Iterable[tuple[str, float]], *,
+def run_sizing(box: Box, submission: Submission, diagnose: Iterable[tuple[str, float]], *, limits: dict[str, float],
                sets_file: Path = SETS_FILE) -> SizingRuns:
-    """Every set's run; then, for each (criterion, rel) in `diagnose` whose figures differ from the arithmetic on
-    some set, the base set once per input that criterion's figures depend on, that input moved."""
+    """Every set's run (each stopped at the rubric's set_s; once hung runs have used budget_s, the rest are
+    not run); then, for each (criterion, rel) in `diagnose` whose figures differ from the arithmetic on some
+    set, the base set once per input that criterion's figures depend on, that input moved."""
     from grader.criteria.sizing import GROUPS, mismatched
 
+    hung = 0.0
+
+    def one(name: str, flags: dict[str, Any]) -> SizingRun:
+        nonlocal hung
+        if hung >= limits["budget_s"]:
+            return SizingRun(name, flags, None, f"not run: the sizing command hung for {hung:.0f} s on earlier sets")
+        run = run_set(box, submission, name, flags, timeout_s=limits["set_s"])
+        hung += run.wall_s if run.problem.startswith("hung") else 0.0
+        return run
+
     sets, base, perturb = load_sets(sets_file)
-    runs = SizingRuns([run_set(box, submission, name, flags) for name, flags in sets.items()], base, perturb)
+    runs = SizingRuns([one(name, flags) for name, flags in sets.items()], base, perturb)
     if runs.base.output is None:
         return runs
     for criterion_id, rel in diagnose:
         if criterion_id in GROUPS and mismatched(runs, criterion_id, rel):
             for flag in GROUPS[criterion_id][1]:
                 if flag not in runs.extra:
-                    runs.extra[flag] = run_set(box, submission, f"{base}+{flag}", {**runs.base.flags, flag: perturb[flag]})
+                    runs.extra[flag] = one(f"{base}+{flag}", {**runs.base.flags, flag: perturb[flag]})
     return runs
 
 

@@ -25,7 +25,7 @@ from grader.runs.loadgen import Box
 __all__ = ["PERCENTILE_METHODS", "TestRun", "TestRuns", "run_tests"]
 
 PERCENTILE_METHODS = ("linear", "floor", "off-by-one", "unsorted")
-TIMEOUT_S = 300.0
+HUNG = "wall timeout"
 _INJECTED = Path(__file__).resolve().parent / "injected"
 
 
@@ -72,8 +72,8 @@ def _inject() -> dict[str, str]:
     return {p.name: p.read_text(encoding="utf-8") for p in sorted(_INJECTED.glob("*.py"))}
 
 
-def _run(box: Box, submission: Submission, variant: str, *, method: str = "none", no_slots: bool = False,
-         stop_early: bool = False) -> TestRun:
+def _run(box: Box, submission: Submission, variant: str, *, timeout_s: float, method: str = "none",
+         no_slots: bool = False, stop_early: bool = False) -> TestRun:
     argv = submission.command("loadgen", "test_command")
     slug = "".join(c if c.isalnum() else "-" for c in variant)
     outcomes, marker = f".grader-tests-{slug}.json", f".grader-swapped-{slug}"  # one per run: never a stale file
@@ -86,7 +86,7 @@ def _run(box: Box, submission: Submission, variant: str, *, method: str = "none"
         "PYTEST_PLUGINS": "grader_test_outcomes",
         "PYTEST_ADDOPTS": "-rf -p no:cacheprovider" + (" -x" if stop_early else ""),
     }
-    result = box.run(argv, timeout_s=TIMEOUT_S, env=env, inject=_inject(), files_back=[outcomes, marker])
+    result = box.run(argv, timeout_s=timeout_s, env=env, inject=_inject(), files_back=[outcomes, marker])
     files = result.files or {}
     tests: dict[str, str] = {}
     if files.get(outcomes):
@@ -94,24 +94,30 @@ def _run(box: Box, submission: Submission, variant: str, *, method: str = "none"
             tests = dict(json.loads(files[outcomes]).get("tests", {}))
         except (json.JSONDecodeError, AttributeError):
             tests = {}
-    logs = f"$ {' '.join(argv)}   [{variant}]\nexit code: {result.exit_code}" + (f" (killed: {result.killed})" if result.killed else "")
+    killed = f"hung: stopped after {timeout_s:g} s" if result.killed == HUNG else result.killed
+    logs = f"$ {' '.join(argv)}   [{variant}]\nexit code: {result.exit_code}" + (f" (killed: {killed})" if killed else "")
     tail = (result.stdout_tail or "")[-2500:] + (result.stderr_tail or "")[-1500:]
-    return TestRun(variant, result.exit_code, result.killed, tests, bool(files.get(marker)), logs + "\n" + tail,
+    return TestRun(variant, result.exit_code, killed, tests, bool(files.get(marker)), logs + "\n" + tail,
                    result.wall_s)
 
 
-def run_tests(box: Box, submission: Submission, *, variants: tuple[str, ...]) -> TestRuns:
-    """The own-code run, then the variants asked for ("percentile", "slots"), stopping each
-    variant at its first failure when the own-code run passed whole."""
-    own = _run(box, submission, "own code")
+def run_tests(box: Box, submission: Submission, *, variants: tuple[str, ...], limits: dict[str, float]) -> TestRuns:
+    """The own-code run (stopped at the rubric's own_s), then the variants asked for ("percentile", "slots"),
+    each stopped at per_own x the own run's time (at least min_s), and at its first failure when the own-code
+    run passed whole. When the own-code run hung, no variant runs: they would hang too."""
+    own = _run(box, submission, "own code", timeout_s=limits["own_s"])
     runs = TestRuns(own)
     early = own.exit_code == 0
-    if "percentile" in variants:
-        for method in PERCENTILE_METHODS:
-            runs.variants[f"percentile: {method}"] = _run(box, submission, f"percentile: {method}", method=method,
-                                                          stop_early=early)
-    if "slots" in variants:
-        runs.variants["no slot limit"] = _run(box, submission, "no slot limit", no_slots=True, stop_early=early)
+    hung = own.killed is not None and own.killed.startswith("hung")
+    limit = round(max(limits["min_s"], limits["per_own"] * own.wall_s), 1)
+    wanted = ([(f"percentile: {m}", {"method": m}) for m in PERCENTILE_METHODS] if "percentile" in variants else []) + \
+             ([("no slot limit", {"no_slots": True})] if "slots" in variants else [])
+    for name, how in wanted:
+        if hung:
+            runs.variants[name] = TestRun(name, None, "not run: the tests hung on your own code", {}, False,
+                                          f"[{name}] not run: the own-code run hung", 0.0)
+        else:
+            runs.variants[name] = _run(box, submission, name, timeout_s=limit, stop_early=early, **how)  # type: ignore[arg-type]
     return runs
 
 

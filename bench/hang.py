@@ -1,0 +1,57 @@
+"""How long a submission that hangs takes to grade, against the reference, side by side in one run.
+
+The hung submission is the reference with a load generator that never exits and a gateway that
+listens but never answers (tests/slow_and_hung.py); its tests, sizing, manifests and memo are the
+reference's. Both are graded whole with `--jobs 2`, as `make demo` does. The target: the hung one
+in at most twice the reference's time, every hung criterion failed with a finding that says so.
+
+    python -m bench.hang
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from grader.grading.grade import GradeRun, grade
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results" / "hang.json"
+sys.path.insert(0, str(ROOT / "tests"))
+
+from slow_and_hung import REFERENCE, hung  # noqa: E402
+
+
+def _grade(folder: Path, out: Path) -> dict[str, object]:
+    started = time.perf_counter()
+    result = grade(GradeRun(folder, out, jobs=2, echo=lambda _: None))
+    took = time.perf_counter() - started
+    hung_findings = sum("hung" in c.output for c in result.criteria)
+    return {"score": result.score, "max_score": result.max_score, "seconds": round(took, 1),
+            "criteria_saying_hung": hung_findings}
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-hang-") as tmp:
+        rows = {"reference": _grade(REFERENCE, Path(tmp) / "reference"),
+                "hung": _grade(hung(Path(tmp) / "hung"), Path(tmp) / "hung-report")}
+    ratio = float(rows["hung"]["seconds"]) / float(rows["reference"]["seconds"])  # type: ignore[arg-type]
+    for name, row in rows.items():
+        print(f"{name:>9}: {row['score']:g}/{row['max_score']:g} in {row['seconds']} s "
+              f"({row['criteria_saying_hung']} criteria say what hung)")
+    print(f"hung / reference: {ratio:.2f} (target <= 2)")
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps({
+        "command": "python -m bench.hang",
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "load_average_at_start": os.getloadavg()[0], "grades": rows, "hung_over_reference": round(ratio, 2)},
+        indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

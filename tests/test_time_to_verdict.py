@@ -1,0 +1,71 @@
+"""Time to a verdict: a submission that hangs is stopped at limits its scenarios' own durations give, each
+hung criterion says what hung; one that is correct but twice as slow loses nothing.
+
+The slow and the hung submissions wrap the reference's own commands (tests/slow_and_hung.py).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from slow_and_hung import hung, slow
+
+from grader.grading.grade import GradeRun, grade
+from grader.grading.rubric import Scenario, load_rubric
+from grader.runs.loadgen import HUNG, LoadgenRun, expected_s, limit_s
+
+RUBRIC = load_rubric()
+
+
+def test_each_scenarios_limit_follows_its_own_expected_duration() -> None:
+    limits = RUBRIC.limits["loadgen"]
+    slow_one = RUBRIC.scenarios["reasoning-content"]  # 24 tokens at 40 tokens/s, two waves
+    assert expected_s(slow_one) == pytest.approx(2 * 24 / 40, rel=0.05)
+    fast_one = RUBRIC.scenarios["cut"]
+    assert limit_s(slow_one, limits) > limit_s(fast_one, limits) >= limits["start_s"]
+    stalled = Scenario("stalled", "", {**fast_one.server, "faults": [{"kind": "stall_before_headers", "seconds": 3}]},
+                       fast_one.loadgen)
+    assert expected_s(stalled) == pytest.approx(expected_s(fast_one) + 3)
+
+
+def test_a_hung_run_says_what_the_ledger_shows_and_what_it_printed() -> None:
+    scenario = RUBRIC.scenarios["baseline"]
+    ledger = [{"id": "a", "number": 1, "status": 200, "arrival": 1.0, "finished": 1.5, "chunks": []},
+              {"id": "b", "number": 2, "status": 200, "arrival": 1.1, "finished": None, "chunks": []}]
+    run = LoadgenRun(scenario, 0, ["python", "lg.py"], None, HUNG, "sent 2\nwaiting for a slot", "", 8.5, 8.5,
+                     "out.json", '{"requests": []}', ledger)
+    assert run.stopped and run.problems == [run.hung()]
+    assert "stopped after 8.5 s" in run.problems[0]
+    assert "1 request(s) done, 1 still open and 14 of the 16 asked never sent" in run.problems[0]
+    assert "waiting for a slot" in run.problems[0]
+
+
+@pytest.mark.slow
+def test_a_correct_but_slow_load_generator_and_sizing_command_lose_nothing(tmp_path: Path) -> None:
+    result = grade(GradeRun(slow(tmp_path / "slow"), tmp_path / "out", only=("loadgen", "sizing"), echo=lambda _: None))
+    lost = {c.id: c.output[:300] for c in result.criteria if c.status != "passed"}
+    assert not lost
+    walls = [float(r["wall_s"]) for r in _records(tmp_path / "out", "loadgen-")]
+    assert walls and min(walls) > 0.4  # each run really took twice its time
+
+
+def _records(report: Path, prefix: str) -> list[dict]:
+    import gzip
+    import json
+
+    return [json.loads(gzip.decompress(p.read_bytes())) for p in sorted((report / "runs").glob(f"{prefix}*.json.gz"))]
+
+
+@pytest.mark.slow
+def test_a_load_generator_that_hangs_is_stopped_by_the_sections_budget(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = grade(GradeRun(hung(tmp_path / "hung"), tmp_path / "out", only=("loadgen",), echo=lambda _: None))
+    took = time.monotonic() - started
+    budget = RUBRIC.limits["loadgen"]["budget_s"]
+    assert took < budget + 3 * max(limit_s(s, RUBRIC.limits["loadgen"]) for s in RUBRIC.scenarios.values())
+    outputs = [c.output for c in result.criteria]
+    assert all(c.status == "failed" for c in result.criteria)
+    assert any("the command hung: stopped after" in o and "It printed nothing." in o for o in outputs)
+    assert any("not run: the loadgen section's" in o for o in outputs)  # the rest were not started
