@@ -1,0 +1,131 @@
+"""Every graded statement of the candidate's brief, the criteria that check it and the chaff that proves it.
+
+starter/TASK.md marks each graded statement with an anchor (`<a id="def-ttft"></a>` before it): each
+definition, each rule of each deliverable, each rule of the files the contract asks for. Each rubric
+criterion names the anchors it checks (`anchors:`). A statement no criterion checks, a criterion that
+names an anchor the brief does not have, and a criterion no chaff loses are all problems: the test
+suite fails on them (tests/test_traceability.py), and docs/grading.md shows the table.
+
+    python -m grader.kit.traceability            # the problems, or the table when there are none
+    python -m grader.kit.traceability --write    # rewrite the table in docs/grading.md
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.grading.rubric import Rubric, load_rubric
+from grader.kit.chaff import Chaff, list_chaff
+
+__all__ = ["Statement", "problems", "render", "rows", "statements"]
+
+ROOT = Path(__file__).resolve().parents[2]
+TASK = ROOT / "starter" / "TASK.md"
+DOCS = ROOT / "docs" / "grading.md"
+START, END = "<!-- traceability: start -->", "<!-- traceability: end -->"
+_ANCHOR = re.compile(r'<a id="([a-z0-9-]+)"></a>')
+_MARKUP = re.compile(r"\*\*|`|<[^>]+>")
+
+
+@dataclass(frozen=True)
+class Statement:
+    anchor: str
+    line: int
+    text: str  # the statement's first words, for the table
+
+
+def statements(task: Path = TASK) -> list[Statement]:
+    """The anchored statements of the brief, in order."""
+    out = []
+    for number, line in enumerate(task.read_text(encoding="utf-8").splitlines(), start=1):
+        for match in _ANCHOR.finditer(line):
+            words = _MARKUP.sub("", line[match.end():]).strip(" -:")
+            out.append(Statement(match.group(1), number, words[:90] + ("…" if len(words) > 90 else "")))
+    return out
+
+
+@dataclass(frozen=True)
+class Row:
+    statement: Statement
+    criteria: tuple[str, ...]
+    chaff: tuple[str, ...]  # chaff that lose one of those criteria, by name
+
+
+def _losers(chaff: list[Chaff]) -> dict[str, list[str]]:
+    """Criterion id -> the chaff that target it (the untouched starter, which loses everything, is not one)."""
+    out: dict[str, list[str]] = {}
+    for c in chaff:
+        for target in c.targets:
+            out.setdefault(target, []).append(c.name)
+    return out
+
+
+def rows(rubric: Rubric, chaff: list[Chaff], task: Path = TASK) -> list[Row]:
+    losers = _losers(chaff)
+    out = []
+    for statement in statements(task):
+        criteria = tuple(c.id for c in rubric.criteria if statement.anchor in c.anchors)
+        names = tuple(dict.fromkeys(n for c in criteria for n in losers.get(c, [])))
+        out.append(Row(statement, criteria, names))
+    return out
+
+
+def problems(rubric: Rubric, chaff: list[Chaff], task: Path = TASK) -> list[str]:
+    """What breaks the chain from a graded statement to its criteria to a chaff that loses them."""
+    found = statements(task)
+    known = {s.anchor for s in found}
+    out = [f"{task.name}:{s.line}: anchor {s.anchor!r} appears twice" for i, s in enumerate(found)
+           if s.anchor in {t.anchor for t in found[:i]}]
+    losers = _losers(chaff)
+    for row in rows(rubric, chaff, task):
+        if not row.criteria:
+            out.append(f"{task.name}:{row.statement.line}: {row.statement.anchor}: no criterion checks this statement")
+    for c in rubric.criteria:
+        out += [f"{c.id}: anchors: {a!r} is no statement of {task.name}" for a in c.anchors if a not in known]
+        if not c.anchors:
+            out.append(f"{c.id}: anchors: the criterion names no statement of {task.name} it checks")
+        if c.id not in losers:
+            out.append(f"{c.id}: no chaff loses this criterion (submissions/chaff/*/chaff.yaml targets)")
+    return out
+
+
+def render(table: list[Row]) -> str:
+    """The table docs/grading.md shows, between its markers."""
+    lines = [START, "", "| statement (starter/TASK.md) | criteria | chaff that lose them |", "| --- | --- | --- |"]
+    for row in table:
+        criteria = ", ".join(f"`{c}`" for c in row.criteria)
+        chaff = ", ".join(f"`{n}`" for n in row.chaff)
+        lines.append(f"| `{row.statement.anchor}`: {row.statement.text} | {criteria} | {chaff} |")
+    return "\n".join([*lines, "", END])
+
+
+def docs_table(docs: Path = DOCS) -> str:
+    """The table as docs/grading.md has it now, between its markers ("" when it has none)."""
+    text = docs.read_text(encoding="utf-8")
+    if START not in text or END not in text:
+        return ""
+    return text[text.index(START):text.index(END) + len(END)]
+
+
+def main(argv: list[str]) -> int:
+    rubric, chaff = load_rubric(), list_chaff(ROOT / "submissions" / "chaff")
+    found = problems(rubric, chaff)
+    for line in found:
+        print(line, file=sys.stderr)
+    table = render(rows(rubric, chaff))
+    if "--write" in argv:
+        text, current = DOCS.read_text(encoding="utf-8"), docs_table()
+        if not current:
+            print(f"{DOCS}: no {START} ... {END} markers to write the table between", file=sys.stderr)
+            return 2
+        DOCS.write_text(text.replace(current, table), encoding="utf-8")
+    elif not found:
+        print(table)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
