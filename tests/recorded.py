@@ -13,6 +13,7 @@ stale (record again with `make fixtures`), never judged as if it were current.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import sys
 import tempfile
@@ -49,10 +50,22 @@ def source_of(name: str, scratch: Path) -> Path:
     return materialize(chaff.path, scratch / name)
 
 
+def portable(index: Path, name: str) -> None:
+    """Write the index's paths as the repository names them, so a fixture reads the same on any machine."""
+    data = json.loads(index.read_text())
+    rubric = Path(data["rubric"])
+    data["rubric"] = rubric.relative_to(ROOT).as_posix() if rubric.is_relative_to(ROOT) else rubric.name
+    data["submission"] = "submissions/reference" if name == "reference" else f"submissions/chaff/{name}"
+    if name in INDEPENDENT:
+        data["submission"] = INDEPENDENT[name][0].relative_to(ROOT).as_posix()
+    index.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
 def _keep(name: str, runs: Path, scratch: Path) -> None:
     target = FIXTURES / name
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(runs, target)
+    portable(target / "index.json", name)
     (target / "source.txt").write_text(digest(source_of(name, scratch)) + "\n")
 
 
