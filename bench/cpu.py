@@ -11,7 +11,7 @@ streamed request long enough to last `--seconds`, and reports:
   send times (what the server really did, whatever the client's own timing);
 * the step timer the server said it used (`fake_server:step_timer_info` in /metrics);
 * the CPU the rest of the machine used meanwhile; a stream during which it was above 10% of a
-  core is measured again after a pause (up to five times in all);
+  core is measured again once the machine is quiet (up to five times in all);
 * the floor: the CPU of a bare asyncio loop in its own process that wakes on its timer at the
   same rate and writes 200 bytes to a socket each time, and does nothing else. No Python server
   can cost less than that per token on the machine at hand.

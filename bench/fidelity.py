@@ -17,7 +17,8 @@ server (`bench/naive_server.py`), each as a subprocess, drives each with the sam
 * the server's own step-lag p99 from `/metrics`, so a run that could not keep up says so, and the
   step timer it said it used;
 * the CPU the rest of the machine used meanwhile (`OtherLoad`); a measurement during which it
-  was above BUSY_LIMIT is taken again after a pause (up to five times in all, `attempts`).
+  was above BUSY_LIMIT is taken again once the machine is quiet (up to five times in all,
+  `attempts`).
 
     python -m bench.fidelity                 # full run: 16, 256 and 1,024 streams, three modes
     python -m bench.fidelity --quick         # 16 and 128 streams, for a smoke check
@@ -70,9 +71,7 @@ class OtherLoad:
         self.start = self._readings()
 
     def _readings(self) -> tuple[float, float, float, float]:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-        user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-        busy = (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+        busy = _busy_seconds()
         own = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
                   for f in ("ru_utime", "ru_stime"))
         return busy, _cpu_seconds(self.server_pid), own, time.perf_counter()
@@ -86,18 +85,38 @@ class OtherLoad:
 BUSY_LIMIT = 10.0  # % of a core used elsewhere above which a measurement is taken again
 
 
-def measured(run: Any, *args: Any, busy_limit: float = BUSY_LIMIT, tries: int = 5, pause: float = 20.0) -> Any:
-    """`run(*args)` (a Row with `others_percent_of_core` and `attempts`), taken again after a
-    `pause`, up to `tries` times in all, while the rest of the machine used more than
-    `busy_limit`% of a core. The last attempt stands, busy or not; its row says so."""
+def _busy_seconds() -> float:
+    """Every core's busy time so far, from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_for_quiet(busy_limit: float = BUSY_LIMIT, window: float = 10.0, timeout: float = 900.0) -> float:
+    """Wait until the machine used at most `busy_limit`% of a core over a `window` (nothing of this
+    benchmark runs meanwhile), or `timeout` seconds; the last window's figure."""
+    deadline = time.monotonic() + timeout
+    while True:
+        before = _busy_seconds()
+        time.sleep(window)
+        busy = round(100 * (_busy_seconds() - before) / window, 1)
+        if busy <= busy_limit or time.monotonic() > deadline:
+            return busy
+
+
+def measured(run: Any, *args: Any, busy_limit: float = BUSY_LIMIT, tries: int = 5) -> Any:
+    """`run(*args)` (a Row with `others_percent_of_core` and `attempts`), taken again, up to `tries`
+    times in all, while the rest of the machine used more than `busy_limit`% of a core; before
+    each new attempt it waits until the machine is quiet. The last attempt stands, busy or not;
+    its row says so."""
     for attempt in range(1, tries + 1):
         row = run(*args)
         row.attempts = attempt
         if row.others_percent_of_core <= busy_limit or attempt == tries:
             break
         click.echo(f"the machine was busy ({row.others_percent_of_core}% of a core elsewhere): "
-                   f"measuring again in {pause:g} s", err=True)
-        time.sleep(pause)
+                   "waiting for it to be quiet, then measuring again", err=True)
+        wait_for_quiet(busy_limit)
     return row
 
 
