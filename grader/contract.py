@@ -94,7 +94,7 @@ class Submission:
         value: Any = self.data
         for key in keys:
             value = value[key]
-        return self.folder / value
+        return self.folder / str(value)
 
     @property
     def manifests(self) -> tuple[str, Path]:

@@ -476,15 +476,18 @@ def test_an_installed_wheel_hides_the_grader_inside_the_venv(tmp_path: Path) -> 
     from grader.sandbox.layout import KitPaths, bwrap_argv
 
     site = tmp_path / "venv/lib/python3.11/site-packages"
+    chart = site / "grader/_kit/chart"
     kit = KitPaths(fake_server=site / "fake_server", grader=site / "grader", python_prefixes=(tmp_path / "venv",),
-                   python_bin=tmp_path / "venv/bin", extras=())
+                   python_bin=tmp_path / "venv/bin", extras=(chart,))
     argv = bwrap_argv("bwrap", kit, tmp_path / "sub", disk_bytes=1 << 20, cgroups={}, python="python")
     pairs = list(itertools.pairwise(argv))
     assert ("--ro-bind", str(tmp_path / "venv")) in pairs and ("--ro-bind", str(site / "fake_server")) not in pairs
     # The empty tmpfs over the grader must come after the venv's bind, or the bind would uncover it.
     assert pairs.index(("--tmpfs", str(site / "grader"))) > pairs.index(("--ro-bind", str(tmp_path / "venv")))
     assert ("--ro-bind", str(site / "grader")) in pairs  # the harness's copy, under the 0700 folder
-    assert kit.starter is None
+    # The kit's chart inside the hidden package is shown again, read-only, after the tmpfs.
+    assert pairs.index(("--ro-bind", str(chart))) > pairs.index(("--tmpfs", str(site / "grader")))
+    assert ("--ro-bind", str(site / "grader/_kit")) not in pairs
 
 
 def test_only_the_stub_client_is_on_the_path_not_the_starters_skeleton_packages(tmp_path):

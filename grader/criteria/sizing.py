@@ -74,7 +74,7 @@ def _close(got: Any, want: Any, name: str, rel: float) -> bool:
         return bool(got == want and type(got) is type(want)) if isinstance(want, bool) else got == want
     if not isinstance(got, (int, float)) or isinstance(got, bool) or not math.isfinite(got):
         return False
-    return abs(got - want) <= rel * abs(want) + 1e-12
+    return bool(abs(got - want) <= rel * abs(want) + 1e-12)
 
 
 def conventions_of(run: SizingRun) -> tuple[Conventions, list[str]]:

@@ -201,12 +201,12 @@ def unpack(archive: str | Path, dest: str | Path, *, max_bytes: int = MAX_BYTES,
             with zipfile.ZipFile(archive) as zf:
                 entries = _survey(archive, _zip_entries(archive, zf), max_bytes, max_files)
                 for entry in entries:
-                    _write(archive, dest, entry, lambda e: zf.open(e.source), budget)  # type: ignore[arg-type]
+                    _write(archive, dest, entry, lambda e: zf.open(e.source), budget)
         else:
             with tarfile.open(archive, "r:*") as tf:
                 entries = _survey(archive, _tar_entries(archive, tf), max_bytes, max_files)
                 for entry in entries:
-                    _write(archive, dest, entry, lambda e: tf.extractfile(e.source), budget)  # type: ignore[arg-type]
+                    _write(archive, dest, entry, lambda e: tf.extractfile(e.source), budget)
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError, RuntimeError) as exc:
         _clear(dest, remove=created)
         if isinstance(exc, ArchiveError):

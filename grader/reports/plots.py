@@ -78,8 +78,9 @@ def static_svg(chart_id: str) -> Callable[[ET.Element], ET.Element]:
     def strip(root: ET.Element) -> ET.Element:
         for parent in list(root.iter()):
             for child in list(parent):
-                tag = child.tag if child.tag is ET.Comment else str(child.tag).split("}")[-1]
-                if tag is ET.Comment or tag == "script" or (tag == "desc" and parent is not root):
+                raw: object = child.tag  # a comment's tag is the ET.Comment function, not a string
+                tag = str(raw).split("}")[-1]
+                if raw is ET.Comment or tag == "script" or (tag == "desc" and parent is not root):
                     parent.remove(child)
             for key in _GEOMETRY:
                 if key in parent.attrib:

@@ -58,6 +58,16 @@ _EXIT_WAIT_S = 10.0
 _names = itertools.count(1)
 
 
+def _stub_client() -> str | None:
+    """The kit's stub API client, which every command may import (None only if the kit was installed without it)."""
+    from grader.shared.kit_files import stub_client
+
+    try:
+        return stub_client().read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
 @lru_cache(maxsize=1)
 def isolation_available() -> tuple[bool, str]:
     """Whether bubblewrap can make a network+PID+IPC namespace here, and why not if it cannot."""
@@ -152,7 +162,7 @@ class Sandbox:
                 python_path, cwd = str(kit.grader.parent), str(self._tempdir)
             config = HarnessConfig(
                 box_root=box_root, submission=submission, python_bin=str(kit.python_bin),
-                starter=str(kit.starter) if kit.starter else None, limits=self.limits, run_as=run_as,
+                stub_client=_stub_client(), limits=self.limits, run_as=run_as,
                 sweep_uid=run_as is not None, cgroup_version=cgroups.version, cgroups=cgroup_paths,
                 cgroup_controllers=list(cgroups.controllers), isolated=available)
             self.isolated = available

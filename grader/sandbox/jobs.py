@@ -206,13 +206,15 @@ class Job:
                 (folder / name).write_text(text, encoding="utf-8")
                 (folder / name).chmod(0o644)
             python_path.append(str(folder))
-        if cfg.starter:
+        if cfg.stub_client is not None:
             # Only the stub client, not the starter folder: its skeleton packages (loadgen/,
-            # gateway/) would merge into a submission's namespace packages of the same names.
+            # gateway/) would merge into a submission's namespace packages of the same names. A copy,
+            # not a link: in an installed kit the original sits inside the package the sandbox hides.
             folder = self.ctx.root / "stub-client"
             if not folder.exists():
                 folder.mkdir(mode=0o755)
-                (folder / "api_client.py").symlink_to(Path(cfg.starter) / "api_client.py")
+                (folder / "api_client.py").write_text(cfg.stub_client, encoding="utf-8")
+                (folder / "api_client.py").chmod(0o644)
             python_path.append(str(folder))
         given = dict(self.spec.env)
         if given.get("PYTHONPATH"):

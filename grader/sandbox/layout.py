@@ -3,10 +3,11 @@
 Everything is found from the imported modules and the running interpreter, never from fixed
 paths, so an editable checkout and an installed wheel both work. The candidate sees the system
 folders, the Python installation that runs the kit (base and venv), and the kit parts it may use
-(`fake_server`, `starter/`, `chart/`, `schemas/`), each at its real path so the venv's
-editable-install finder still resolves `fake_server`. The `grader` package is bound only under a
-0700 root-owned folder for the harness; if it sits inside a bound folder (a wheel in the venv's
-site-packages) an empty tmpfs hides it there.
+(`fake_server`, `chart/`, `schemas/`), each at its real path so the venv's editable-install finder
+still resolves `fake_server`. The `grader` package is bound only under a 0700 root-owned folder for
+the harness; if it sits inside a bound folder (a wheel in the venv's site-packages) an empty tmpfs
+hides it there, and the chart and schemas it carries (`grader/_kit/`) are bound again on top. The
+stub API client is not bound: the harness writes a copy of it for commands to import.
 """
 
 from __future__ import annotations
@@ -36,11 +37,7 @@ class KitPaths:
     grader: Path
     python_prefixes: tuple[Path, ...]  # sys.base_prefix, sys.prefix, and where the interpreter really is
     python_bin: Path  # the folder of the interpreter running the kit (the venv's bin/)
-    extras: tuple[Path, ...]  # starter/ beside fake_server, chart/ and schemas/ wherever the kit keeps them
-
-    @property
-    def starter(self) -> Path | None:
-        return next((p for p in self.extras if p.name == "starter"), None)
+    extras: tuple[Path, ...]  # chart/ and schemas/, wherever the kit keeps them
 
     def candidate_binds(self) -> list[Path]:
         """Folders bound read-only at their real path, outermost first, without repeats."""
@@ -63,7 +60,7 @@ def kit_paths() -> KitPaths:
     unique = tuple(dict.fromkeys(p for p in prefixes if p != Path("/")))
     # chart/ and schemas/ live in a checkout beside the packages, in a wheel inside grader/_kit/:
     # ask kit_files, as every reader of them does, so both installs show candidates the same data.
-    found = [fs.parent / "starter", kit_dir("chart"), kit_dir("schemas")]
+    found = [kit_dir("chart"), kit_dir("schemas")]
     extras = tuple(dict.fromkeys(p.resolve() for p in found if p.is_dir()))
     return KitPaths(fake_server=fs, grader=gr, python_prefixes=unique,
                     python_bin=Path(sys.executable).parent.absolute(), extras=extras)
@@ -107,8 +104,10 @@ def bwrap_argv(bwrap: str, kit: KitPaths, submission: Path, *, disk_bytes: int,
              "--ro-bind", str(submission), SUBMISSION_SOURCE]
     for controller, cgroup in cgroups.items():
         args += ["--bind", str(cgroup), f"{CGROUP_MOUNTS}/{controller}"]
-    for path in binds:
-        if kit.grader.is_relative_to(path):
-            args += ["--tmpfs", str(kit.grader)]
+    if any(kit.grader.is_relative_to(path) for path in binds):
+        args += ["--tmpfs", str(kit.grader)]
+        for path in kit.extras:  # the kit's data inside the package just hidden: shown again, read-only
+            if path.is_relative_to(kit.grader):
+                args += ["--ro-bind", str(path), str(path)]
     args += ["--chdir", KIT_COPY, "--", python, "-m", "grader.sandbox.harness"]
     return args

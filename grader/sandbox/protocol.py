@@ -119,7 +119,7 @@ class HarnessConfig:
     box_root: str
     submission: str
     python_bin: str
-    starter: str | None
+    stub_client: str | None  # the text of the kit's api_client.py, put on every command's PYTHONPATH
     limits: Limits
     run_as: int | None
     sweep_uid: bool

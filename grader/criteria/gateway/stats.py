@@ -42,7 +42,8 @@ def stats_errors(stats: Any) -> list[str]:
 def route_stats(stats: Any, route: str) -> dict[str, Any] | None:
     if stats_errors(stats):
         return None
-    return stats["routes"][route]
+    found: dict[str, Any] = stats["routes"][route]
+    return found
 
 
 def stats_problems(run: CaseRun) -> list[str]:
