@@ -24,7 +24,7 @@ debs-test:
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dev,round]'
 	touch $(STAMP)
 
 # The main job: grade the bundled reference submission; prints the score table and the report's path.

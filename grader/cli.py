@@ -225,26 +225,34 @@ def memo(memo_file: Path) -> None:
 
 
 @main.command()
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True, help="The archive to write (.tar.gz).")
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="A folder: one archive per platform in it (takehome-PLATFORM.tar.gz). A .tar.gz file: one "
+              "archive holding every named platform.")
 @click.option("--python", "pythons", default="3.11,3.12,3.13", show_default=True,
               help="Python versions to carry wheels for, comma-separated.")
 @click.option("--platform", "platforms", multiple=True, metavar="NAME",
-              help="linux-x86_64, linux-aarch64, macos-arm64, macos-x86_64, windows-amd64 (repeatable; default: all).")
+              help="linux-x86_64, linux-aarch64, macos-arm64, macos-x86_64, windows-amd64, or all (repeatable; "
+              "default: this machine's).")
 def bundle(out: Path, pythons: str, platforms: tuple[str, ...]) -> None:
     """Build the candidate's offline archive: starter/, the kit's wheel and every dependency, chart/, schemas/, docs/.
 
     Needs the package index (pip download); the archive it writes installs with none. It holds no
-    reference, no chaff, no hidden criteria and no hidden input sets.
+    reference, no chaff, no hidden criteria, no hidden variants and no hidden input sets.
     """
-    from grader.kit.bundle import DEFAULT_PLATFORMS, BundleError, build_bundle
+    from grader.kit.bundle import ALL_PLATFORMS, DEFAULT_PLATFORMS, BundleError, build_bundle, build_bundles
 
+    named = tuple(p for name in platforms for p in (ALL_PLATFORMS if name == "all" else (name,))) or DEFAULT_PLATFORMS
+    versions = [p.strip() for p in pythons.split(",") if p.strip()]
     try:
-        result = build_bundle(out, pythons=[p.strip() for p in pythons.split(",") if p.strip()],
-                              platforms=platforms or DEFAULT_PLATFORMS, echo=click.echo)
+        if out.name.endswith((".tar.gz", ".tgz")):
+            results = [build_bundle(out, pythons=versions, platforms=named, echo=click.echo)]
+        else:
+            results = build_bundles(out, pythons=versions, platforms=named, echo=click.echo)
     except BundleError as exc:
         raise click.UsageError(str(exc)) from None
-    click.echo(f"{result.archive}: {result.size_bytes / 1e6:.1f} MB, {len(result.wheels)} wheels; "
-               + "; ".join(result.coverage))
+    for result in results:
+        click.echo(f"{result.archive}: {result.size_bytes / 1e6:.1f} MB, {len(result.wheels)} wheels; "
+                   + "; ".join(result.coverage))
 
 
 @main.command("grade-many")

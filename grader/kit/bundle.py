@@ -30,8 +30,8 @@ from typing import Any
 
 import yaml
 
-__all__ = ["DEFAULT_PLATFORMS", "DEFAULT_PYTHONS", "PLATFORMS", "BundleError", "BundleResult", "build_bundle",
-           "candidate_rubric", "kit_root"]
+__all__ = ["ALL_PLATFORMS", "DEFAULT_PLATFORMS", "DEFAULT_PYTHONS", "PLATFORMS", "BundleError", "BundleResult",
+           "build_bundle", "build_bundles", "candidate_rubric", "kit_root", "this_platform"]
 
 
 
@@ -58,7 +58,24 @@ PLATFORMS: dict[str, tuple[str, ...]] = {
 }
 DEFAULT_PYTHONS = ("3.11", "3.12", "3.13")
 #: Every platform the Helm SDK (the one native dependency without a pure fallback) publishes wheels for.
-DEFAULT_PLATFORMS = tuple(PLATFORMS)
+ALL_PLATFORMS = tuple(PLATFORMS)
+
+
+def this_platform() -> str:
+    """The bundle platform of the machine building it: the default, since candidates' laptops vary and a
+    hiring team names theirs (`--platform`), each in an archive of its own."""
+    import platform
+
+    system, machine = platform.system(), platform.machine().lower()
+    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    if system == "Darwin":
+        return "macos-arm64" if arch == "aarch64" else "macos-x86_64"
+    if system == "Windows":
+        return "windows-amd64"
+    return f"linux-{arch}" if f"linux-{arch}" in PLATFORMS else "linux-x86_64"
+
+
+DEFAULT_PLATFORMS = (this_platform(),)
 TOP = "takehome"
 _HIDDEN_DIRS = ("hidden",)  # grader/hidden/: input sets the candidate must not see
 _GRADER_ONLY = ("chaff.py", "selftest.py")  # build and grade the chaff; the candidate's kit has none
@@ -188,6 +205,15 @@ Everything here works with no network and no GPU.
 `chart/` is the vendored vLLM chart, `schemas/` the offline JSON schemas (the contract is in
 `schemas/contract/`), `docs/` how the kit and its grader work.
 """
+
+
+def build_bundles(folder: Path, *, pythons: Iterable[str] = DEFAULT_PYTHONS,
+                  platforms: Iterable[str] = DEFAULT_PLATFORMS, echo: Callable[[str], None] = print) -> list[BundleResult]:
+    """One archive per platform in `folder` (`takehome-PLATFORM.tar.gz`): each candidate downloads only
+    their own laptop's wheels."""
+    pythons, platforms = tuple(pythons), tuple(platforms)
+    return [build_bundle(folder / f"{TOP}-{platform}.tar.gz", pythons=pythons, platforms=(platform,), echo=echo)
+            for platform in platforms]
 
 
 def build_bundle(out: Path, *, pythons: Iterable[str] = DEFAULT_PYTHONS, platforms: Iterable[str] = DEFAULT_PLATFORMS,

@@ -66,6 +66,12 @@ def analyse(out: Path, rows: Sequence[ScoredRow], *, threshold: float | None = D
     analysis = Analysis(items=item_analysis(rows), distributions=deliverable_scores(rows))
     if threshold is None:
         return analysis
+    try:
+        import copydetect  # noqa: F401 - the fingerprints' library, an extra of the kit
+    except ImportError:
+        analysis.notes.append("No similarity check: it needs copydetect, the kit's `round` extra (pip install "
+                              "'serving-takehome-kit[round]', as `make` does); --no-similarity leaves it out.")
+        return analysis
     sources, missing = _sources(out, [row.name for row in rows])
     if missing:
         analysis.notes.append(f"No sources kept for {', '.join(missing)} (graded before the round kept them): left "

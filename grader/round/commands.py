@@ -63,6 +63,8 @@ def _summary(out: Path, options: SummaryOptions = SummaryOptions()) -> None:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"{exc.filename or out}: {exc.strerror}") from None
+    for note in analysis.notes:
+        click.echo(note, err=True)
     for row in rows[:10]:
         click.echo(f"{row.rank:>3}  {row.name:<32} {row.score:g}/{row.max_score:g}")
     if len(rows) > 10:
