@@ -40,8 +40,10 @@ Timeouts (`Timeouts(connect, first_byte, total)`): `connect` bounds opening a co
 `first_byte` bounds, in a stream, the wait for the first chunk and then every gap between chunks
 (phase "first_byte", then "stall"); `total` bounds the whole call (async: exactly; sync: checked
 as chunks arrive, so a stall is caught by `first_byte`). A non-streamed answer arrives all at once
-when it is complete, so only `connect` and `total` apply to it. The client opens as many
-connections as calls in flight, so no call waits for a free one.
+when it is complete, so `first_byte` bounds the wait for the whole answer there (phase
+"first_byte"), as the gateway contract's `first_byte_s` does; give a gateway's timeouts to the
+client as they are and both routes keep the same rule. The client opens as many connections as
+calls in flight, so no call waits for a free one.
 
 Prices: pass `prices=Prices(input_per_million=4, output_per_million=20)`, or leave it out and the
 client reads them once from the API's `/v1/models` (`pricing`). Output tokens are the usage's
@@ -205,7 +207,9 @@ def _stream_timeout(timeouts: Timeouts) -> httpx.Timeout:
 
 
 def _whole_timeout(timeouts: Timeouts) -> httpx.Timeout:
-    return httpx.Timeout(connect=timeouts.connect, read=timeouts.total, write=timeouts.connect, pool=timeouts.connect)
+    """A non-streamed answer's first byte is its whole answer: `first_byte` bounds the wait for it."""
+    read = min(timeouts.first_byte, timeouts.total)
+    return httpx.Timeout(connect=timeouts.connect, read=read, write=timeouts.connect, pool=timeouts.connect)
 
 
 _LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=64)
@@ -218,8 +222,9 @@ def _translate(exc: Exception, timeouts: Timeouts, *, answered: bool, streaming:
     if isinstance(exc, httpx.ConnectTimeout):
         return ApiTimeout("connect", timeouts.connect)
     if isinstance(exc, httpx.TimeoutException):
-        if not streaming:
-            return ApiTimeout("total", timeouts.total)
+        if not streaming:  # the wait for a whole answer: bounded by first_byte (or total, if that is shorter)
+            return (ApiTimeout("first_byte", timeouts.first_byte) if timeouts.first_byte < timeouts.total
+                    else ApiTimeout("total", timeouts.total))
         return ApiTimeout("stall" if first_byte else "first_byte", min(timeouts.first_byte, timeouts.total))
     if answered:
         return ApiStreamError(f"the answer was cut: {type(exc).__name__}: {exc}")

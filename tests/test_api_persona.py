@@ -153,6 +153,29 @@ def test_timeouts_name_the_limit_that_fired(fake_server):
     whole.close()
 
 
+def test_a_whole_answer_slower_than_first_byte_times_out_as_the_gateway_contract_says(fake_server):
+    """Non-streamed, the first byte is the whole answer: `first_byte` bounds it, in both clients."""
+    slow = fake_server(persona="api", token_rate=10)  # 50 tokens: about 5 s
+    timeouts = Timeouts(connect=1, first_byte=0.4, total=30)
+    with ApiClient(slow.openai_base_url, "k", prices=Prices(4, 20), timeouts=timeouts) as client:
+        start = time.perf_counter()
+        with pytest.raises(ApiTimeout) as info:
+            client.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=50, ignore_eos=True)
+        assert info.value.phase == "first_byte" and time.perf_counter() - start < 3
+
+    async def whole() -> None:
+        async with AsyncApiClient(slow.openai_base_url, "k", prices=Prices(4, 20), timeouts=timeouts) as client:
+            await client.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=50, ignore_eos=True)
+    start = time.perf_counter()
+    with pytest.raises(ApiTimeout) as info:
+        asyncio.run(whole())
+    assert info.value.phase == "first_byte" and time.perf_counter() - start < 3
+    fast = fake_server(persona="api", token_rate=1000)  # within first_byte: answered
+    with ApiClient(fast.openai_base_url, "k", prices=Prices(4, 20), timeouts=timeouts) as client:
+        reply = client.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=8, ignore_eos=True)
+        assert reply.usage.output_tokens == 8
+
+
 def test_a_cut_after_the_answer_started_is_a_stream_error_streamed_or_not(fake_server):
     server = fake_server(persona="api", token_rate=1000, faults=[{"kind": "cut", "after_tokens": 2}])
     with ApiClient(server.openai_base_url, "k", prices=Prices(4, 20)) as stub:

@@ -208,7 +208,10 @@ def test_a_speed_needs_a_scope() -> None:
 
 
 def test_aggregate_throughput_is_not_one_users_speed() -> None:
-    assert rules(fig(name="user_throughput", scope="per_user")) == {"per-user-not-aggregate"}
+    # the scope field says what a figure is, not a word of its name or unit
+    worded = fig(name="per_user_throughput", unit="output tokens/s per user (throughput)", scope="per_user",
+                 provenance="invented sample")
+    assert rules(worded) == set()
     # the aggregate restated per user: derived from it, with its value (a coincidence of values alone is not)
     restated = fig(name="user_speed", scope="per_user", provenance="invented sample", derived_from=fig()["name"])
     assert rules(fig(), restated) == {"per-user-not-aggregate"}
@@ -303,3 +306,17 @@ def test_a_figure_not_measured_yet_may_leave_out_its_value() -> None:
     assert errors(check_figures(front)) == []
     front["figures"][0]["status"] = "placeholder"
     assert any("value must be a finite number" in f.message for f in errors(check_figures(front)))
+
+
+def test_grader_memo_names_and_quotes_the_line_it_faults(tmp_path: Path) -> None:
+    """A finding on a figure points at the memo's line (`MEMO.md:N:`) and quotes it, as the grade's report does."""
+    figure = "{name: one_stream_throughput, value: 42, unit: output tokens/s, provenance: invented sample, scope: aggregate, status: placeholder}"
+    assert figure in TEXT
+    memo = tmp_path / "MEMO.md"
+    memo.write_text(TEXT.replace(figure, figure.replace("scope: aggregate", "scope: n/a")), encoding="utf-8")
+    line = next(i for i, text in enumerate(memo.read_text().splitlines(), start=1) if "one_stream_throughput, value" in text)
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "memo", str(memo)], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 1, done.stderr
+    assert f"{memo}:{line}: ERROR  speed-scope [one_stream_throughput]" in done.stdout
+    assert f"    > - {figure.replace('scope: aggregate', 'scope: n/a')}" in done.stdout

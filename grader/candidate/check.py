@@ -1,9 +1,11 @@
 """`grader check` and `grader memo`: the candidate's self-check, on their own laptop.
 
-`grader check` grades what `grader grade` grades, limited to the public criteria: the contract,
-every public criterion through the same engine and scenarios (`GradeRun(public_only=True)`), the
-manifest checklist and the memo's honesty rules. The reports have the same format and say
-"public criteria only"; a hidden criterion is never selected, so it is never named.
+`grader check` grades what `grader grade` grades, limited to what a candidate may see: the contract,
+every public criterion through the same engine on the public scenarios, cases and sizing input sets
+(`GradeRun(public_only=True)`), the manifest checklist and the memo's honesty rules. The reports
+have the same format and say "public criteria only"; a hidden criterion is never selected, so it
+is never named. The grade also runs what this does not, and the check says so: hidden criteria,
+unseen variants of every scenario and case, unseen sizing input sets.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ from grader.contract import ContractError, Submission, load_submission
 from grader.criteria.memo_rules import Finding, check_memo, errors
 from grader.manifests import ManifestReport, check_manifests, to_text
 
-__all__ = ["CheckOutcome", "memo_lines", "read_memo", "run_check"]
+__all__ = ["NOT_RUN", "CheckOutcome", "memo_lines", "read_memo", "run_check"]
+
+#: What the self-check leaves to the grade, said before and after it runs.
+NOT_RUN = ("The grade also runs what this check does not: hidden criteria, unseen variants of each scenario and "
+           "gateway case (other settings within documented ranges: rates, slots, lengths, where faults fall, stall "
+           "lengths, error codes, timeouts) and unseen sizing input sets. Follow the definitions, not the public "
+           "scenarios' numbers.")
 
 
 @dataclass
@@ -47,10 +55,15 @@ def read_memo(path: Path) -> list[Finding]:
 
 
 def memo_lines(path: Path, findings: list[Finding]) -> list[str]:
-    """One line per finding, errors (scored) first, then advice (never scored)."""
+    """One line per finding, errors (scored) first, then advice (never scored); a finding on a line of the memo
+    names it (`MEMO.md:12:`, as compilers do) and quotes it below."""
     ordered = sorted(findings, key=lambda f: f.severity != "error")
-    lines = [f"{path}: {f.severity.upper():6} {f.rule}" + (f" [{f.figure}]" if f.figure else "") + f": {f.message}"
-             for f in ordered]
+    lines = []
+    for f in ordered:
+        where = f"{path}:{f.line}" if f.line else f"{path}"
+        lines.append(f"{where}: {f.severity.upper():6} {f.rule}" + (f" [{f.figure}]" if f.figure else "") + f": {f.message}")
+        if f.quote:
+            lines.append(f"    > {f.quote[:200]}")
     scored = len(errors(findings))
     lines.append(f"{path}: {'every honesty rule holds' if not scored else f'{scored} honesty rule(s) broken'}"
                  + (f"; {len(findings) - scored} piece(s) of advice" if len(findings) > scored else ""))
@@ -82,7 +95,8 @@ def run_check(folder: Path, out: Path, *, only: tuple[str, ...] = (), seed: int 
         outcome.contract = str(exc).splitlines()
         for line in outcome.contract:
             echo(line)
-    echo("\n== public criteria (the grader's engine and scenarios; hidden criteria are not run)")
+    echo("\n== public criteria (the grader's engine on the public scenarios, cases and input sets)")
+    echo(NOT_RUN)
     run = GradeRun(folder, out, only=only, seed=seed, jobs=jobs, echo=echo, public_only=True)
     result = grade(run)
     echo("\n" + score_table(result))
@@ -102,4 +116,5 @@ def run_check(folder: Path, out: Path, *, only: tuple[str, ...] = (), seed: int 
         for line in memo_lines(memo, outcome.memo):
             echo(line)
     echo(f"\npublic criteria only: {outcome.score:g}/{outcome.max_score:g}; report: {outcome.report.resolve()}")
+    echo("Not run here: hidden criteria, unseen variants of the scenarios and cases, unseen sizing input sets.")
     return outcome

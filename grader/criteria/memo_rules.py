@@ -52,7 +52,6 @@ _USER = re.compile(r"\b(per[- ]user|each user|a user|one user|every user|user's|
 _NEGATION = re.compile(r"\b(not|never|no|isn't|is not|aren't)\b", re.IGNORECASE)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _RATE = re.compile(r"(/\s*s\b|/\s*sec|per\s+second|tok/s|tokens/s)", re.IGNORECASE)
-_THROUGHPUT = re.compile(r"throughput|aggregate", re.IGNORECASE)
 _SIZES_PRODUCTION = re.compile(r"replica|production|sizing", re.IGNORECASE)
 
 
@@ -159,11 +158,9 @@ def _scope_rules(fig: dict[str, Any], label: str, aggregates: list[dict[str, Any
     if _is_rate(fig) and fig.get("scope") not in ("aggregate", "per_user"):
         out.append(Finding("speed-scope", label, "a speed needs scope 'aggregate' or 'per_user'"))
     if fig.get("scope") == "per_user":
-        if _THROUGHPUT.search(f"{fig.get('name', '')} {fig.get('unit', '')}"):
-            out.append(Finding("per-user-not-aggregate", label,
-                               "a per-user speed named or measured as (aggregate) throughput"))
-        # By meaning, not by a coincidence of values: at one stream a user's speed is the aggregate's, and both
-        # figures may rightly have one value. What is wrong is an aggregate figure restated per user.
+        # By its scope field and what it comes from, never by a word of its name or unit ("per-user throughput"
+        # is a fair name), nor by a coincidence of values: at one stream a user's speed is the aggregate's, and
+        # both figures may rightly have one value. What is wrong is an aggregate figure restated per user.
         for agg in aggregates:
             if agg.get("name") in _sources(fig) and agg.get("value") == fig.get("value"):
                 out.append(Finding("per-user-not-aggregate", label,
@@ -239,7 +236,7 @@ def _matches(written: str, value: Any, scale: float = 1.0) -> bool:
         return False
     number, decimals = _number_in_text(written)
     shown = value * scale
-    return abs(shown - number) <= 0.5 * 10 ** -decimals + 1e-9 or abs(shown - number) <= 0.005 * abs(shown)
+    return bool(abs(shown - number) <= 0.5 * 10 ** -decimals + 1e-9 or abs(shown - number) <= 0.005 * abs(shown))
 
 
 def _sentences(body: str, first_line: int) -> list[tuple[int, str]]:
