@@ -4,7 +4,8 @@ The inherent duration of a grade is the time the candidate's own commands run: e
 scenario (its requests at the scenario's token rates, plus the candidate's interpreter start) and
 each run of the candidate's tests. Everything else is the grader's overhead: starting the sandbox
 and the fake servers, fetching ledgers, checking, writing reports. Run side by side in one
-process: one grade section after the other (`--jobs 1`) and both sections at once (`--jobs 2`).
+process: one grade section after the other (`--jobs 1`) and both sections at once (`--jobs 2`), each
+with and without the hidden variants of the scenarios and gateway cases (grading/variants.py).
 
     python -m bench.grade_time [--repeat 2]
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import tempfile
 from pathlib import Path
@@ -24,11 +26,11 @@ REFERENCE = ROOT / "submissions" / "reference"
 RESULTS = Path(__file__).resolve().parent / "results" / "grade_time.json"
 
 
-def measure(jobs: int) -> dict[str, float]:
+def measure(jobs: int, variants: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as out:
-        run = GradeRun(REFERENCE, Path(out), jobs=jobs, echo=lambda _: None)
+        run = GradeRun(REFERENCE, Path(out), jobs=jobs, echo=lambda _: None, with_variants=variants)
         result = grade(run)
-    return {"jobs": jobs, "score": result.score, "max_score": result.max_score,
+    return {"jobs": jobs, "variants": variants, "score": result.score, "max_score": result.max_score,
             "total_s": run.timings["total_s"], "inherent_s": run.timings["inherent_s"],
             "total_over_inherent": round(run.timings["total_s"] / run.timings["inherent_s"], 3)}
 
@@ -37,13 +39,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
-    rows = [measure(jobs) for _ in range(args.repeat) for jobs in (1, 2)]
+    rows = [measure(jobs, variants) for _ in range(args.repeat) for jobs in (1, 2) for variants in (False, True)]
     for row in rows:
-        print(f"jobs {row['jobs']}: {row['score']:g}/{row['max_score']:g}, total {row['total_s']:.1f} s, "
+        print(f"jobs {row['jobs']}, variants {'on' if row['variants'] else 'off'}: {row['score']:g}/{row['max_score']:g}, "
+              f"total {row['total_s']:.1f} s, "
               f"candidate's own commands {row['inherent_s']:.1f} s, ratio {row['total_over_inherent']:.2f}")
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({"command": "python -m bench.grade_time --repeat %d" % args.repeat,
+    RESULTS.write_text(json.dumps({"command": f"python -m bench.grade_time --repeat {args.repeat}",
                                    "machine": f"{platform.machine()}, {platform.python_version()}",
+                                   "load_average_at_end": os.getloadavg()[0],
                                    "runs": rows}, indent=1) + "\n")
 
 

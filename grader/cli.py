@@ -142,6 +142,85 @@ def rejudge(report_dir: Path, override: Path | None, out: Path | None) -> None:
 
 
 @main.command()
+@click.argument("target", metavar="SUBMISSION|REPORT_DIR", type=click.Path(path_type=Path))
+@click.argument("criterion", required=False)
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="The grade's seed (default: 0, or the report folder's).")
+@click.option("--case", help="A gateway criterion: only this one of its cases.")
+@click.option("--serve", is_flag=True, help="Start the scenario's fake servers and keep them up until Ctrl-C, "
+              "printing how to run your own command against them (step through it in a debugger).")
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("replay-report"),
+              show_default=True, help="Folder for the replay's reports, records and by-hand files.")
+def replay(target: Path, criterion: str | None, seed: int | None, case: str | None, serve: bool, out: Path) -> None:
+    """Run one criterion's scenarios or cases again, judged by the same check, and show what made it fail.
+
+    TARGET is a submission folder (then name the CRITERION) or a report folder a grade wrote (then every
+    criterion it failed is replayed, unless one is named). Prints the verdict, the requests (or cases) that
+    made it fail beside the ledgers, and the commands that reproduce the run by hand. Exit status: 0 when
+    every replayed criterion passed, 1 when one did not, 2 on bad usage.
+    """
+    from grader.contract import ContractError
+    from grader.grading.replay import ReplayError, failed_in_report, serve_scenario
+    from grader.grading.replay import replay as replay_one
+    from grader.grading.rubric import RubricError
+
+    if not target.exists():
+        raise click.UsageError(f"{target}: no such submission or report folder")
+    try:
+        if (target / "runs" / "index.json").is_file():
+            submission, graded_seed, failed = failed_in_report(target)
+            seed = graded_seed if seed is None else seed
+            ids = [criterion] if criterion else failed
+            if not ids:
+                click.echo(f"{target}: the grade failed no criterion; nothing to replay")
+                return
+        else:
+            if not criterion:
+                raise click.UsageError("name the CRITERION to replay (e.g. loadgen.ttft), or give a report folder")
+            submission, ids = target, [criterion]
+        seed = 0 if seed is None else seed
+        if serve:
+            if len(ids) > 1:
+                raise click.UsageError(f"--serve starts one criterion's servers; name one of: {', '.join(ids)}")
+            serve_scenario(submission, ids[0], seed=seed, case=case, echo=click.echo, wait=_wait_for_interrupt)
+            return
+        passed = True
+        for criterion_id in ids:
+            done = replay_one(submission, criterion_id, out / criterion_id if len(ids) > 1 else out, seed=seed,
+                              case=case)
+            passed = passed and done.status == "passed"
+            click.echo(f"{done.status.upper()} {done.score:g}/{done.criterion.weight:g}  {criterion_id}  "
+                       f"(seed {seed}, replayed in {done.seconds:.1f} s)")
+            click.echo(done.output)
+            for line in done.lines:
+                click.echo(line)
+            click.echo("to reproduce by hand:")
+            for line in done.by_hand:
+                click.echo(f"  {line}")
+            click.echo("")
+    except (ReplayError, RubricError, ContractError) as exc:
+        raise click.UsageError(str(exc)) from None
+    except OSError as exc:
+        raise click.UsageError(f"{exc.filename or out}: {exc.strerror}") from None
+    sys.exit(0 if passed else 1)
+
+
+def _wait_for_interrupt() -> None:
+    """Block until Ctrl-C (SIGINT) or SIGTERM, then return so the servers are stopped cleanly."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+@main.command()
 @click.option("--full", is_flag=True, help="Grade every chaff on every criterion, not its targets and a sample.")
 @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True, help="Submissions graded at once.")
 @click.option("--only", "names", multiple=True, metavar="NAME", help="Only the reference or this chaff (repeatable).")

@@ -8,9 +8,11 @@ built once, for this machine's Python and platform, and shared by the tests.
 from __future__ import annotations
 
 import io
+import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -64,6 +66,9 @@ cd starter
 grader --version
 rc=0; grader check . --out ../check-report || rc=$?
 echo "CHECK-EXIT $rc"
+cd "$3"
+rc=0; grader check . --out "$3/../reference-report" --jobs 2 || rc=$?
+echo "REFERENCE-CHECK-EXIT $rc"
 '''
 
 
@@ -150,11 +155,16 @@ def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tm
     top = tmp_path / "takehome"
     stream = tmp_path / "stream_once.py"
     stream.write_text(_STREAM)
+    # A complete submission, worked on where a candidate works: beside the kit's starter/, with no
+    # api_client.py of its own (the kit's stub client must be found wherever the kit is installed).
+    work = top / "my-submission"
+    shutil.copytree(ROOT / "submissions" / "reference", work, ignore=shutil.ignore_patterns("__pycache__"))
+    assert not (work / "api_client.py").exists()
     unshare = ["unshare", "--net"] + ([] if os.geteuid() == 0 else ["--map-root-user"])
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "PYTHONPATH", "VIRTUAL_ENV"))}
     env["PATH"] = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
-    done = subprocess.run([*unshare, "sh", "-c", _OFFLINE, "offline", str(top), str(stream)], env=env,
-                          capture_output=True, text=True, timeout=900, check=False)
+    done = subprocess.run([*unshare, "sh", "-c", _OFFLINE, "offline", str(top), str(stream), str(work)], env=env,
+                          capture_output=True, text=True, timeout=1200, check=False)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     assert "NETWORK-BLOCKED" in output and "NETWORK-REACHABLE" not in output
@@ -166,3 +176,11 @@ def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tm
     assert "CHECK-EXIT 1" in output  # the skeleton does not pass
     assert (top / "check-report" / "report.html").is_file()
     assert "Traceback" not in output
+    # The reference, self-checked from the installed kit: every public criterion passes, none inconclusive,
+    # and the check says what it did not run.
+    assert "REFERENCE-CHECK-EXIT 0" in output, output[-6000:]
+    report = json.loads((top / "reference-report" / "report.json").read_text())
+    statuses = {t["name"].split(":")[0]: t["extra_data"]["status"] for t in report["tests"]}
+    assert statuses and set(statuses.values()) == {"passed"}, {k: v for k, v in statuses.items() if v != "passed"}
+    assert report["score"] == report["max_score"] > 0
+    assert "unseen variants" in output and "Not run here" in output

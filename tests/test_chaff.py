@@ -260,6 +260,11 @@ def _partial_tokens_counted(results, ledger):
     assert summary["ok"] == 0 and summary["output_tokens"] > 0 and summary["throughput_tokens_per_s"] > 0
 
 
+def _unlisted_status_missed(results, ledger):
+    assert all(r["status"] == 502 for r in ledger)  # an error status none of the public scenarios sends
+    assert all(r["failure"] != "http_status" or r["status"] != 502 for r in results["requests"])
+
+
 def _failed_ttft_sampled(results, ledger):
     summary = results["summary"]
     assert summary["ok"] == 0 and all(r["ttft_s"] is None for r in results["requests"])
@@ -308,6 +313,8 @@ DEFECTS: list[tuple[str, dict[str, Any], int, int, int, Callable[[Any, Any], Non
     ("summary-counts-failed", {"scenario": "cut-mid-stream"}, 2, 2, 32, _failed_ttft_sampled),
     ("ttft-from-reasoning", THINKS, 2, 2, 24, _ttft_at_reasoning),
     ("reasoning-tokens-as-output", THINKS, 2, 2, 24, _reasoning_in_output),
+    ("loadgen-error-statuses-listed", {"faults": [{"kind": "http_error", "status": 502}]}, 2, 2, 16,
+     _unlisted_status_missed),
 ]
 
 

@@ -17,11 +17,13 @@ from recorded import FIXTURES, INDEPENDENT, ROOT, digest, source_of
 from grader.grading.records import RecordBook
 from grader.grading.rejudge import grade_of
 from grader.grading.rubric import load_rubric
+from grader.grading.variants import load_variants
 from grader.kit.chaff import list_chaff
 from grader.kit.selftest import kept as kept_target
 from grader.runs.sizing import load_sets
 
 RUBRIC = load_rubric()
+VARIANTS = load_variants(RUBRIC)
 CHAFF = {c.name: c for c in list_chaff(ROOT / "submissions" / "chaff")}
 NAMES = ["reference", *sorted(CHAFF), *INDEPENDENT]
 
@@ -39,13 +41,22 @@ def _stale(name: str, book: RecordBook, scratch: Path) -> list[str]:
     if (FIXTURES / name / "source.txt").read_text().strip() != digest(source_of(name, scratch)):
         out.append("the submission changed")
     sets, base, perturb = load_sets()
+    if book.index.get("variants", {}).get("count", 0) != (VARIANTS.count if VARIANTS else 0):
+        out.append("the number of hidden variants changed")
     for record in book.records.values():
         if record["section"] == "loadgen":
-            scenario = RUBRIC.scenarios.get(record["scenario"]["name"])
+            name, _, variant = record["scenario"]["name"].partition(".v")
+            scenario = RUBRIC.scenarios.get(name)
+            if scenario is not None and variant:
+                varied = VARIANTS is not None and name in VARIANTS.loadgen
+                scenario = VARIANTS.scenario(scenario, int(variant), book.index["seed"]) if varied else None
             if scenario is None or scenario.to_dict() != record["scenario"]:
                 out.append(f"scenario {record['scenario']['name']} changed")
         elif record["section"] == "gateway":
-            plan, current = dict(record["plan"]), RUBRIC.gateway.to_dict()
+            current = RUBRIC.gateway
+            if variant := record["key"].split("/")[0].split("@")[0].partition(".v")[2]:
+                current = VARIANTS.gateway_plan(current, int(variant), book.index["seed"]) if VARIANTS else current
+            plan, current = dict(record["plan"]), current.to_dict()
             recorded = {c["name"]: c for c in plan.pop("cases")}
             if {k: v for k, v in current.items() if k != "cases"} != plan or any(
                     recorded[c["name"]] != c for c in current["cases"] if c["name"] in recorded):

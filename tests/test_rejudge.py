@@ -69,8 +69,9 @@ def test_a_tightened_tolerance_fails_exactly_the_criterion_whose_margin_exceeds_
         assert _statuses(tmp_path / out / "report.json") == {c.id: (c.status, c.score) for c in grade.criteria}
         return {c.id: c for c in grade.criteria}
 
-    # the error is `margin * rel`; half of it as the tolerance makes the margin 2: a clear fail, no rerun
-    tight = rejudged(rel * margin / 2, "tight")
+    # the error is `margin * rel`; a quarter of it as the tolerance makes the margin 4: a clear fail, no rerun,
+    # even where the records say the machine was busy (whose band reaches 3)
+    tight = rejudged(rel * margin / 4, "tight")
     assert (tight[name].status, tight[name].score) == ("failed", 0)
     assert {k: (c.status, c.score) for k, c in tight.items() if k != name} == \
         {k: (c.status, c.score) for k, c in graded.items() if k != name}

@@ -102,7 +102,9 @@ def test_report_schema_rejects_what_gradescope_or_the_kit_would_not_accept(chang
 
 
 def test_hostile_text_is_carried_as_visible_escapes(tmp_path: Path) -> None:
-    raw = write_reports(sample_grade(), tmp_path)["json"].read_bytes()
+    grade = sample_grade()
+    grade.criteria[1].visibility = "public"  # a hidden criterion's output is not in report.json at all
+    raw = write_reports(grade, tmp_path)["json"].read_bytes()
     text = raw.decode("utf-8")  # strict: a lone surrogate would not have been encodable
     document = json.loads(text)
     output = next(t["output"] for t in document["tests"] if t["extra_data"]["id"] == "loadgen.role-chunk")
@@ -161,13 +163,17 @@ def test_reports_are_byte_identical_for_the_same_grade_even_in_another_process(t
 def test_score_table_has_a_line_per_criterion_and_the_total() -> None:
     table = score_table(sample_grade()).splitlines()
     assert table[0].startswith("UNSANDBOXED")
-    body = [line.split() for line in table[2:-1]]
+    total = next(i for i, line in enumerate(table) if line.startswith("TOTAL"))
+    body = [line.split() for line in table[2:total]]
     assert [(row[0], row[1], row[2]) for row in body] == [
         ("PASSED", "3/3", "loadgen.ttft"), ("FAILED", "0/2", "loadgen.role-chunk"),
         ("INCONCLUSIVE", "0/2", "loadgen.p90-queue"), ("SKIPPED", "0/2", "gateway.fallback-5xx"),
         ("FAILED", "2/3", "tests.chaff")]
     assert "[hidden]" in table[3]
-    assert table[-1].split() == ["TOTAL", "5/12"]
+    assert table[total].split() == ["TOTAL", "5/12"]
+    # each failed or undecided public criterion's replay, the submission quoted for a shell; none for the hidden one
+    assert table[total + 3:] == [f"  grader replay 'submissions/<candidate-7>' {criterion} --seed 42"
+                                 for criterion in ("loadgen.p90-queue", "tests.chaff")]
     assert not score_table(sample_grade(sandboxed=True)).startswith("UNSANDBOXED")
 
 

@@ -18,7 +18,12 @@ from dataclasses import dataclass, field
 
 from grader.grading.outcome import Evidence
 
-__all__ = ["Verdict", "is_borderline", "within"]
+__all__ = ["UNSEEN_FAILED", "UNSEEN_PASSED", "Verdict", "is_borderline", "with_unseen", "within"]
+
+#: What a candidate is told of the hidden variants (grading/variants.py): whether they passed, nothing more.
+UNSEEN_PASSED = "Unseen variants of its scenarios (other settings within the documented ranges): passed."
+UNSEEN_FAILED = ("Unseen variants of its scenarios (other settings within the documented ranges): FAILED; the "
+                 "hiring team's report shows where.")
 
 
 @dataclass
@@ -29,12 +34,26 @@ class Verdict:
     margin: float | None = None  # worst error / tolerance, for timing checks
     evidence: Evidence = field(default_factory=Evidence)
     busy: str | None = None  # why the machine was too busy to trust this check's timing, if it was
+    unseen: Verdict | None = None  # the same check on the hidden variants' runs, when there were any
 
     @property
     def score_fraction(self) -> float:
         if self.fraction is not None:
             return self.fraction
         return 1.0 if self.passed else 0.0
+
+
+def with_unseen(public: Verdict, unseen: Verdict) -> Verdict:
+    """One verdict from the public runs' and the hidden variants': passed only if both passed, the lower score,
+    the wider margin. Its output is the public one and a line that names no variant; `unseen` keeps the rest."""
+    margins = [m for m in (public.margin, unseen.margin) if m is not None]
+    fractions = (public.score_fraction, unseen.score_fraction)
+    return Verdict(
+        passed=public.passed and unseen.passed,
+        output=public.output + "\n" + (UNSEEN_PASSED if unseen.passed else UNSEEN_FAILED),
+        fraction=min(fractions) if public.fraction is not None or unseen.fraction is not None else None,
+        margin=max(margins) if margins else None, evidence=public.evidence, busy=public.busy or unseen.busy,
+        unseen=unseen)
 
 
 def is_borderline(verdict: Verdict, quiet: tuple[float, float], busy: tuple[float, float]) -> bool:

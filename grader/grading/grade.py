@@ -18,17 +18,19 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from grader.contract import Submission, schema_errors
 from grader.criteria.memo import HUMAN_CHECKLIST
-from grader.grading.judging import FactsAt, decide, result_of, skipped, unjudged
+from grader.grading.judging import FactsAt, VariantsAt, decide, result_of, skipped, unjudged
 from grader.grading.outcome import CriterionResult, Grade
 from grader.grading.records import RecordBook
-from grader.grading.rubric import Criterion, Rubric, load_rubric
-from grader.grading.sections import SECTIONS, Context, Section
+from grader.grading.rubric import Criterion, Rubric, RubricError, load_rubric
+from grader.grading.sections import NO_VARIANTS, SECTIONS, Context, Section, Varied
+from grader.grading.variants import Variants, VariantsError, load_variants
+from grader.runs.sizing import SizingPlan
 from grader.shared.yaml_files import YamlError, read_yaml
 
 __all__ = ["RUNS", "GradeRun", "contract_problems", "grade", "progress"]
@@ -51,6 +53,25 @@ class GradeRun:
     inherent_s: float = 0.0  # time the candidate's own commands ran (the part no grader can save)
     timings: dict[str, float] = field(default_factory=dict)
     public_only: bool = False  # `grader check`: only criteria the candidate may see, and the reports say so
+    cases: tuple[str, ...] = ()  # `grader replay --case`: the gateway criteria judge these cases alone
+    with_variants: bool = True  # run the hidden variants when the kit has them (bench/grade_time.py compares)
+    sizing: SizingPlan | None = None  # set by grade(): the input sets it runs
+    variants: Variants | None = None  # set by grade(): the hidden variants it runs (None: none)
+
+
+def _hidden(run: GradeRun, rubric: Rubric) -> str:
+    """Load the hidden material into `run` (none for `grader check`); what the reports should say is missing."""
+    run.sizing, run.variants = rubric.sizing, None
+    if run.public_only:
+        return ""
+    try:
+        run.sizing = rubric.sizing.with_hidden()
+        run.variants = load_variants(rubric) if run.with_variants else None
+    except (ValueError, VariantsError) as exc:
+        raise RubricError(str(exc)) from None
+    if not run.sizing.unseen and run.variants is None:
+        return " (no hidden material in this kit: public input sets and scenarios only)"
+    return ""
 
 
 def contract_problems(folder: Path) -> tuple[Submission | None, dict[str, list[str]]]:
@@ -122,7 +143,10 @@ def grade(run: GradeRun) -> Grade:
     started_at = dt.datetime.now(dt.UTC).replace(microsecond=0)
     t0 = time.perf_counter()
     rubric = load_rubric(run.rubric, override=run.override)
+    missing = _hidden(run, rubric)
     criteria = rubric.select(run.only)
+    if run.cases:
+        criteria = tuple(replace(c, cases=run.cases) if c.deliverable == "gateway" else c for c in criteria)
     if run.public_only:
         criteria = tuple(c for c in criteria if c.visibility == "public")
     report = progress(run.echo)
@@ -149,7 +173,7 @@ def grade(run: GradeRun) -> Grade:
         submission=str(run.submission), candidate=(submission.data.get("candidate") if submission else None),
         seed=run.seed, started=started_at.isoformat(), duration_s=round(time.perf_counter() - t0, 3),
         sandboxed=sandboxed, sandbox_note=note,
-        rubric=str(rubric.path) + (" (public criteria only)" if run.public_only else ""),
+        rubric=str(rubric.path) + (" (public criteria only)" if run.public_only else missing),
         contract_problems=[p for lines in problems.values() for p in lines], criteria=ordered,
         human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in criteria) else [],
     )
@@ -173,6 +197,7 @@ def _index(grade_: Grade, run: GradeRun, problems: dict[str, list[str]], carried
         "not_judged": {c.id: {"status": c.status, "output": c.output, "logs": c.evidence.logs}
                        for c in grade_.criteria if c.id in carried},
         "inherent_s": round(run.inherent_s, 3),
+        "variants": run.variants.varied if run.variants is not None else NO_VARIANTS,
     }
 
 
@@ -193,7 +218,10 @@ def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: d
 
     def section_of(name: str) -> None:
         section = SECTIONS[name]
-        ctx = Context(submission, rubric, run.seed, todo[name], open_box=lambda: Sandbox(submission.folder))
+        assert run.sizing is not None
+        ctx = Context(submission, rubric, run.seed, todo[name], sizing=run.sizing, variants=run.variants,
+                      open_box=lambda: Sandbox(submission.folder))
+        varied = run.variants.varied if run.variants is not None else NO_VARIANTS
         try:
             with (Sandbox(submission.folder) if section.boxed else contextlib.nullcontext()) as box:
                 if box is not None:
@@ -203,7 +231,8 @@ def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: d
                 live = _LiveRuns(section, ctx, book)
                 for criterion in todo[name]:
                     started = time.perf_counter()
-                    decision = decide(criterion, section, rubric, live.facts_at(criterion))
+                    decision = decide(criterion, section, rubric, live.facts_at(criterion),
+                                      live.variants_at(criterion, varied))
                     took = time.perf_counter() - started
                     if decision is None:
                         record(unjudged(criterion, f"the grader made no run that covers {criterion.id}; a person "
@@ -255,16 +284,27 @@ class _LiveRuns:
         self.loaded: dict[str, Any] = {}
         self.inherent = 0.0
 
+    def _objects(self, keys: tuple[str, ...], attempt: int) -> list[Any]:
+        for key in keys:
+            if key not in self.loaded:
+                facts = self.section.run(self.ctx, key)
+                record = self.book.add(key, self.section.name, attempt, facts)
+                self.loaded[key] = self.section.load(json.loads(json.dumps(record)))
+                self.inherent += self.section.inherent(self.loaded[key])
+        return [self.loaded[k] for k in keys]
+
     def facts_at(self, criterion: Criterion) -> FactsAt:
         def at(attempt: int) -> list[Any] | None:
             keys = self.section.keys(criterion, attempt)
-            if keys is None:
+            return None if keys is None else self._objects(keys, attempt)
+        return at
+
+    def variants_at(self, criterion: Criterion, varied: Varied) -> VariantsAt:
+        def at(attempt: int) -> tuple[Criterion, list[Any]] | None:
+            keys = self.section.variant_keys(criterion, attempt, varied)
+            if not keys:
                 return None
-            for key in keys:
-                if key not in self.loaded:
-                    facts = self.section.run(self.ctx, key)
-                    record = self.book.add(key, self.section.name, attempt, facts)
-                    self.loaded[key] = self.section.load(json.loads(json.dumps(record)))
-                    self.inherent += self.section.inherent(self.loaded[key])
-            return [self.loaded[k] for k in keys]
+            objects = self._objects(keys, attempt)
+            judged = self.section.variant_criterion(criterion, objects)
+            return None if judged is None else (judged, objects)
         return at

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.criteria.registry import registered
-from grader.criteria.verdict import Verdict, is_borderline
-from grader.grading.outcome import CriterionResult, Evidence
+from grader.criteria.verdict import Verdict, is_borderline, with_unseen
+from grader.grading.outcome import CriterionResult, Evidence, Unseen
 from grader.grading.rubric import Criterion, Rubric
 from grader.grading.sections import Section
 
@@ -22,6 +22,8 @@ __all__ = ["Decision", "decide", "judge", "result_of", "skipped", "unjudged"]
 
 #: The objects a criterion is judged from at an attempt, or None when there are none (no such run).
 FactsAt = Callable[[int], list[Any] | None]
+#: The hidden variants' objects at an attempt, with the criterion as judged on them; None: no variant covers it.
+VariantsAt = Callable[[int], tuple[Criterion, list[Any]] | None]
 
 
 @dataclass
@@ -43,17 +45,26 @@ def judge(criterion: Criterion, section: Section, objects: list[Any], rubric: Ru
     return verdict
 
 
-def decide(criterion: Criterion, section: Section, rubric: Rubric, facts_at: FactsAt) -> Decision | None:
-    """Judge attempt 1; a borderline answer is judged again on attempt 2. None: no record covers it."""
-    first = facts_at(1)
-    verdict = judge(criterion, section, first, rubric) if first is not None else None
+def decide(criterion: Criterion, section: Section, rubric: Rubric, facts_at: FactsAt,
+           variants_at: VariantsAt | None = None) -> Decision | None:
+    """Judge attempt 1 (its public runs, and its hidden variants' apart); a borderline answer is judged again on
+    attempt 2. None: no record covers it."""
+    def verdict_at(attempt: int) -> Verdict | None:
+        objects = facts_at(attempt)
+        verdict = judge(criterion, section, objects, rubric) if objects is not None else None
+        found = variants_at(attempt) if verdict is not None and variants_at is not None else None
+        if verdict is None or found is None:
+            return verdict
+        unseen = judge(found[0], section, found[1], rubric)
+        return verdict if unseen is None else with_unseen(verdict, unseen)
+
+    verdict = verdict_at(1)
     if verdict is None:
         return None
     bands = rubric.judging.borderline, rubric.judging.busy_borderline
     if not is_borderline(verdict, *bands):
         return Decision(verdict, 1, False)
-    again = facts_at(2)
-    second = judge(criterion, section, again, rubric) if again is not None else None
+    second = verdict_at(2)
     if second is None:
         return Decision(verdict, 1, True, "borderline, and no rerun was recorded")
     return Decision(second, 2, is_borderline(second, *bands))
@@ -74,7 +85,8 @@ def result_of(criterion: Criterion, decision: Decision, *, duration_s: float) ->
         status=status, score=score, output=output, tolerance=criterion.tolerance_text,  # type: ignore[arg-type]
         scenario=", ".join(criterion.runs_from), duration_s=round(duration_s, 3), attempts=decision.attempts,
         evidence=verdict.evidence, margin=None if verdict.margin is None else round(verdict.margin, 3),
-        busy=verdict.busy,
+        busy=verdict.busy, unseen=None if verdict.unseen is None else Unseen(
+            "passed" if verdict.unseen.passed else "failed", verdict.unseen.output, verdict.unseen.evidence),
     )
 
 

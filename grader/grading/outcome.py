@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["STATUSES", "CriterionResult", "Evidence", "Grade", "Plot", "Status"]
+__all__ = ["STATUSES", "CriterionResult", "Evidence", "Grade", "Plot", "Status", "Unseen"]
 
 Status = Literal["passed", "failed", "inconclusive", "skipped"]
 STATUSES: tuple[Status, ...] = ("passed", "failed", "inconclusive", "skipped")
@@ -52,6 +52,15 @@ class Evidence:
 
 
 @dataclass
+class Unseen:
+    """A criterion's verdict on the hidden variants of its scenarios: for the hiring team only."""
+
+    status: Literal["passed", "failed"]
+    output: str
+    evidence: Evidence = field(default_factory=Evidence)
+
+
+@dataclass
 class CriterionResult:
     id: str  # rubric id, e.g. "loadgen.role-chunk"
     title: str  # the short text a candidate sees
@@ -68,6 +77,7 @@ class CriterionResult:
     evidence: Evidence = field(default_factory=Evidence)
     margin: float | None = None  # a timing check's worst error over its tolerance (last run)
     busy: str | None = None  # why the machine was judged too busy to keep time (last run), if it was
+    unseen: Unseen | None = None  # its verdict on hidden variants (never shown to the candidate)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -18,11 +18,11 @@ from typing import Any
 
 from grader.criteria.memo import HUMAN_CHECKLIST
 from grader.grading.grade import RUNS
-from grader.grading.judging import FactsAt, decide, result_of, skipped, unjudged
+from grader.grading.judging import FactsAt, VariantsAt, decide, result_of, skipped, unjudged
 from grader.grading.outcome import CriterionResult, Grade
 from grader.grading.records import RecordBook, RecordError
 from grader.grading.rubric import Criterion, Rubric, RubricError, load_rubric
-from grader.grading.sections import SECTIONS, Section
+from grader.grading.sections import NO_VARIANTS, SECTIONS, Section, Varied
 
 __all__ = ["RecordError", "grade_of", "rejudge"]
 
@@ -92,22 +92,35 @@ def grade_of(book: RecordBook, rubric: Rubric, *, report: Callable[[CriterionRes
 def _judged(criterion: Criterion, rubric: Rubric, book: RecordBook, loaded: dict[str, Any],
             duration_s: float) -> CriterionResult:
     section = SECTIONS[criterion.deliverable]
-    decision = decide(criterion, section, rubric, _stored(section, criterion, book, loaded))
+    varied = book.index.get("variants", NO_VARIANTS)
+    decision = decide(criterion, section, rubric, _stored(section, criterion, book, loaded),
+                      _stored_variants(section, criterion, varied, book, loaded))
     if decision is None:
         return unjudged(criterion, f"no run record covers {criterion.id} (its scenarios or cases are not the ones "
                                    "graded); grade again")
     return result_of(criterion, decision, duration_s=duration_s)
 
 
+def _read(section: Section, keys: tuple[str, ...] | None, book: RecordBook, loaded: dict[str, Any]) -> list[Any] | None:
+    """The loaded records of `keys`, or None when one is not there."""
+    if keys is None or any(book.get(k) is None for k in keys):
+        return None
+    for key in keys:
+        if key not in loaded:
+            loaded[key] = section.load(book.records[key])
+    return [loaded[k] for k in keys]
+
+
 def _stored(section: Section, criterion: Criterion, book: RecordBook, loaded: dict[str, Any]) -> FactsAt:
-    def at(attempt: int) -> list[Any] | None:
-        keys = section.keys(criterion, attempt)
-        if keys is None or any(book.get(k) is None for k in keys):
-            return None
-        for key in keys:
-            if key not in loaded:
-                loaded[key] = section.load(book.records[key])
-        return [loaded[k] for k in keys]
+    return lambda attempt: _read(section, section.keys(criterion, attempt), book, loaded)
+
+
+def _stored_variants(section: Section, criterion: Criterion, varied: Varied, book: RecordBook,
+                     loaded: dict[str, Any]) -> VariantsAt:
+    def at(attempt: int) -> tuple[Criterion, list[Any]] | None:
+        objects = _read(section, section.variant_keys(criterion, attempt, varied) or None, book, loaded)
+        judged = section.variant_criterion(criterion, objects) if objects else None
+        return None if judged is None or not objects else (judged, objects)
     return at
 
 

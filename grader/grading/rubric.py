@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.runs.gateway_cases import GatewayPlan, PlanError, read_plan
+from grader.runs.sizing import SizingPlan
 from grader.shared.kit_files import schemas_dir
 from grader.shared.schema_words import schema_problems
 from grader.shared.yaml_files import YamlError, read_yaml
@@ -105,6 +106,7 @@ class Rubric:
     limits: Limits
     scenarios: dict[str, Scenario]
     gateway: GatewayPlan
+    sizing: SizingPlan  # the public input sets (a grade adds the hidden ones)
     criteria: tuple[Criterion, ...]
 
     def criterion(self, criterion_id: str) -> Criterion:
@@ -148,6 +150,9 @@ def load_rubric(path: Path | None = None, *, override: Path | None = None) -> Ru
         plan = read_plan(data["gateway"])
     except PlanError as exc:
         raise RubricError(f"{path}: gateway: {exc}") from None
+    sizing = SizingPlan.from_rubric(data["sizing"])
+    if problems := sizing.problems():
+        raise RubricError(f"{path}: sizing.{problems[0]}")
     case_names = {c.name for c in plan.cases}
     criteria: list[Criterion] = []
     problems = []
@@ -170,8 +175,8 @@ def load_rubric(path: Path | None = None, *, override: Path | None = None) -> Ru
     _check_registry(criteria, override or path)
     judging = data["judging"]
     limits = {section: {k: float(v) for k, v in numbers.items()} for section, numbers in data["limits"].items()}
-    return Rubric(path, Judging(tuple(judging["borderline"]), tuple(judging["busy_borderline"]),  # type: ignore[arg-type]
-                                float(judging["busy_lag_s"])), limits, scenarios, plan, tuple(criteria))
+    return Rubric(path, Judging(tuple(judging["borderline"]), tuple(judging["busy_borderline"]),
+                                float(judging["busy_lag_s"])), limits, scenarios, plan, sizing, tuple(criteria))
 
 
 def _check_registry(criteria: list[Criterion], path: Path) -> None:

@@ -1,7 +1,8 @@
 """Sections of a grade: each deliverable's runs, registered once.
 
 A section says how its runs are made and read back: which run records a criterion is judged from
-(`keys`, by attempt: 2 is the rerun of a borderline answer), how one run is made in the sandbox
+(`keys`, by attempt: 2 is the rerun of a borderline answer; `variant_keys`, the hidden variants'
+records, and `variant_criterion`, the criterion as judged on them), how one run is made in the sandbox
 (`run`, returning the record's facts), how a record becomes the facts its checks take (`load`,
 `facts`), and whether the machine was too busy to trust a timing check (`busy`). Whether it gets
 a sandbox of its own (`boxed`) and whether it has timing checks, so runs apart from the other
@@ -18,14 +19,20 @@ from grader.contract import Submission
 from grader.criteria.busy import busy_from_ledgers
 from grader.criteria.memo import facts_of
 from grader.grading.rubric import Criterion, Rubric
+from grader.grading.variants import Variants, gateway_criterion, variant_name
 from grader.runs.gateway import GatewayRun, HangBudget, run_gateway
 from grader.runs.loadgen import HUNG, LoadgenRun, limit_s, not_run, run_loadgen
 from grader.runs.manifests import ManifestsRun, run_checker
 from grader.runs.memo import MemoRun, run_memo
-from grader.runs.sizing import SizingRuns, run_set, run_sizing
+from grader.runs.sizing import SizingPlan, SizingRuns, run_set, run_sizing
 from grader.runs.tests import TestRuns, run_tests
 
-__all__ = ["SECTIONS", "Context", "Section"]
+__all__ = ["NO_VARIANTS", "SECTIONS", "Context", "Section", "Varied"]
+
+#: What a grade ran hidden variants of (Variants.varied; kept in the records' index): their count, the
+#: load-generator scenarios varied, and whether the gateway was.
+Varied = dict[str, Any]
+NO_VARIANTS: Varied = {"count": 0, "loadgen": [], "gateway": False}
 
 
 @dataclass
@@ -37,6 +44,8 @@ class Context:
     rubric: Rubric
     seed: int
     criteria: Sequence[Criterion]
+    sizing: SizingPlan  # the input sets: the rubric's, and the hidden ones in a grade
+    variants: Variants | None = None  # the hidden variants a grade runs (None: `grader check`, or a kit without)
     box: Any = None
     open_box: Callable[[], Any] | None = None
     hung_s: float = 0.0  # time the section's commands spent hanging, against the rubric's budget_s
@@ -62,6 +71,10 @@ class Section:
     facts: Callable[[list[Any], Criterion], Any]  # those objects -> the facts one check takes (None: they do not cover it)
     busy: Callable[[list[Any], Criterion, Rubric], str | None]  # why a timing check cannot be trusted, if so
     inherent: Callable[[Any], float]  # how long the candidate's own commands ran in one run
+    # hidden variants: the records of a criterion's variants at an attempt (none: not varied), and the
+    # criterion as judged on those runs (None: they do not cover it)
+    variant_keys: Callable[[Criterion, int, Varied], tuple[str, ...]] = lambda criterion, attempt, varied: ()
+    variant_criterion: Callable[[Criterion, list[Any]], Criterion | None] = lambda criterion, objects: criterion
 
 
 def _never_busy(objects: list[Any], criterion: Criterion, rubric: Rubric) -> str | None:
@@ -83,9 +96,18 @@ def _loadgen_keys(criterion: Criterion, attempt: int) -> tuple[str, ...]:
     return tuple(f"loadgen/{name}" + ("" if attempt == 1 else f"@{attempt}") for name in criterion.scenarios)
 
 
+def _loadgen_variant_keys(criterion: Criterion, attempt: int, varied: Varied) -> tuple[str, ...]:
+    return tuple(f"loadgen/{variant_name(name, i)}" + ("" if attempt == 1 else f"@{attempt}")
+                 for name in criterion.scenarios if name in varied["loadgen"] for i in range(1, varied["count"] + 1))
+
+
 def _loadgen_run(ctx: Context, key: str) -> dict[str, Any]:
     name, _, attempt = key.removeprefix("loadgen/").partition("@")
-    scenario = ctx.rubric.scenarios[name]
+    public, _, variant = name.partition(".v")
+    scenario = ctx.rubric.scenarios[public]
+    if variant:
+        assert ctx.variants is not None, f"{key}: a variant's run, in a grade without variants"
+        scenario = ctx.variants.scenario(scenario, int(variant), ctx.seed)
     if why := ctx.budget_spent("loadgen"):
         return not_run(scenario, ctx.seed, why, ctx.submission.command("loadgen")).to_record()
     run = run_loadgen(ctx.box, ctx.submission, scenario, seed=ctx.seed, label=f"{name}-rerun" if attempt else name,
@@ -101,7 +123,7 @@ def _loadgen_busy(runs: list[LoadgenRun], criterion: Criterion, rubric: Rubric) 
 
 LOADGEN = Section("loadgen", "loadgen", boxed=True, timed=True, keys=_loadgen_keys, run=_loadgen_run,
                   load=LoadgenRun.from_record, facts=lambda runs, criterion: runs, busy=_loadgen_busy,
-                  inherent=lambda run: run.wall_s)
+                  inherent=lambda run: run.wall_s, variant_keys=_loadgen_variant_keys)
 
 
 # -- the candidate's tests: the own-code run and the variants the selected criteria need ------------
@@ -127,14 +149,29 @@ def _gateway_keys(criterion: Criterion, attempt: int) -> tuple[str, ...]:
     return ("gateway",) if attempt == 1 else (f"gateway@{attempt}/{criterion.id}",)
 
 
+def _gateway_variant_keys(criterion: Criterion, attempt: int, varied: Varied) -> tuple[str, ...]:
+    if not varied["gateway"]:
+        return ()
+    return tuple(variant_name("gateway", i) + ("" if attempt == 1 else f"@{attempt}/{criterion.id}")
+                 for i in range(1, varied["count"] + 1))
+
+
+def _gateway_variant_criterion(criterion: Criterion, runs: list[GatewayRun]) -> Criterion | None:
+    return gateway_criterion(criterion, runs[0].plan)
+
+
 def _gateway_run(ctx: Context, key: str) -> dict[str, Any]:
+    head, _, rerun_of = key.partition("/")
+    _, _, variant = head.partition("@")[0].partition(".v")
     plan = ctx.rubric.gateway
-    if key == "gateway":
-        every = any(not c.cases for c in ctx.criteria)  # a check over every case
-        wanted = {name for c in ctx.criteria for name in c.cases}
-    else:
-        criterion = ctx.rubric.criterion(key.split("/", 1)[1])
-        every, wanted = not criterion.cases, set(criterion.cases)
+    if variant:
+        assert ctx.variants is not None, f"{key}: a variant's run, in a grade without variants"
+        plan = ctx.variants.gateway_plan(plan, int(variant), ctx.seed)
+    judged = [ctx.rubric.criterion(rerun_of)] if rerun_of else list(ctx.criteria)
+    if variant:
+        judged = [v for c in judged if (v := gateway_criterion(c, plan)) is not None]
+    every = any(not c.cases for c in judged)  # a check over every case
+    wanted = {name for c in judged for name in c.cases}
     cases = tuple(c for c in plan.cases if every or c.name in wanted or c.kind == "startup")
     limits = ctx.rubric.limits["gateway"]
     hang = HangBudget(limits["request_s"], limits["budget_s"], spent_s=ctx.hung_s)
@@ -158,14 +195,16 @@ def _gateway_busy(runs: list[GatewayRun], criterion: Criterion, rubric: Rubric) 
 
 GATEWAY = Section("gateway", "gateway", boxed=True, timed=True, keys=_gateway_keys, run=_gateway_run,
                   load=GatewayRun.from_record, facts=_gateway_facts, busy=_gateway_busy,
-                  inherent=lambda run: run.inherent_s)
+                  inherent=lambda run: run.inherent_s, variant_keys=_gateway_variant_keys,
+                  variant_criterion=_gateway_variant_criterion)
 
 
 # -- sizing: every input set, and the one-input-moved runs that diagnose a failing criterion ------
 
 def _sizing_run(ctx: Context, key: str) -> dict[str, Any]:
     diagnose = [(c.id, c.tol("rel")) for c in ctx.criteria if "rel" in c.tolerance]
-    return run_sizing(ctx.box, ctx.submission, diagnose, limits=ctx.rubric.limits["sizing"]).to_record()
+    return run_sizing(ctx.box, ctx.submission, diagnose, limits=ctx.rubric.limits["sizing"],
+                      plan=ctx.sizing).to_record()
 
 
 SIZING = Section("sizing", "sizing", boxed=True, timed=False, keys=_once("sizing"), run=_sizing_run,

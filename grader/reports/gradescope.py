@@ -9,7 +9,12 @@ sees them only once the hiring team releases the grades.
 Every output is plain text (`output_format` "text" at every level): Gradescope's default for the
 top-level output renders HTML, and candidate text must never be rendered.
 
-The kit's own data (the whole Grade, less plots) sits under `extra_data.kit`, and the checklist
+A platform may show this file to the candidate, so nothing in it names what the candidate must not
+see: a hidden criterion's test carries its title and verdict, never its scenario, evidence or
+replay command, and no criterion carries its hidden variants' evidence (report.html and the run
+records have them).
+
+The kit's own data (the whole Grade, less plots and the above) sits under `extra_data.kit`, and the checklist
 a person still has to judge under `extra_data.human`, each item with `score: null` until a reader
 records one; `apply_human_scores` then folds those points into the totals.
 """
@@ -23,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.grading.outcome import CriterionResult, Grade
-from grader.reports.text import awarded, clean, fmt_points, summary_lines
+from grader.reports.text import awarded, clean, fmt_points, replay_command, summary_lines
 
 __all__ = ["VISIBILITY", "HumanScoreError", "apply_human_scores", "dumps", "to_gradescope"]
 
@@ -51,7 +56,7 @@ def _cleaned(value: Any) -> Any:
     return clean(value)
 
 
-def _test(c: CriterionResult) -> dict[str, Any]:
+def _test(grade: Grade, c: CriterionResult) -> dict[str, Any]:
     gradescope_status = "passed" if c.status == "passed" else "failed"
     score = awarded(c)
     output = clean(c.output)
@@ -61,7 +66,11 @@ def _test(c: CriterionResult) -> dict[str, Any]:
         output = f"{c.status.upper()}: {why}.\n{output}"
     if c.tolerance and clean(c.tolerance) not in output:
         output += f"\nTolerance: {clean(c.tolerance)}"
-    tags = [clean(c.deliverable), c.status] + ([clean(c.scenario)] if c.scenario else [])
+    if command := replay_command(grade, c, candidate=True):
+        output += f"\nReplay: {command}"
+    tags = [clean(c.deliverable), c.status] + ([clean(c.scenario)] if c.scenario and c.visibility == "public" else [])
+    if c.visibility == "hidden":  # its verdict, not how it was found: that would name what the candidate never saw
+        output = f"{c.status.upper()}: a hidden criterion; the hiring team's report has its evidence."
     return {
         "name": f"{clean(c.id)}: {clean(c.title)}",
         "name_format": "text",
@@ -81,12 +90,17 @@ def _kit_data(grade: Grade) -> dict[str, Any]:
     data = grade.to_dict()
     for criterion in data["criteria"]:
         criterion["evidence"].pop("plots", None)
-    return _cleaned(data)
+        criterion.pop("unseen", None)  # a platform may show this file to the candidate: report.html keeps it
+        if criterion["visibility"] == "hidden":  # its fields kept, emptied
+            evidence = {k: [] if isinstance(v, list) else "" for k, v in criterion["evidence"].items()}
+            criterion.update(output="", scenario="", evidence=evidence)
+    cleaned: dict[str, Any] = _cleaned(data)
+    return cleaned
 
 
 def to_gradescope(grade: Grade) -> dict[str, Any]:
     """The results.json document for `grade`; its totals equal the Grade's."""
-    tests = [_test(c) for c in grade.criteria]
+    tests = [_test(grade, c) for c in grade.criteria]
     return {
         "score": round(sum(t["score"] for t in tests), 6),
         "max_score": round(sum(t["max_score"] for t in tests), 6),
@@ -137,7 +151,7 @@ def apply_human_scores(report_json: Path, scores: Mapping[str, Any]) -> dict[str
     so correcting a score is one more call.
     """
     try:
-        document = json.loads(Path(report_json).read_text(encoding="utf-8"))
+        document: dict[str, Any] = json.loads(Path(report_json).read_text(encoding="utf-8"))
         checklist = document["extra_data"]["human"]["checklist"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise HumanScoreError(f"{report_json}: not a kit report.json with extra_data.human ({exc})") from None

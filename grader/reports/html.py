@@ -22,6 +22,7 @@ from grader.reports.text import (
     clean,
     fmt_points,
     fmt_seconds,
+    replay_command,
     sandbox_warning,
     status_counts,
     totals,
@@ -145,7 +146,7 @@ def _plots(c: CriterionResult, position: int) -> str:
     return f'<h3>Plots</h3><div class="plots">{"".join(figures)}</div>' if figures else ""
 
 
-def _criterion(c: CriterionResult, position: int) -> str:
+def _criterion(c: CriterionResult, position: int, replay: str | None = None) -> str:
     hidden = (' <span class="tag">hidden</span><span class="hidden-note">not shown to the candidate until'
               ' grades are published</span>') if c.visibility == "hidden" else ""
     rerun = f", {c.attempts} attempts" if c.attempts > 1 else ""
@@ -161,7 +162,26 @@ def _criterion(c: CriterionResult, position: int) -> str:
             f'<p class="points">{fmt_points(awarded(c))} / {fmt_points(c.weight)} points, '
             f"{fmt_seconds(c.duration_s)} s{rerun}</p>"
             f"{_block('What the candidate sees', c.output)}{facts}{_accounts(c)}"
-            f"{_evidence_table(e.columns, e.rows)}{_plots(c, position)}{logs}</section>")
+            f"{_evidence_table(e.columns, e.rows)}{_plots(c, position)}{logs}{_replay(replay)}{_unseen(c)}</section>")
+
+
+def _replay(command: str | None) -> str:
+    if not command:
+        return ""
+    return (f'<p class="replay">Replay its runs, with what made it fail beside the ledgers: '
+            f"<code>{_text(command)}</code></p>")
+
+
+def _unseen(c: CriterionResult) -> str:
+    """The criterion's verdict on the hidden variants of its scenarios: the hiring team's, never the candidate's."""
+    if c.unseen is None:
+        return ""
+    u = c.unseen
+    return (f'<details class="unseen"{" open" if u.status == "failed" else ""}><summary>Unseen variants: '
+            f'<span class="badge {u.status}">{STATUS_LABELS[u.status]}</span> (for the hiring team; the candidate '
+            f"is told only passed or failed)</summary>{_block('On the variants', u.output)}"
+            f"{_block('What the grader ran', u.evidence.sent) if u.evidence.sent else ''}"
+            f"{_evidence_table(u.evidence.columns, u.evidence.rows)}</details>")
 
 
 def _checklist(grade: Grade) -> str:
@@ -188,7 +208,7 @@ def to_html(grade: Grade) -> str:
     flag = warning.split(":", 1)[0].upper() + " " if warning else ""
     title = f"{flag}Grade {fmt_points(score)}/{fmt_points(max_score)}"
     title += f": {clean(grade.candidate or grade.submission)}"
-    criteria = "".join(_criterion(c, i) for i, c in enumerate(grade.criteria, start=1))
+    criteria = "".join(_criterion(c, i, replay_command(grade, c)) for i, c in enumerate(grade.criteria, start=1))
     return ("<!DOCTYPE html>\n"
             '<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

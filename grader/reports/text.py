@@ -10,6 +10,7 @@ dropping it.
 from __future__ import annotations
 
 import re
+import shlex
 from collections import defaultdict
 
 from grader.grading.outcome import STATUSES, CriterionResult, Grade
@@ -20,6 +21,7 @@ __all__ = [
     "clean",
     "fmt_points",
     "fmt_seconds",
+    "replay_command",
     "sandbox_warning",
     "score_table",
     "status_counts",
@@ -109,6 +111,16 @@ def summary_lines(grade: Grade) -> list[str]:
     return lines
 
 
+def replay_command(grade: Grade, c: CriterionResult, *, candidate: bool = False) -> str | None:
+    """The command that replays a failed or undecided criterion (None when it passed or was not run). A report
+    the candidate may see gets none for a hidden criterion, so nothing there names its scenario."""
+    if c.status not in ("failed", "inconclusive") or (candidate and c.visibility == "hidden"):
+        return None
+    if c.deliverable not in ("loadgen", "gateway", "sizing", "tests", "memo", "manifests"):
+        return None
+    return f"grader replay {shlex.quote(clean(grade.submission))} {c.id} --seed {grade.seed}"
+
+
 def score_table(grade: Grade) -> str:
     """A plain-text table for the terminal: one line per criterion, then the total."""
     rows = [(c.status.upper(), f"{fmt_points(awarded(c))}/{fmt_points(c.weight)}", clean(c.id),
@@ -125,4 +137,8 @@ def score_table(grade: Grade) -> str:
     score, max_score = totals(grade)
     total = f"{fmt_points(score)}/{fmt_points(max_score)}"
     lines.append(f"{'TOTAL'.ljust(widths[0])}  {total}")
+    replays = [command for c in grade.criteria if (command := replay_command(grade, c, candidate=True))]
+    if replays:
+        lines.append("\nReplay a failed criterion (its runs again, what made it fail, how to reproduce it by hand):")
+        lines += [f"  {command}" for command in replays]
     return "\n".join(lines) + "\n"

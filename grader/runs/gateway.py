@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from grader.contract import Submission
 from grader.runs.gateway_cases import UNHEALTHY, Case, GatewayPlan, Send, body_for, read_plan
 
-__all__ = ["Box", "CaseRun", "GatewayRun", "HangBudget", "run_gateway"]
+__all__ = ["Box", "CaseRun", "GatewayRun", "HangBudget", "gateway_config", "run_gateway"]
 
 
 def _timed_out(answer: dict[str, Any]) -> bool:
@@ -349,6 +349,16 @@ def run_gateway(box: Box, submission: Submission, plan: GatewayPlan, *, seed: in
                       inherent, "".join(stdout), "".join(stderr), seed)
 
 
+def gateway_config(plan: GatewayPlan, local: dict[str, str], api: dict[str, str], *, quiet: bool = False) -> dict[str, Any]:
+    """The config a gateway is started with: the plan's, with both fake servers' URLs (`serve`'s answers)."""
+    config: dict[str, Any] = json.loads(json.dumps(plan.config))
+    config["contract"] = 1
+    config["local"].update(base_url=local["base_url"], health_url=local["url"] + "/health",
+                           health_interval_s=plan.quiet_interval_s if quiet else plan.health_interval_s)
+    config["api"]["base_url"] = api["base_url"]
+    return config
+
+
 @dataclass
 class _SessionRun:
     argv: list[str]
@@ -366,11 +376,7 @@ def _run_session(box: Box, submission: Submission, plan: GatewayPlan, seed: int,
     local_name, api_name = "gateway-local", "gateway-api"
     local = box.serve(local_name, **{**plan.local_server, "seed": seed})
     api = box.serve(api_name, **{**plan.api_server, "seed": seed + 1})
-    config = json.loads(json.dumps(plan.config))
-    config["contract"] = 1
-    config["local"].update(base_url=local["base_url"], health_url=local["url"] + "/health",
-                           health_interval_s=plan.quiet_interval_s if quiet else plan.health_interval_s)
-    config["api"]["base_url"] = api["base_url"]
+    config = gateway_config(plan, local, api, quiet=quiet)
     path = box.write_file("grader-gateway-config.yaml", json.dumps(config, indent=2) + "\n")  # JSON is YAML
     argv = submission.command("gateway") + ["--config", path, "--port", str(plan.port)]
     session = _Session(box, plan, local_name, api_name, hang)

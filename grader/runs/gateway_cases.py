@@ -47,6 +47,7 @@ class Case:
     kind: str = "one"            # one | recover | concurrent | startup | require-bad
     stop_local: bool = False     # the local server is stopped before this case (and stays stopped)
     quiet_probe: bool = False    # run in a start of its own, whose probe has not seen the local server stop
+    criteria: tuple[str, ...] = ()  # criteria that judge it besides those naming it (a hidden variant's extra case)
 
     @property
     def stall_s(self) -> float:
@@ -64,7 +65,8 @@ class Case:
         for key, value in (("local_faults", list(self.local_faults)), ("api_faults", list(self.api_faults)),
                            ("local_settings", self.local_settings), ("api_settings", self.api_settings),
                            ("send", send), ("wait_probe", self.wait_probe), ("warm_s", self.warm_s),
-                           ("stop_local", self.stop_local), ("quiet_probe", self.quiet_probe)):
+                           ("stop_local", self.stop_local), ("quiet_probe", self.quiet_probe),
+                           ("criteria", list(self.criteria))):
             if value:
                 out[key] = value
         return out
@@ -76,7 +78,7 @@ class Case:
                    local_settings=dict(raw.get("local_settings") or {}), api_settings=dict(raw.get("api_settings") or {}),
                    send=Send(**(raw.get("send") or {})), wait_probe=bool(raw.get("wait_probe", False)),
                    warm_s=float(raw.get("warm_s", 0.0)), stop_local=bool(raw.get("stop_local", False)),
-                   quiet_probe=bool(raw.get("quiet_probe", False)))
+                   quiet_probe=bool(raw.get("quiet_probe", False)), criteria=tuple(raw.get("criteria") or ()))
 
 
 @dataclass(frozen=True)

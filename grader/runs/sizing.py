@@ -1,6 +1,8 @@
 """Run the candidate's `sizing.command` on every input set, and on one input moved at a time.
 
-Each set (grader/hidden/sizing_sets.yaml) is sent as flags; the command must print one JSON object.
+Each set is sent as flags: the public ones of the rubric (`sizing.sets`) and, in a grade, the hidden
+ones (grader/hidden/sizing_sets.yaml, never in a candidate's kit). The command must print one JSON
+object.
 When a set's output differs from the arithmetic for a criterion, the runs that diagnose it are
 made too: one input of a base set moved at a time, so the criterion can name an input the command
 ignores. A `SizingRuns` is the run record; criteria/sizing.py judges it.
@@ -18,9 +20,46 @@ from typing import Any, Protocol
 from grader.contract import Submission, schema_errors
 from grader.shared.yaml_files import read_yaml
 
-__all__ = ["SETS_FILE", "SizingRun", "SizingRuns", "argv", "load_sets", "run_set", "run_sizing"]
+__all__ = ["HIDDEN_SETS", "SizingPlan", "SizingRun", "SizingRuns", "argv", "load_sets", "run_set", "run_sizing"]
 
-SETS_FILE = Path(__file__).resolve().parents[1] / "hidden" / "sizing_sets.yaml"
+HIDDEN_SETS = Path(__file__).resolve().parents[1] / "hidden" / "sizing_sets.yaml"
+
+
+@dataclass(frozen=True)
+class SizingPlan:
+    """The input sets a sizing command runs on, and the values that move one input of the base set at a time."""
+
+    sets: dict[str, dict[str, Any]]
+    perturb_base: str
+    perturb: dict[str, Any]
+    unseen: tuple[str, ...] = ()  # the names of the hidden sets among `sets`
+
+    @classmethod
+    def from_rubric(cls, data: dict[str, Any]) -> SizingPlan:
+        return cls({k: dict(v) for k, v in data["sets"].items()}, str(data["perturb_base"]), dict(data["perturb"]))
+
+    def problems(self) -> list[str]:
+        out = [] if self.perturb_base in self.sets else [f"perturb_base: no set named {self.perturb_base!r}"]
+        base = self.sets.get(self.perturb_base, {})
+        out += [f"perturb: moves no input {flag!r} of its base" for flag in base if flag not in self.perturb]
+        return out
+
+    def with_hidden(self, path: Path = HIDDEN_SETS) -> SizingPlan:
+        """These sets and the hidden ones (raises ValueError naming the file and field when they do not fit);
+        unchanged when the file is not there (a candidate's kit)."""
+        if not path.is_file():
+            return self
+        data = read_yaml(path)
+        hidden = data.get("sets") if isinstance(data, dict) else None
+        if not isinstance(hidden, dict) or not hidden:
+            raise ValueError(f"{path}: sets: the hidden input sets, by name")
+        if twice := sorted(set(hidden) & set(self.sets)):
+            raise ValueError(f"{path}: sets.{twice[0]}: the rubric has a public set of that name")
+        plan = SizingPlan({**self.sets, **hidden}, str(data.get("perturb_base", self.perturb_base)), self.perturb,
+                          tuple(hidden))
+        if problems := plan.problems():
+            raise ValueError(f"{path}: {problems[0]}")
+        return plan
 
 
 class Box(Protocol):
@@ -66,9 +105,12 @@ class SizingRuns:
                    {k: SizingRun(**r) for k, r in data["extra"].items()})
 
 
-def load_sets(path: Path = SETS_FILE) -> tuple[dict[str, dict[str, Any]], str, dict[str, Any]]:
-    data = read_yaml(path)
-    return data["sets"], data["perturb_base"], data["perturb"]
+def load_sets(path: Path = HIDDEN_SETS) -> tuple[dict[str, dict[str, Any]], str, dict[str, Any]]:
+    """Every set a grade runs (the kit's rubric's and the hidden ones), its perturbation base and values."""
+    from grader.grading.rubric import load_rubric
+
+    plan = load_rubric().sizing.with_hidden(path)
+    return plan.sets, plan.perturb_base, plan.perturb
 
 
 def argv(flags: dict[str, Any]) -> list[str]:
@@ -106,7 +148,7 @@ def run_set(box: Box, submission: Submission, name: str, flags: dict[str, Any], 
 
 
 def run_sizing(box: Box, submission: Submission, diagnose: Iterable[tuple[str, float]], *, limits: dict[str, float],
-               sets_file: Path = SETS_FILE) -> SizingRuns:
+               plan: SizingPlan) -> SizingRuns:
     """Every set's run (each stopped at the rubric's set_s; once hung runs have used budget_s, the rest are
     not run); then, for each (criterion, rel) in `diagnose` whose figures differ from the arithmetic on some
     set, the base set once per input that criterion's figures depend on, that input moved."""
@@ -122,8 +164,8 @@ def run_sizing(box: Box, submission: Submission, diagnose: Iterable[tuple[str, f
         hung += run.wall_s if run.problem.startswith("hung") else 0.0
         return run
 
-    sets, base, perturb = load_sets(sets_file)
-    runs = SizingRuns([one(name, flags) for name, flags in sets.items()], base, perturb)
+    base, perturb = plan.perturb_base, plan.perturb
+    runs = SizingRuns([one(name, flags) for name, flags in plan.sets.items()], base, perturb)
     if runs.base.output is None:
         return runs
     for criterion_id, rel in diagnose:

@@ -117,7 +117,7 @@ def run_tests(box: Box, submission: Submission, *, variants: tuple[str, ...], li
             runs.variants[name] = TestRun(name, None, "not run: the tests hung on your own code", {}, False,
                                           f"[{name}] not run: the own-code run hung", 0.0)
         else:
-            runs.variants[name] = _run(box, submission, name, timeout_s=limit, stop_early=early, **how)  # type: ignore[arg-type]
+            runs.variants[name] = _run(box, submission, name, timeout_s=limit, stop_early=early, **how)
     return runs
 
 

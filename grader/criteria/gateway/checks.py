@@ -68,6 +68,20 @@ def _fallback(run: CaseRun) -> list[str]:
     return out
 
 
+@check("gateway", "gateway.fallback-timeout")
+def _timeout(gw: GatewayRun, criterion: Criterion) -> Verdict:
+    """A local route whose first byte is later than the config's `first_byte_s` is given up for the API; one
+    whose first byte comes within it is waited for (the timeout is the config's, not a constant)."""
+    limit = gw.plan.first_byte_s
+
+    def per_case(run: CaseRun) -> list[str]:
+        if run.case.stall_s < limit:
+            return [p + f" (its first byte came after {run.case.stall_s:g} s, within first_byte_s {limit:g} s)"
+                    for p in _served_by("local")(run)]
+        return _fallback(run)
+    return judge_cases(gw, criterion.cases, per_case, truth=f"first_byte_s of the local route: {limit:g} s")
+
+
 def _no_local(check: Callable[[CaseRun], list[str]]) -> Callable[[CaseRun], list[str]]:
     def wrapped(run: CaseRun) -> list[str]:
         out = check(run)
@@ -321,7 +335,6 @@ def _starts(run: CaseRun) -> list[str]:
 
 _cases("gateway.starts", _starts)
 _cases("gateway.fallback-5xx", _fallback)
-_cases("gateway.fallback-timeout", _fallback)
 _cases("gateway.fallback-refused", _fallback)
 _cases("gateway.no-fallback-4xx", _passed_through)
 _cases("gateway.committed-stream", _committed)

@@ -1,0 +1,79 @@
+"""`grader replay` of every chaff's every target: the same verdict and the same failing requests as its grade.
+
+For each chaff and each criterion it targets, the chaff is built and the criterion replayed from
+nothing (`grading/replay.py`: the grade's engine in the sandbox, seed 0); the verdict is compared
+with the one its recorded grade gives (tests/fixtures/runs/, `make fixtures`, also seed 0): the same
+status, and for the load generator and the gateway the same failing requests or cases. The wall
+time of each replay is kept, by section, against the targets: a load-generator criterion in at most
+10 s, a gateway criterion in at most 30 s.
+
+    python -m bench.replay [--only CHAFF ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from grader.grading.records import RecordBook
+from grader.grading.replay import failing_in, replay
+from grader.grading.rubric import load_rubric
+from grader.kit.chaff import list_chaff, materialize
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "runs"
+RESULTS = Path(__file__).resolve().parent / "results" / "replay.json"
+LIMITS_S = {"loadgen": 10.0, "gateway": 30.0}
+
+
+def recorded(chaff: str, criterion_id: str) -> tuple[str, list[str]]:
+    """The status and failing requests (or cases) the chaff's recorded grade gives the criterion."""
+    return failing_in(RecordBook.read(FIXTURES / chaff), load_rubric(), criterion_id)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", default=[], help="these chaff only")
+    args = parser.parse_args()
+    rubric = load_rubric()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
+        for chaff in list_chaff(ROOT / "submissions" / "chaff"):
+            if (args.only and chaff.name not in args.only) or chaff.scores_nothing:
+                continue
+            folder = materialize(chaff.path, Path(tmp) / chaff.name)
+            for target in chaff.targets:
+                deliverable = rubric.criterion(target).deliverable
+                done = replay(folder, target, Path(tmp) / "out" / chaff.name / target, seed=0)
+                status, failing = recorded(chaff.name, target)
+                same = done.status == status and (deliverable not in ("loadgen", "gateway") or done.failing == failing)
+                rows.append({"chaff": chaff.name, "criterion": target, "deliverable": deliverable,
+                             "replayed": done.status, "graded": status, "same": same,
+                             "seconds": round(done.seconds, 2)})
+                mark = "same" if same else f"DIFFERENT (graded {status} on {failing}, replayed {done.failing})"
+                print(f"{chaff.name:<36} {target:<32} {done.status:<12} {done.seconds:5.1f} s  {mark}", flush=True)
+    by_section: dict[str, dict[str, float]] = {}
+    for deliverable in sorted({r["deliverable"] for r in rows}):
+        times = [r["seconds"] for r in rows if r["deliverable"] == deliverable]
+        by_section[deliverable] = {"replays": len(times), "median_s": round(statistics.median(times), 2),
+                                   "max_s": max(times), "limit_s": LIMITS_S.get(deliverable, 0.0)}
+    result = {
+        "command": "python -m bench.replay" + (f" --only {' '.join(args.only)}" if args.only else ""),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "load_average_at_end": os.getloadavg()[0],
+        "replays": len(rows), "same": sum(r["same"] for r in rows), "by_section": by_section, "rows": rows,
+    }
+    if not args.only:
+        RESULTS.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=1))
+    sys.exit(0 if result["same"] == result["replays"] else 1)
+
+
+if __name__ == "__main__":
+    main()

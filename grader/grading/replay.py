@@ -1,0 +1,435 @@
+"""`grader replay`: one criterion's runs again, judged by the same check, with what made it fail side by side.
+
+Every scenario is deterministic given its seed, so a failed criterion can be reproduced in one
+command: the grade's own engine runs only the scenarios or gateway cases the criterion judges
+(`--case` narrows a gateway criterion to one), in the sandbox, and judges the new runs with the same
+function. Then, per request that made it fail, what the candidate recorded or the client got, what
+the ledgers show, and a short timeline; and the commands that reproduce the run by hand (the fake
+servers from settings files written beside the replay, the candidate's own command with its
+flags). `--serve` starts those servers and keeps them up for a person with a debugger.
+
+Given a report folder, it replays every criterion that report failed, with the grade's seed.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from grader.grading.outcome import CriterionResult
+from grader.grading.records import RecordBook
+from grader.grading.rubric import Criterion, Rubric, load_rubric
+from grader.grading.sections import SECTIONS
+from grader.runs.gateway import GatewayRun, gateway_config
+from grader.runs.gateway_cases import Case, GatewayPlan, body_for
+from grader.runs.loadgen import MODEL, LoadgenRun
+
+__all__ = ["ReplayError", "Replayed", "failed_in_report", "failing_in", "replay", "serve_scenario"]
+
+#: Ports for reproducing by hand: the load generator's server, then the gateway's local and API servers.
+PORTS = {"loadgen": 8000, "local": 8001, "api": 8002}
+MAX_ROWS = 12
+
+
+class ReplayError(ValueError):
+    """Nothing to replay as asked; the message says what was wrong and what would work."""
+
+
+@dataclass
+class Replayed:
+    criterion: Criterion
+    status: str
+    score: float
+    output: str
+    lines: list[str] = field(default_factory=list)  # the side by side
+    by_hand: list[str] = field(default_factory=list)  # commands that reproduce the run without the grader
+    seconds: float = 0.0
+    failing: list[str] = field(default_factory=list)  # the requests (or cases) that made it fail
+
+
+def _criterion(rubric: Rubric, criterion_id: str) -> Criterion:
+    try:
+        return rubric.criterion(criterion_id)
+    except KeyError:
+        ids = ", ".join(c.id for c in rubric.criteria)
+        raise ReplayError(f"{criterion_id}: no such criterion in {rubric.path} (known: {ids})") from None
+
+
+def _narrowed(criterion: Criterion, rubric: Rubric, case: str | None) -> tuple[str, ...]:
+    if case is None:
+        return ()
+    if criterion.deliverable != "gateway":
+        raise ReplayError(f"--case {case}: {criterion.id} is judged from load-generator scenarios, not gateway cases")
+    names = criterion.cases or tuple(c.name for c in rubric.gateway.cases)
+    if case not in names:
+        raise ReplayError(f"--case {case}: {criterion.id} judges the cases {', '.join(names)}")
+    return (case,)
+
+
+def failed_in_report(report_dir: Path) -> tuple[Path, int, list[str]]:
+    """A grade's submission, seed and the criteria it failed (or could not decide), from its report folder."""
+    from grader.reports import FILE_NAMES
+
+    index_path, report_path = report_dir / "runs" / "index.json", report_dir / FILE_NAMES["json"]
+    try:
+        index = json.loads(index_path.read_text(encoding="utf-8"))
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+        statuses = {t["extra_data"]["id"]: t["extra_data"]["status"] for t in report["tests"]}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ReplayError(f"{report_dir}: not a grade's report folder ({index_path.name} and {report_path.name} are "
+                          f"read: {exc})") from None
+    failed = [c for c, s in statuses.items() if s in ("failed", "inconclusive")]
+    return Path(index["submission"]), int(index["seed"]), failed
+
+
+def failing_in(book: RecordBook, rubric: Rubric, criterion_id: str) -> tuple[str, list[str]]:
+    """A grade's status for a criterion, judged again from its records, and the requests (or cases) that failed
+    it, read from every record of its section (public runs and hidden variants) as a replay reads its own."""
+    from grader.grading.rejudge import grade_of
+
+    criterion = _criterion(rubric, criterion_id)
+    narrowed = RecordBook(None)
+    narrowed.index = {**book.index, "criteria": [criterion.id]}
+    narrowed.records = book.records
+    (result,) = grade_of(narrowed, rubric).criteria
+    return result.status, _side_by_side(book, rubric, criterion, result)[1]
+
+
+def _side_by_side(book: RecordBook, rubric: Rubric, criterion: Criterion,
+                  result: CriterionResult) -> tuple[list[str], list[str]]:
+    """The lines and the failing requests (or cases) of a criterion's records (public runs and hidden variants).
+    A gateway run is shown when its own verdict failed: the public one judged again here, the variants' from
+    the result."""
+    from grader.grading.judging import judge
+
+    section = SECTIONS[criterion.deliverable]
+    records = [(key, r) for key, r in sorted(book.records.items())
+               if r["section"] == criterion.deliverable and "@" not in key  # a rerun repeats its first run
+               and (criterion.deliverable != "loadgen" or r["scenario"]["name"].split(".v")[0] in criterion.scenarios)]
+    unseen = result.unseen.output if result.unseen else ""
+    if criterion.deliverable == "loadgen":
+        return _loadgen_side_by_side([section.load(r) for _, r in records], result.output + "\n" + unseen, criterion)
+    if criterion.deliverable != "gateway":
+        return [], []
+    lines: list[str] = []
+    failing: list[str] = []
+    for key, record in records:
+        run = section.load(record)
+        variant = key.partition(".v")[2]
+        if variant:
+            failed, output = result.unseen is not None and result.unseen.status == "failed", unseen
+        else:
+            verdict = judge(criterion, section, [run], rubric)
+            failed, output = verdict is not None and not verdict.passed, verdict.output if verdict else ""
+        if failed:
+            found = _gateway_side_by_side(run, output, label=f" (variant {variant})" if variant else "")
+            lines += found[0]
+            failing += found[1]
+    return lines, failing
+
+
+def replay(submission: Path, criterion_id: str, out: Path, *, seed: int = 0, case: str | None = None,
+           rubric: Path | None = None, echo: Callable[[str], None] = print) -> Replayed:
+    """Run and judge one criterion again, in the sandbox; its reports and records go to `out`."""
+    import time
+
+    from grader.grading.grade import GradeRun, grade
+
+    loaded = load_rubric(rubric)
+    criterion = _criterion(loaded, criterion_id)
+    cases = _narrowed(criterion, loaded, case)
+    started = time.perf_counter()
+    run = GradeRun(submission, out, only=(criterion.id,), seed=seed, rubric=rubric, echo=lambda _: None, cases=cases)
+    result = grade(run)
+    (judged,) = [c for c in result.criteria if c.id == criterion.id]
+    done = Replayed(criterion, judged.status, judged.score, judged.output, seconds=time.perf_counter() - started)
+    book = RecordBook.read(out / "runs") if (out / "runs" / "index.json").is_file() else RecordBook(None)
+    section = SECTIONS[criterion.deliverable]
+    records = [r for key, r in sorted(book.records.items()) if r["section"] == criterion.deliverable]
+    objects = [section.load(r) for r in records]
+    folder = out / "by-hand"
+    done.lines, done.failing = _side_by_side(book, loaded, replace(criterion, cases=cases) if cases else criterion,
+                                             judged)
+    if criterion.deliverable == "loadgen":
+        done.by_hand = _loadgen_by_hand(objects, submission, folder)
+    elif criterion.deliverable == "gateway" and objects:
+        public = objects[0]
+        done.by_hand = _gateway_by_hand(public, submission, folder, [n for n in done.failing if n in public.cases])
+    else:
+        done.by_hand = [f"cd {shlex.quote(str(submission))}"] + _other_by_hand(criterion, records)
+    del echo
+    return done
+
+
+# -- the load generator: request by request ------------------------------------------------------------
+
+def _fmt_ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1000:.0f}"
+
+
+def _loadgen_side_by_side(runs: list[LoadgenRun], output: str, criterion: Criterion) -> tuple[list[str], list[str]]:
+    lines: list[str] = []
+    failing: list[str] = []
+    for run in runs:
+        if run.stopped or run.results is None:
+            lines.append(f"{run.scenario.name}: {run.problems[0] if run.problems else 'no results'}")
+            continue
+        t0 = min((t.arrival for t in run.truths), default=0.0)
+        rows = []
+        for pair in run.pairs:
+            rep, tru = pair.reported or {}, pair.truth
+            start, ttft = rep.get("start"), rep.get("ttft_s")
+            yours_first = start + ttft if isinstance(start, int | float) and isinstance(ttft, int | float) else None
+            wrong = _request_wrong(rep, tru, yours_first, criterion, output)
+            label = f"{run.scenario.name}#{rep.get('index', tru.number if tru else '?')}"
+            if wrong:
+                failing.append(label)
+            rows.append((bool(wrong), [
+                label, f"{rep.get('outcome', '-')}/{tru.outcome if tru else '-'}",
+                f"{rep.get('output_tokens', '-')}/{tru.tokens if tru else '-'}",
+                _fmt_ms(start - t0 if isinstance(start, int | float) else None),
+                _fmt_ms(tru.arrival - t0 if tru else None),
+                _fmt_ms(tru.first_content - t0 if tru and tru.first_content else None),
+                _fmt_ms(yours_first - t0 if yours_first is not None else None),
+                _fmt_ms(tru.end - t0 if tru else None), "; ".join(wrong)]))
+        shown = [r for bad, r in rows if bad] or [r for _, r in rows]
+        header = ["request", "outcome yours/ledger", "tokens yours/ledger", "sent", "seen by server",
+                  "first content sent", "first content yours", "end", "what differs"]
+        lines.append(f"scenario {run.scenario.name} (times in ms from the first request the server saw):")
+        lines += _table(header, shown[:MAX_ROWS])
+        if len(shown) > MAX_ROWS:
+            lines.append(f"... {len(shown) - MAX_ROWS} more")
+    return lines, failing
+
+
+def _request_wrong(rep: dict[str, Any], tru: Any, yours_first: float | None, criterion: Criterion,
+                   output: str) -> list[str]:
+    if tru is None:
+        return ["not in the ledger"]
+    out = []
+    if rep.get("outcome") != tru.outcome:
+        out.append(f"outcome {rep.get('outcome')!r}, the ledger's {tru.outcome!r}")
+    elif tru.outcome == "ok" and rep.get("output_tokens") != tru.tokens:
+        out.append(f"{rep.get('output_tokens')!r} tokens, usage says {tru.tokens}")
+    elif tru.outcome == "failed" and rep.get("failure") not in tru.reasons:
+        out.append(f"failure {rep.get('failure')!r}, the ledger's fault is one of {sorted(tru.reasons)}")
+    if tru.status != 200 and rep.get("status") != tru.status:
+        out.append(f"status {rep.get('status')!r}, the server answered {tru.status}")
+    if tru.first_content is not None and yours_first is not None and criterion.abs_s is not None:
+        off = yours_first - tru.first_content
+        if abs(off) > criterion.abs_s:
+            out.append(f"first content {off * 1000:+.0f} ms from the ledger's")
+    if not out and f"request {rep.get('index')}:" in output:
+        out.append("named by the check")
+    return out
+
+
+def _loadgen_by_hand(runs: list[LoadgenRun], submission: Path, folder: Path) -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for run in runs:
+        path = folder / f"{run.scenario.name}.yaml"
+        settings = {"description": run.scenario.description, **run.scenario.server, "seed": run.seed}
+        path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")  # JSON is YAML
+        base = f"http://127.0.0.1:{PORTS['loadgen']}"
+        argv = _after_url(run.argv, base + "/v1")
+        out += [f"# {run.scenario.name}: the fake server, then your load generator (from your folder)",
+                f"fake-server serve --scenario {shlex.quote(str(path))} --port {PORTS['loadgen']}",
+                f"cd {shlex.quote(str(submission))} && {shlex.join(argv)}"]
+    return out
+
+
+def _after_url(argv: list[str], url: str) -> list[str]:
+    """The command line as the grader ran it, with the fake server's URL and results file made local."""
+    out = list(argv)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "--base-url":
+            out[i + 1] = url
+        if arg == "--output":
+            out[i + 1] = "results.json"
+    return out
+
+
+# -- the gateway: case by case ---------------------------------------------------------------------------
+
+def _gateway_side_by_side(run: GatewayRun, output: str, *, label: str = "") -> tuple[list[str], list[str]]:
+    if not run.started:
+        return [f"the gateway did not start{label}: {run.start_problem}"], []
+    named = [name for name in run.cases if f"{name}:" in output or f"{name} " in output]
+    failing = named or list(run.cases)
+    header = ["case", "client got", "x-gateway-route", "local ledger", "API ledger", "sent", "local seen",
+              "API seen", "first byte", "done"]
+    rows = []
+    for name in failing[:MAX_ROWS]:
+        case = run.cases[name]
+        answer = case.answers[0] if case.answers else {}
+        t0 = answer.get("sent_at", case.t0)
+        headers = {k.lower(): v for k, v in (answer.get("headers") or {}).items()}
+        events = answer.get("events") or []
+        first = events[0][0] if events and isinstance(events[0], list) else answer.get("done_at")
+
+        rows.append([name, str(answer.get("status", "-")), headers.get("x-gateway-route", "-"),
+                     ",".join(str(r.get("status")) for r in case.local) or "-",
+                     ",".join(str(r.get("status")) for r in case.api) or "-", "0", _seen(case.local, t0),
+                     _seen(case.api, t0),
+                     _fmt_ms(first - t0 if isinstance(first, int | float) else None),
+                     _fmt_ms(answer["done_at"] - t0 if isinstance(answer.get("done_at"), int | float) else None)])
+    lines = [f"cases{label} (times in ms from the client's send):", *_table(header, rows)]
+    for name in failing[:MAX_ROWS]:
+        lines.append(f"{name}: {run.cases[name].case.what}")
+    return lines, [name + label for name in failing]
+
+
+def _seen(records: list[dict[str, Any]], t0: float) -> str:
+    """When each ledger record arrived, in ms after the client's send."""
+    return ",".join(_fmt_ms(r["arrival"] - t0) for r in records) or "-"
+
+
+def _server_file(folder: Path, name: str, settings: dict[str, Any], faults: tuple[dict[str, Any], ...],
+                 extra: dict[str, Any], seed: int) -> Path:
+    path = folder / f"{name}.yaml"
+    data = {**settings, **extra, "seed": seed}
+    if faults:
+        data["faults"] = list(faults)
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def _gateway_by_hand(run: GatewayRun, submission: Path, folder: Path, failing: list[str]) -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    plan = run.plan
+    name = next((n for n in failing if run.cases[n].case.kind == "one"), None)
+    case = run.cases[name].case if name else Case("healthy", "no fault")
+    local = _server_file(folder, "gateway-local", plan.local_server, case.local_faults, case.local_settings, run.seed)
+    api = _server_file(folder, "gateway-api", plan.api_server, case.api_faults, case.api_settings, run.seed + 1)
+    config = gateway_config(plan, _urls(PORTS["local"]), _urls(PORTS["api"]))
+    config_path = folder / "gateway-config.yaml"
+    config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    command = _gateway_argv(run.argv, config_path, plan.port)
+    body = body_for(plan, case, case.send, max_tokens=None)
+    return [f"# case {case.name}: {case.what}",
+            f"fake-server serve --scenario {shlex.quote(str(local))} --port {PORTS['local']}",
+            f"fake-server serve --scenario {shlex.quote(str(api))} --port {PORTS['api']}",
+            f"cd {shlex.quote(str(submission))} && {shlex.join(command)}",
+            (f"curl -sN http://127.0.0.1:{plan.port}/v1/chat/completions -H 'content-type: application/json' "
+             f"-d {shlex.quote(json.dumps(body))}")]
+
+
+def _urls(port: int) -> dict[str, str]:
+    return {"url": f"http://127.0.0.1:{port}", "base_url": f"http://127.0.0.1:{port}/v1"}
+
+
+def _gateway_argv(argv: list[str], config: Path, port: int) -> list[str]:
+    out = list(argv)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "--config":
+            out[i + 1] = str(config)
+        if arg == "--port":
+            out[i + 1] = str(port)
+    return out
+
+
+# -- the other deliverables: their commands ---------------------------------------------------------------
+
+def _other_by_hand(criterion: Criterion, records: list[dict[str, Any]]) -> list[str]:
+    record = records[0] if records else {}
+    if criterion.deliverable == "sizing":
+        failing = [r for r in record.get("sets", []) if r.get("problem")] or record.get("sets", [])[:1]
+        return [shlex.join(["<your sizing.command>", *_flags(r["flags"])]) for r in failing]
+    if criterion.deliverable == "tests":
+        return ["<your tests.command>  # the grader also runs it with broken variants swapped in (docs/grading.md)"]
+    if criterion.deliverable == "memo":
+        return [f"grader memo {shlex.quote(str(record.get('memo_file', 'memo/MEMO.md')))}"]
+    return ["grader manifests <the kit's chart> --values <your values file>  # or your rendered manifests"]
+
+
+def _flags(flags: dict[str, Any]) -> list[str]:
+    from grader.runs.sizing import argv
+
+    return argv(flags)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+    return ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in [header, *rows]]
+
+
+# -- --serve: the scenario's servers, up until Ctrl-C -------------------------------------------------------
+
+def serve_scenario(submission: Path, criterion_id: str, *, seed: int = 0, case: str | None = None,
+                   rubric: Path | None = None, echo: Callable[[str], None] = print,
+                   wait: Callable[[], None]) -> None:
+    """Start the servers of the criterion's (first) scenario or case on loopback, print how to run against them,
+    call `wait` (it returns on Ctrl-C), then stop them."""
+    import contextlib
+
+    import fake_server
+
+    loaded = load_rubric(rubric)
+    criterion = _criterion(loaded, criterion_id)
+    cases = _narrowed(criterion, loaded, case)
+    from grader.contract import Submission, load_submission
+
+    sub: Submission = load_submission(submission)
+    with contextlib.ExitStack() as stack:
+        if criterion.deliverable == "loadgen":
+            name = criterion.scenarios[0]
+            scenario = loaded.scenarios[name]
+            server = stack.enter_context(fake_server.serve(**{**scenario.server, "seed": seed}))
+            flags = scenario.loadgen
+            argv = sub.command("loadgen") + [
+                "--base-url", server.openai_base_url, "--model", MODEL, "--requests", str(flags["requests"]),
+                "--concurrency", str(flags["concurrency"]), "--prompt-tokens", str(flags["prompt_tokens"]),
+                "--max-tokens", str(flags["max_tokens"]), "--output", "results.json"]
+            echo(f"scenario {name}: {scenario.description}")
+            echo(f"fake server: {server.openai_base_url}")
+            echo(f"run, from {submission}: {shlex.join(argv)}")
+        elif criterion.deliverable == "gateway":
+            plan = loaded.gateway
+            names = cases or criterion.cases or tuple(c.name for c in plan.cases)
+            chosen = plan.case(names[0])
+            if chosen.kind != "one" or chosen.stop_local:
+                raise ReplayError(f"case {chosen.name} needs the grader to drive it ({chosen.kind}); replay it without "
+                                  "--serve, or pick another with --case")
+            _serve_gateway(stack, plan, chosen, sub, submission, seed, echo)
+        else:
+            raise ReplayError(f"{criterion.id}: --serve starts fake servers; the {criterion.deliverable} section has "
+                              "none (replay it without --serve)")
+        if len(criterion.runs_from) > 1 and not cases:
+            echo(f"(the first of {len(criterion.runs_from)}: {', '.join(criterion.runs_from)}; pick one with --case)"
+                 if criterion.deliverable == "gateway" else
+                 f"(the first of its scenarios: {', '.join(criterion.runs_from)})")
+        echo("ready: Ctrl-C stops the servers")
+        wait()
+    echo("stopped")
+
+
+def _serve_gateway(stack: Any, plan: GatewayPlan, case: Case, sub: Any, submission: Path, seed: int,
+                   echo: Callable[[str], None]) -> None:
+    import fake_server
+
+    local = stack.enter_context(fake_server.serve(**{**plan.local_server, **case.local_settings, "seed": seed,
+                                                     "faults": list(case.local_faults)}))
+    api = stack.enter_context(fake_server.serve(**{**plan.api_server, **case.api_settings, "seed": seed + 1,
+                                                   "faults": list(case.api_faults)}))
+    config = gateway_config(plan, {"url": local.base_url, "base_url": local.openai_base_url},
+                            {"url": api.base_url, "base_url": api.openai_base_url})
+    import tempfile
+
+    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="grader-serve-")))
+    path = folder / "gateway-config.yaml"
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    argv = sub.command("gateway") + ["--config", str(path), "--port", str(plan.port)]
+    body = body_for(plan, case, case.send, max_tokens=None)
+    echo(f"case {case.name}: {case.what}")
+    echo(f"local fake server: {local.openai_base_url}")
+    echo(f"API fake server: {api.openai_base_url}")
+    echo(f"gateway config: {path}")
+    echo(f"run, from {submission}: {shlex.join(argv)}")
+    echo(f"then: curl -sN http://127.0.0.1:{plan.port}/v1/chat/completions -H 'content-type: application/json' "
+         f"-d {shlex.quote(json.dumps(body))}")
+

@@ -1,0 +1,228 @@
+"""Hidden variants: each public scenario and gateway case again, with its settings drawn within ranges.
+
+A candidate self-checks against the public scenarios; nothing stops a solution from fitting their
+constants (the position of a cut, a stall's length, a slot count, a timeout) instead of following
+the definitions. The grade also runs variants (grader/hidden/variants.yaml, never in the
+candidate's kit): the same scenario with its listed settings drawn afresh from a seeded generator,
+so a grade is repeatable and a fitted solution fails where a correct one does not. A criterion is
+judged on its public runs and on its variants apart (grading/judging.py); the candidate is told
+only whether unseen variants passed, the hiring team sees their evidence.
+
+Names: the variant `i` of scenario `cut` is `cut.v1`, its record `loadgen/cut.v1`; the gateway's
+is `gateway.v1`.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from grader.grading.rubric import Criterion, Rubric, Scenario
+from grader.runs.gateway_cases import Case, GatewayPlan, PlanError, read_plan
+from grader.shared.yaml_files import YamlError, read_yaml
+
+__all__ = ["VARIANTS_FILE", "Variants", "VariantsError", "gateway_criterion", "load_variants", "variant_name"]
+
+VARIANTS_FILE = Path(__file__).resolve().parents[1] / "hidden" / "variants.yaml"
+
+Draws = Mapping[str, Any]  # a dotted path -> its draw ([lo, hi] or {one_of: [...]})
+
+
+class VariantsError(ValueError):
+    """The variants file cannot be used; the message names the file and the field."""
+
+
+def variant_name(name: str, i: int) -> str:
+    return f"{name}.v{i}"
+
+
+def _draw(spec: Any, rng: random.Random) -> Any:
+    if isinstance(spec, dict):
+        return rng.choice(list(spec["one_of"]))
+    lo, hi = spec
+    if isinstance(lo, int) and isinstance(hi, int):
+        return rng.randint(lo, hi)
+    return round(rng.uniform(float(lo), float(hi)), 3)
+
+
+def _steps(path: str) -> list[str | int]:
+    return [int(p) if p.isdigit() else p for p in path.split(".")]
+
+
+def _set(target: Any, path: str, value: Any) -> None:
+    """Set `target`'s value at the dotted `path`; KeyError/IndexError/TypeError when the path is not there."""
+    *parents, last = _steps(path)
+    for step in parents:
+        target = target[step]
+    target[last]  # the setting must exist in the public scenario: a draw never adds one
+    target[last] = value
+
+
+def _drawn(base: dict[str, Any], draws: Draws, rng: random.Random) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for path in sorted(draws):  # a fixed order: the same seed gives the same values
+        _set(out, path, _draw(draws[path], rng))
+    return out
+
+
+def _what_changed(drawn: dict[str, Any], draws: Draws) -> str:
+    """The drawn settings, for the hiring team's evidence: `server.faults.0.status 504, ...`."""
+    def value(path: str) -> Any:
+        target: Any = drawn
+        for step in _steps(path):
+            target = target[step]
+        return target
+
+    return ", ".join(f"{path} {value(path)}" for path in sorted(draws)) or "no setting drawn"
+
+
+def _rng(seed: int, name: str, i: int) -> random.Random:
+    return random.Random(f"{seed}:{name}:{i}")  # a str seed is hashed with sha512: the same in every process
+
+
+@dataclass(frozen=True)
+class ExtraCase:
+    """A case only variants run, judged by the criteria it names."""
+
+    case: Case
+    criteria: tuple[str, ...]
+    draw: Draws
+
+
+@dataclass(frozen=True)
+class Variants:
+    count: int
+    loadgen: dict[str, Draws]  # scenario name -> its draws
+    gateway_config: Draws
+    gateway_servers: Draws
+    gateway_cases: dict[str, Draws]  # public case name -> its draws
+    extra_cases: tuple[ExtraCase, ...]
+
+    @property
+    def varied(self) -> dict[str, Any]:
+        """What the grade runs variants of (kept in the records' index, so a re-judge finds them)."""
+        return {"count": self.count, "loadgen": sorted(self.loadgen),
+                "gateway": bool(self.gateway_cases or self.extra_cases)}
+
+    def scenario(self, base: Scenario, i: int, seed: int) -> Scenario:
+        """Variant `i` of a public scenario: its listed settings drawn."""
+        draws = self.loadgen[base.name]
+        drawn = _drawn({"server": base.server, "loadgen": base.loadgen}, draws, _rng(seed, base.name, i))
+        return Scenario(variant_name(base.name, i), f"an unseen variant of {base.name}, drawn: "
+                        f"{_what_changed(drawn, draws)}", drawn["server"], drawn["loadgen"])
+
+    def gateway_plan(self, base: GatewayPlan, i: int, seed: int) -> GatewayPlan:
+        """Variant `i` of the gateway plan: config and local server drawn, the listed cases (drawn) and the extra
+        ones, after the startup case."""
+        rng = _rng(seed, "gateway", i)
+        config = _drawn(base.config, self.gateway_config, rng)
+        servers = _drawn({"local": base.local_server, "api": base.api_server}, self.gateway_servers, rng)
+        setup = ", ".join(p for p in (_what_changed(config, self.gateway_config) if self.gateway_config else "",
+                                      _what_changed(servers, self.gateway_servers) if self.gateway_servers else "") if p)
+        cases = [replace(c, what=f"{c.what} (an unseen variant; drawn: {setup or 'no setting'})")
+                 for c in base.cases if c.kind == "startup"]
+        varied = [(case, self.gateway_cases[case.name]) for case in base.cases if case.name in self.gateway_cases]
+        for case, draws in [*varied, *((extra.case, extra.draw) for extra in self.extra_cases)]:
+            drawn = _drawn(case.to_dict(), draws, rng)
+            drawn["what"] = f"{case.what} (an unseen variant; drawn: {_what_changed(drawn, draws)})"
+            cases.append(Case.from_dict(drawn))
+        return replace(base, config=config, local_server=servers["local"], api_server=servers["api"], cases=tuple(cases))
+
+
+def gateway_criterion(criterion: Criterion, plan: GatewayPlan) -> Criterion | None:
+    """The criterion as judged on a variant run of `plan`: its cases the variant ran, and the extra cases that
+    name it. None when the variant covers none of its cases (a criterion of every case covers any run)."""
+    if not criterion.cases:
+        return criterion
+    cases = tuple(n for n in criterion.cases if any(c.name == n for c in plan.cases))
+    cases += tuple(c.name for c in plan.cases if criterion.id in c.criteria and c.name not in cases)
+    return replace(criterion, cases=cases) if cases else None
+
+
+def load_variants(rubric: Rubric, path: Path = VARIANTS_FILE) -> Variants | None:
+    """The variants in `path`, every setting checked against the public scenario it draws into; None when the
+    file is not there (a candidate's kit)."""
+    if not path.is_file():
+        return None
+    try:
+        data = read_yaml(path)
+    except YamlError as exc:
+        raise VariantsError(str(exc)) from None
+    problems: list[str] = []
+
+    def where(field: str) -> str:
+        return f"{path}: {field}"
+
+    def checked(field: str, base: Any, draws: Any) -> Draws:
+        if not isinstance(draws, dict):
+            problems.append(where(f"{field}: a mapping of dotted settings to draws"))
+            return {}
+        probe = copy.deepcopy(base)
+        for setting, spec in draws.items():
+            if not _valid_draw(spec):
+                problems.append(where(f"{field}.{setting}: a draw is [lo, hi] or {{one_of: [...]}}, not {spec!r}"))
+                continue
+            try:
+                _set(probe, str(setting), _draw(spec, random.Random(0)))
+            except (KeyError, IndexError, TypeError):
+                problems.append(where(f"{field}.{setting}: no such setting in the public one"))
+        return dict(draws)
+
+    if not isinstance(data, dict) or not isinstance(data.get("count"), int) or data["count"] < 1:
+        raise VariantsError(where("count: the number of variants of each scenario (an integer, at least 1)"))
+    loadgen: dict[str, Draws] = {}
+    for name, draws in (data.get("loadgen") or {}).items():
+        if name not in rubric.scenarios:
+            problems.append(where(f"loadgen.{name}: no such scenario in {rubric.path.name}"))
+            continue
+        s = rubric.scenarios[name]
+        loadgen[name] = checked(f"loadgen.{name}", {"server": s.server, "loadgen": s.loadgen}, draws)
+    block = data.get("gateway") or {}
+    plan = rubric.gateway
+    config = checked("gateway.config", plan.config, block.get("config") or {})
+    servers = checked("gateway.servers", {"local": plan.local_server, "api": plan.api_server}, block.get("servers") or {})
+    cases: dict[str, Draws] = {}
+    for name, draws in (block.get("cases") or {}).items():
+        public = next((c for c in plan.cases if c.name == name), None)
+        if public is None or public.stop_local:
+            problems.append(where(f"gateway.cases.{name}: no such case in {rubric.path.name}"
+                                  if public is None else f"gateway.cases.{name}: a case that stops the local server "
+                                  "cannot run in a variant"))
+            continue
+        cases[name] = checked(f"gateway.cases.{name}", public.to_dict(), draws or {})
+    extras: list[ExtraCase] = []
+    known = {c.id for c in rubric.criteria}
+    for i, raw in enumerate(block.get("extra_cases") or ()):
+        field = f"gateway.extra_cases[{i}]"
+        try:
+            case = Case.from_dict(raw["case"])
+        except (KeyError, TypeError) as exc:
+            problems.append(where(f"{field}.case: not a case ({exc})"))
+            continue
+        named = tuple(raw.get("criteria") or ())
+        if not named or any(c not in known for c in named):
+            problems.append(where(f"{field}.criteria: name the criteria of {rubric.path.name} that judge it"))
+        if any(c.name == case.name for c in plan.cases):
+            problems.append(where(f"{field}.case.name: {case.name!r} is a public case's name"))
+        draw = checked(f"{field}.draw", case.to_dict(), raw.get("draw") or {})
+        extras.append(ExtraCase(replace(case, criteria=named), named, draw))
+    if problems:
+        raise VariantsError("\n".join(problems))
+    variants = Variants(data["count"], loadgen, config, servers, cases, tuple(extras))
+    try:  # the drawn plan must still be a plan (prices agree, the context length is there)
+        read_plan(variants.gateway_plan(plan, 1, 0).to_dict())
+    except PlanError as exc:
+        raise VariantsError(where(f"gateway: the drawn plan is not a plan: {exc}")) from None
+    return variants
+
+
+def _valid_draw(spec: Any) -> bool:
+    if isinstance(spec, dict):
+        return set(spec) == {"one_of"} and isinstance(spec["one_of"], list) and bool(spec["one_of"])
+    return (isinstance(spec, list) and len(spec) == 2 and all(isinstance(v, int | float) for v in spec)
+            and spec[0] <= spec[1])
+

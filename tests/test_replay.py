@@ -1,0 +1,199 @@
+"""`grader replay`: a failed criterion reproduced in one command, with the same verdict and the same failing
+requests as the grade that failed it, the commands that reproduce it by hand, and `--serve` for a debugger.
+
+The grade to compare with is the chaff's recorded one (tests/fixtures/runs/, made by `make fixtures` at
+seed 0): the replay runs again from nothing and must fail the same criterion on the same requests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from recorded import FIXTURES, ROOT
+
+from grader.grading.records import RecordBook
+from grader.grading.replay import failing_in, replay
+from grader.grading.rubric import load_rubric
+from grader.kit.chaff import list_chaff, materialize
+
+pytestmark = pytest.mark.slow
+
+RUBRIC = load_rubric()
+CHAFF = {c.name: c for c in list_chaff(ROOT / "submissions" / "chaff")}
+REFERENCE = ROOT / "submissions" / "reference"
+# (chaff, criterion, gateway case or None, the most seconds a replay may take on the 2-core machine)
+REPLAYS = [
+    ("ttft-from-role-chunk", "loadgen.role-chunk", None, 10.0),
+    ("cut-ok", "loadgen.cut", None, 10.0),
+    ("loadgen-error-statuses-listed", "loadgen.http-errors", None, 10.0),
+    ("gateway-fallback-on-404", "gateway.no-fallback-4xx", None, 30.0),
+    ("gateway-fallback-on-4xx", "gateway.no-fallback-4xx", "local-400", 30.0),
+]
+
+
+def _recorded_failing(chaff: str, criterion_id: str, case: str | None) -> list[str]:
+    """The requests (or cases) the recorded grade failed the criterion on, read the way the replay reads its own."""
+    status, failing = failing_in(RecordBook.read(FIXTURES / chaff), RUBRIC, criterion_id)
+    assert status == "failed", f"{chaff}'s recorded runs pass {criterion_id}"
+    return [n for n in failing if case is None or n.split(" (variant")[0] == case]
+
+
+@pytest.mark.parametrize(("chaff", "criterion_id", "case", "limit_s"), REPLAYS, ids=[r[0] for r in REPLAYS])
+def test_a_replay_fails_the_criterion_on_the_same_requests_as_the_grade(tmp_path, chaff, criterion_id, case, limit_s):
+    folder = materialize(CHAFF[chaff].path, tmp_path / chaff)
+    done = replay(folder, criterion_id, tmp_path / "replay", seed=0, case=case)
+    assert done.status == "failed", done.output
+    assert done.failing and done.failing == _recorded_failing(chaff, criterion_id, case)
+    assert done.seconds <= limit_s, f"{criterion_id} replayed in {done.seconds:.1f} s (at most {limit_s:g} s)"
+    print(f"\nreplay {chaff} {criterion_id}{' --case ' + case if case else ''}: {done.seconds:.1f} s")
+    text = "\n".join(done.by_hand)
+    assert "fake-server serve --scenario" in text and str(folder) in text
+    for path in (tmp_path / "replay" / "by-hand").glob("*.yaml"):
+        json.loads(path.read_text())  # written as JSON, which is YAML: a settings file fake-server reads
+
+
+def test_the_by_hand_commands_reproduce_the_scenario(tmp_path):
+    """The fake-server command a replay prints serves the scenario's settings and seed: the same first
+    token times apart as in the grader's run."""
+    folder = materialize(CHAFF["ttft-from-role-chunk"].path, tmp_path / "chaff")
+    done = replay(folder, "loadgen.role-chunk", tmp_path / "replay", seed=0)
+    serve = next(line for line in done.by_hand if line.startswith("fake-server serve"))
+    argv = serve.split()
+    argv[argv.index("--port") + 1] = "0"
+    server = subprocess.Popen([str(Path(sys.executable).parent / argv[0]), *argv[1:]], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        base = server.stdout.readline().split(" on ")[-1].strip()
+        settings = httpx.get(base + "/v1/models", timeout=10).json()["data"][0]
+        assert settings["id"] == "fake-model"
+        body = {"model": "fake-model", "messages": [{"role": "user", "content": "x"}], "max_tokens": 4, "stream": True}
+        with httpx.stream("POST", base + "/v1/chat/completions", json=body, timeout=10) as response:
+            stamps = [time.perf_counter() for line in response.iter_lines() if line.startswith("data: {")]
+        # the scenario's role chunk comes when the request is scheduled, 300 ms of prefill before the first token
+        assert stamps[1] - stamps[0] > 0.2
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_a_report_folder_replays_what_it_failed(tmp_path):
+    folder = materialize(CHAFF["cut-ok"].path, tmp_path / "chaff")
+    out = tmp_path / "graded"
+    graded = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(folder), "--out", str(out), "--only",
+                             "loadgen.cut", "--only", "loadgen.runs"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert graded.returncode == 0, graded.stderr
+    report = json.loads((out / "report.json").read_text())
+    (cut,) = [t for t in report["tests"] if t["extra_data"]["id"] == "loadgen.cut"]
+    assert f"Replay: grader replay {folder} loadgen.cut --seed 0" in cut["output"]
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "replay", str(out), "--out", str(tmp_path / "again")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith("FAILED 0/1  loadgen.cut  (seed 0") and "loadgen.runs" not in done.stdout
+    assert "to reproduce by hand:" in done.stdout and "fake-server serve --scenario" in done.stdout
+
+
+def test_serve_keeps_the_scenarios_server_up_until_ctrl_c(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "replay", str(REFERENCE), "loadgen.cut", "--serve"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            lines.append(line.strip())
+            if line.startswith("ready"):
+                break
+        url = next(line.split(": ", 1)[1] for line in lines if line.startswith("fake server:"))
+        command = next(line for line in lines if line.startswith("run, from"))
+        assert "--base-url " + url in command and "--requests 6" in command
+        body = {"model": "fake-model", "messages": [{"role": "user", "content": "x"}], "max_tokens": 16, "stream": True}
+        got: list[str] = []
+        with pytest.raises(httpx.RemoteProtocolError):  # the scenario's fault: the stream is cut after 5 tokens
+            with httpx.stream("POST", url + "/chat/completions", json=body, timeout=10) as response:
+                got.extend(response.iter_lines())
+        assert any(line.startswith("data: {") for line in got) and not any("[DONE]" in line for line in got)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0, err
+        assert out.strip().endswith("stopped") and "Traceback" not in err
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(url + "/models", timeout=2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_serve_a_gateway_case_prints_its_servers_config_and_request(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "replay", str(REFERENCE), "gateway.no-fallback-4xx",
+                             "--serve", "--case", "local-404"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ})
+    try:
+        lines = []
+        while not (line := proc.stdout.readline()).startswith("ready"):
+            assert line, proc.stderr.read()
+            lines.append(line.strip())
+        local = next(line.split(": ", 1)[1] for line in lines if line.startswith("local fake server:"))
+        config = Path(next(line.split(": ", 1)[1] for line in lines if line.startswith("gateway config:")))
+        assert json.loads(config.read_text())["local"]["base_url"] == local
+        answer = httpx.post(local + "/chat/completions", json={"model": "qwen-local", "messages": [
+            {"role": "user", "content": "x"}], "max_tokens": 4}, timeout=10)
+        assert answer.status_code == 404  # the case's fault is on
+        assert any(line.startswith("then: curl") for line in lines)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=20)
+        assert proc.returncode == 0 and out.strip().endswith("stopped") and not config.exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_replay_that_cannot_be_made_says_why_in_one_line(tmp_path):
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "grader.cli", "replay", *argv], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60, check=False)
+
+    for argv, message in [
+        ((str(REFERENCE), "loadgen.nope"), "loadgen.nope: no such criterion"),
+        ((str(REFERENCE),), "name the CRITERION"),
+        ((str(REFERENCE), "loadgen.cut", "--case", "local-404"), "judged from load-generator scenarios"),
+        ((str(REFERENCE), "gateway.no-fallback-4xx", "--case", "local-500"), "judges the cases"),
+        ((str(REFERENCE), "memo.front-matter", "--serve"), "has none"),
+        ((str(tmp_path / "missing"), "loadgen.cut"), "no such submission or report folder"),
+    ]:
+        done = cli(*argv)
+        assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, (argv, done.stderr)
+
+
+def test_a_candidate_facing_report_names_no_hidden_scenario(tmp_path):
+    """With loadgen.role-chunk made hidden, a chaff that fails it: results.json (which a grading platform may
+    show the candidate) gives its verdict and no scenario, evidence or replay; report.html keeps them all."""
+    override = tmp_path / "override.yaml"
+    override.write_text("rubric: 1\ncriteria:\n  loadgen.role-chunk: {visibility: hidden}\n")
+    folder = materialize(CHAFF["ttft-from-role-chunk"].path, tmp_path / "chaff")
+    out = tmp_path / "graded"
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(folder), "--out", str(out), "--only",
+                           "loadgen.role-chunk", "--rubric", str(override)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    text = (out / "report.json").read_text()
+    report = json.loads(text)
+    (test,) = report["tests"]
+    assert test["extra_data"]["status"] == "failed" and test["visibility"] == "after_published"
+    description = RUBRIC.scenarios["role-chunk"].description
+    for secret in (description, "grader replay", "prefill_overhead", "role_chunk"):
+        assert secret not in text, secret
+    assert "role-chunk" not in test["tags"]
+    html = (out / "report.html").read_text()
+    assert "grader replay" in html and "300 ms" in html  # the hiring team's page has it all

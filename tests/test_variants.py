@@ -1,0 +1,119 @@
+"""Hidden variants: drawn the same way for the same seed, always within their ranges and the shape of their
+scenario, refused by name when the file is wrong, and never run by the candidate's self-check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from grader.grading.grade import GradeRun, _hidden
+from grader.grading.rubric import load_rubric
+from grader.grading.variants import VARIANTS_FILE, VariantsError, gateway_criterion, load_variants
+
+RUBRIC = load_rubric()
+VARIANTS = load_variants(RUBRIC)
+SEEDS = range(200)
+
+
+def _variants():
+    assert VARIANTS is not None, f"{VARIANTS_FILE} is the grader's: it must be in a checkout"
+    return VARIANTS
+
+
+def test_the_same_seed_draws_the_same_variant_and_other_seeds_draw_others() -> None:
+    v = _variants()
+    for name in v.loadgen:
+        base = RUBRIC.scenarios[name]
+        assert v.scenario(base, 1, 7) == v.scenario(base, 1, 7)
+        drawn = {repr(v.scenario(base, 1, seed).to_dict()) for seed in range(20)}
+        assert len(drawn) > 1, f"{name}: every seed draws the same variant"
+        assert v.scenario(base, 1, 7).name == f"{name}.v1"
+    assert v.gateway_plan(RUBRIC.gateway, 1, 3) == v.gateway_plan(RUBRIC.gateway, 1, 3)
+    assert v.gateway_plan(RUBRIC.gateway, 1, 3) != v.gateway_plan(RUBRIC.gateway, 1, 4)
+
+
+def test_every_draw_keeps_its_scenarios_shape() -> None:
+    """The ranges promise: a fault fires before the answer ends, a reasoning model still answers, a concurrency
+    is reachable, an error status is of the public one's family but never the public one."""
+    v = _variants()
+    for seed in SEEDS:
+        for name in v.loadgen:
+            public = RUBRIC.scenarios[name]
+            s = v.scenario(public, 1, seed)
+            flags = s.loadgen
+            for fault, original in zip(s.server.get("faults") or (), public.server.get("faults") or (), strict=True):
+                if "after_tokens" in fault:
+                    assert 1 <= fault["after_tokens"] < flags["max_tokens"], (name, seed, fault)
+                if fault["kind"] == "http_error" and fault["status"] != original["status"]:
+                    assert fault["status"] // 100 == original["status"] // 100, (name, seed, fault)
+                    public_statuses = {f.get("status") for f in public.server.get("faults") or ()}
+                    assert fault["status"] not in public_statuses, (name, seed, fault)
+            if s.server.get("reasoning") and name != "reasoning-empty":
+                assert flags["max_tokens"] > s.server["reasoning_tokens"], (name, seed)
+            assert flags["requests"] >= flags["concurrency"] or name == "queueing", (name, seed)
+
+
+def test_every_gateway_draw_keeps_the_timeouts_apart() -> None:
+    """Stalls that must trip the timeout stay 0.5 s above the drawn first_byte_s; the in-time stall sits between
+    the public config's first_byte_s and 0.25 s below the drawn one, so only a timeout read from the config
+    lets it through."""
+    v = _variants()
+    public_first_byte = RUBRIC.gateway.first_byte_s
+    for seed in SEEDS:
+        plan = v.gateway_plan(RUBRIC.gateway, 1, seed)
+        limit = plan.first_byte_s
+        assert limit > public_first_byte
+        for case in plan.cases:
+            stalls = [f["seconds"] for f in case.local_faults if "stall" in f["kind"]]
+            if not stalls:
+                continue
+            if case.criteria:  # the extra, in-time case
+                assert public_first_byte < stalls[0] <= limit - 0.25 + 1e-9, (seed, case)
+            else:
+                assert stalls[0] >= limit + 0.5 - 1e-9, (seed, case)
+            public = next((c for c in RUBRIC.gateway.cases if c.name == case.name), None)
+            for fault, original in zip(case.local_faults, public.local_faults if public else (), strict=False):
+                if fault["kind"] == "http_error":
+                    assert fault["status"] // 100 == original["status"] // 100 and fault["status"] != original["status"]
+
+
+def test_a_variant_judges_a_criterion_on_the_cases_it_ran_and_the_extra_cases_that_name_it() -> None:
+    plan = _variants().gateway_plan(RUBRIC.gateway, 1, 0)
+    timeout = gateway_criterion(RUBRIC.criterion("gateway.fallback-timeout"), plan)
+    assert timeout is not None and timeout.cases == ("local-stall-before-headers", "local-first-byte-in-time")
+    assert gateway_criterion(RUBRIC.criterion("gateway.all-failed"), plan) is None  # none of its cases varied
+    assert gateway_criterion(RUBRIC.criterion("gateway.headers"), plan) == RUBRIC.criterion("gateway.headers")
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: d["loadgen"]["cut"].update({"server.faults.0.after_token": [1, 2]}),
+     "loadgen.cut.server.faults.0.after_token: no such setting in the public one"),
+    (lambda d: d["loadgen"].update({"no-such": {"server.token_rate": [1, 2]}}), "loadgen.no-such: no such scenario"),
+    (lambda d: d["loadgen"]["cut"].update({"server.faults.0.after_tokens": [5, 1]}),
+     "loadgen.cut.server.faults.0.after_tokens: a draw is [lo, hi] or {one_of: [...]}"),
+    (lambda d: d["gateway"]["cases"].update({"refused": {}}), "gateway.cases.refused: a case that stops the local"),
+    (lambda d: d["gateway"]["extra_cases"][0].update({"criteria": ["gateway.nope"]}),
+     "gateway.extra_cases[0].criteria: name the criteria"),
+    (lambda d: d.update({"count": 0}), "count: the number of variants"),
+])
+def test_a_wrong_variants_file_is_refused_naming_the_field(tmp_path: Path, change, message: str) -> None:
+    data = yaml.safe_load(VARIANTS_FILE.read_text(encoding="utf-8"))
+    change(data)
+    path = tmp_path / "variants.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(VariantsError, match="variants.yaml") as caught:
+        load_variants(RUBRIC, path)
+    assert message in str(caught.value)
+
+
+def test_the_self_check_runs_no_hidden_material_and_the_grade_runs_it_all(tmp_path: Path) -> None:
+    check = GradeRun(tmp_path, tmp_path / "out", public_only=True)
+    assert _hidden(check, RUBRIC) == ""
+    assert check.variants is None and check.sizing is not None and check.sizing.unseen == ()
+    assert set(check.sizing.sets) == set(RUBRIC.sizing.sets)
+    grade = GradeRun(tmp_path, tmp_path / "out")
+    assert _hidden(grade, RUBRIC) == ""
+    assert grade.variants is not None and grade.sizing is not None and len(grade.sizing.unseen) >= 4
+    assert set(RUBRIC.sizing.sets) < set(grade.sizing.sets)
