@@ -51,13 +51,13 @@ test-fast: $(STAMP)
 fixtures: $(STAMP) debs-demo
 	$(BIN)/python tests/recorded.py
 
-# The quality gate, run by CI before the tests: fake_server/ is linted, formatted and type-checked
-# strictly; the grader and the stub client are type-checked.
+# The quality gate, run by CI before the tests: fake_server/ and grader/ are linted, formatted and
+# type-checked strictly; the stub client is type-checked.
 check: $(STAMP)
-	$(BIN)/python -m ruff check fake_server
-	$(BIN)/python -m ruff format --check fake_server
-	$(BIN)/python -m mypy --strict fake_server
-	$(BIN)/python -m mypy grader starter/api_client.py
+	$(BIN)/python -m ruff check fake_server grader
+	$(BIN)/python -m ruff format --check fake_server grader
+	$(BIN)/python -m mypy --strict fake_server grader
+	$(BIN)/python -m mypy starter/api_client.py
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.fidelity

@@ -22,13 +22,25 @@ def main() -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--values", "values", type=click.Path(path_type=Path), help="Values file; PATH is then the chart.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--allow-kind", "allow_kinds", multiple=True, metavar="KIND",
-              help="Accept documents of this kind without a schema (repeatable).")
-@click.option("--schemas", type=click.Path(path_type=Path, file_okay=False),
-              help="Schemas folder (default: the kit's schemas/).")
+@click.option(
+    "--allow-kind",
+    "allow_kinds",
+    multiple=True,
+    metavar="KIND",
+    help="Accept documents of this kind without a schema (repeatable).",
+)
+@click.option(
+    "--schemas", type=click.Path(path_type=Path, file_okay=False), help="Schemas folder (default: the kit's schemas/)."
+)
 @click.option("-v", "--verbose", is_flag=True, help="Text format: show what each passing check found.")
-def manifests(paths: tuple[Path, ...], values: Path | None, fmt: str, allow_kinds: tuple[str, ...],
-              schemas: Path | None, verbose: bool) -> None:
+def manifests(
+    paths: tuple[Path, ...],
+    values: Path | None,
+    fmt: str,
+    allow_kinds: tuple[str, ...],
+    schemas: Path | None,
+    verbose: bool,
+) -> None:
     """Validate manifests offline and run the serving checklist.
 
     PATH is a chart folder (rendered with --values over its defaults) or rendered YAML files
@@ -44,8 +56,14 @@ def manifests(paths: tuple[Path, ...], values: Path | None, fmt: str, allow_kind
 
 @main.command()
 @click.argument("submission", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--output", "outputs", multiple=True, nargs=2, metavar="KIND FILE",
-              help="Also check an output file against its contract schema, e.g. --output loadgen-results out.json.")
+@click.option(
+    "--output",
+    "outputs",
+    multiple=True,
+    nargs=2,
+    metavar="KIND FILE",
+    help="Also check an output file against its contract schema, e.g. --output loadgen-results out.json.",
+)
 def contract(submission: Path, outputs: tuple[tuple[str, str], ...]) -> None:
     """Check SUBMISSION's submission.yaml (and any outputs given) against the contract."""
     from grader.contract import KINDS, ContractError, check_output, load_submission
@@ -76,15 +94,34 @@ def contract(submission: Path, outputs: tuple[tuple[str, str], ...]) -> None:
 
 @main.command()
 @click.argument("submission", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("grade-report"), show_default=True,
-              help="Folder for report.json, junit.xml and report.html.")
-@click.option("--only", "only", multiple=True, metavar="PART",
-              help="Grade only this deliverable (loadgen, tests, ...) or criterion id (repeatable).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("grade-report"),
+    show_default=True,
+    help="Folder for report.json, junit.xml and report.html.",
+)
+@click.option(
+    "--only",
+    "only",
+    multiple=True,
+    metavar="PART",
+    help="Grade only this deliverable (loadgen, tests, ...) or criterion id (repeatable).",
+)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for every fake server.")
-@click.option("--rubric", "override", type=click.Path(path_type=Path, dir_okay=False),
-              help="Override file: weights and visibility by criterion id (schemas/grader/rubric-override.schema.json).")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Sections graded at once, each in its own sandbox.")
+@click.option(
+    "--rubric",
+    "override",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Override file: weights and visibility by criterion id (schemas/grader/rubric-override.schema.json).",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Sections graded at once, each in its own sandbox.",
+)
 def grade(submission: Path, out: Path, only: tuple[str, ...], seed: int, override: Path | None, jobs: int) -> None:
     """Grade SUBMISSION (a folder, .zip or .tar.gz) and write its reports to --out.
 
@@ -107,17 +144,26 @@ def grade(submission: Path, out: Path, only: tuple[str, ...], seed: int, overrid
         raise click.UsageError(f"{exc.filename or out}: {exc.strerror}") from None
     click.echo("")
     click.echo(score_table(result))
-    click.echo(f"\ngraded in {run.timings['total_s']:.1f} s (the submission's own commands ran "
-               f"{run.timings['inherent_s']:.1f} s)")
+    click.echo(
+        f"\ngraded in {run.timings['total_s']:.1f} s (the submission's own commands ran "
+        f"{run.timings['inherent_s']:.1f} s)"
+    )
     click.echo(f"report: {(out / 'report.html').resolve()}")
 
 
 @main.command()
 @click.argument("report_dir", metavar="REPORT_DIR", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--rubric", "override", type=click.Path(path_type=Path, dir_okay=False),
-              help="Override file: weights, visibility and tolerances by criterion id.")
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False),
-              help="Folder for the new reports (default: REPORT_DIR itself); the run records are copied there.")
+@click.option(
+    "--rubric",
+    "override",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Override file: weights, visibility and tolerances by criterion id.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder for the new reports (default: REPORT_DIR itself); the run records are copied there.",
+)
 def rejudge(report_dir: Path, override: Path | None, out: Path | None) -> None:
     """Judge a grade's run records (REPORT_DIR/runs/) again, with the kit's rubric or an override.
 
@@ -144,13 +190,23 @@ def rejudge(report_dir: Path, override: Path | None, out: Path | None) -> None:
 @main.command()
 @click.argument("target", metavar="SUBMISSION|REPORT_DIR", type=click.Path(path_type=Path))
 @click.argument("criterion", required=False)
-@click.option("--seed", type=click.IntRange(min=0), default=None,
-              help="The grade's seed (default: 0, or the report folder's).")
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=None, help="The grade's seed (default: 0, or the report folder's)."
+)
 @click.option("--case", help="A gateway criterion: only this one of its cases.")
-@click.option("--serve", is_flag=True, help="Start the scenario's fake servers and keep them up until Ctrl-C, "
-              "printing how to run your own command against them (step through it in a debugger).")
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("replay-report"),
-              show_default=True, help="Folder for the replay's reports, records and by-hand files.")
+@click.option(
+    "--serve",
+    is_flag=True,
+    help="Start the scenario's fake servers and keep them up until Ctrl-C, "
+    "printing how to run your own command against them (step through it in a debugger).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("replay-report"),
+    show_default=True,
+    help="Folder for the replay's reports, records and by-hand files.",
+)
 def replay(target: Path, criterion: str | None, seed: int | None, case: str | None, serve: bool, out: Path) -> None:
     """Run one criterion's scenarios or cases again, judged by the same check, and show what made it fail.
 
@@ -186,11 +242,14 @@ def replay(target: Path, criterion: str | None, seed: int | None, case: str | No
             return
         passed = True
         for criterion_id in ids:
-            done = replay_one(submission, criterion_id, out / criterion_id if len(ids) > 1 else out, seed=seed,
-                              case=case)
+            done = replay_one(
+                submission, criterion_id, out / criterion_id if len(ids) > 1 else out, seed=seed, case=case
+            )
             passed = passed and done.status == "passed"
-            click.echo(f"{done.status.upper()} {done.score:g}/{done.criterion.weight:g}  {criterion_id}  "
-                       f"(seed {seed}, replayed in {done.seconds:.1f} s)")
+            click.echo(
+                f"{done.status.upper()} {done.score:g}/{done.criterion.weight:g}  {criterion_id}  "
+                f"(seed {seed}, replayed in {done.seconds:.1f} s)"
+            )
             click.echo(done.output)
             for line in done.lines:
                 click.echo(line)
@@ -224,15 +283,20 @@ def _wait_for_interrupt() -> None:
 @click.option("--full", is_flag=True, help="Grade every chaff on every criterion, not its targets and a sample.")
 @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True, help="Submissions graded at once.")
 @click.option("--only", "names", multiple=True, metavar="NAME", help="Only the reference or this chaff (repeatable).")
-@click.option("--keep", type=click.Path(path_type=Path, file_okay=False),
-              help="Keep each grade's reports and run records in this folder (one subfolder per submission).")
+@click.option(
+    "--keep",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Keep each grade's reports and run records in this folder (one subfolder per submission).",
+)
 def selftest(full: bool, jobs: int, names: tuple[str, ...], keep: Path | None) -> None:
     """Grade the reference (full marks) and every chaff (each loses exactly its targets)."""
     try:
         from grader.kit.selftest import SelftestError
         from grader.kit.selftest import selftest as run_selftest
     except ImportError:  # a candidate's kit carries neither the reference nor the chaff
-        raise click.UsageError("selftest runs from the kit's repository; this install has no reference or chaff") from None
+        raise click.UsageError(
+            "selftest runs from the kit's repository; this install has no reference or chaff"
+        ) from None
 
     try:
         findings = run_selftest(full=full, jobs=jobs, names=names, echo=click.echo, keep=keep)
@@ -241,10 +305,12 @@ def selftest(full: bool, jobs: int, names: tuple[str, ...], keep: Path | None) -
     bad = [f.name for f in findings if not f.ok]
     unsure = sum(len(f.inconclusive) for f in findings)
     unstable = [f.name for f in findings if f.unstable]
-    click.echo(f"\n{len(findings) - len(bad)} of {len(findings)} graded as expected"
-               + (f"; wrong: {', '.join(bad)}" if bad else "")
-               + (f"; {unsure} criteria inconclusive (a busy machine?)" if unsure else "")
-               + (f"; right only when graded again: {', '.join(unstable)}" if unstable else ""))
+    click.echo(
+        f"\n{len(findings) - len(bad)} of {len(findings)} graded as expected"
+        + (f"; wrong: {', '.join(bad)}" if bad else "")
+        + (f"; {unsure} criteria inconclusive (a busy machine?)" if unsure else "")
+        + (f"; right only when graded again: {', '.join(unstable)}" if unstable else "")
+    )
     sys.exit(1 if bad else 0)
 
 
@@ -253,9 +319,16 @@ _DELIVERABLES = ("loadgen", "tests", "gateway", "manifests", "sizing", "memo")
 
 @main.command()
 @click.argument("submission", type=click.Path(path_type=Path), default=Path("."), required=False)
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("check-report"),
-              show_default=True, help="Folder for report.json, junit.xml and report.html.")
-@click.option("--only", "only", multiple=True, type=click.Choice(_DELIVERABLES), help="Check only this deliverable (repeatable).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("check-report"),
+    show_default=True,
+    help="Folder for report.json, junit.xml and report.html.",
+)
+@click.option(
+    "--only", "only", multiple=True, type=click.Choice(_DELIVERABLES), help="Check only this deliverable (repeatable)."
+)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for every fake server.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Sections graded at once.")
 def check(submission: Path, out: Path, only: tuple[str, ...], seed: int, jobs: int) -> None:
@@ -304,14 +377,28 @@ def memo(memo_file: Path) -> None:
 
 
 @main.command()
-@click.option("--out", type=click.Path(path_type=Path), required=True,
-              help="A folder: one archive per platform in it (takehome-PLATFORM.tar.gz). A .tar.gz file: one "
-              "archive holding every named platform.")
-@click.option("--python", "pythons", default="3.11,3.12,3.13", show_default=True,
-              help="Python versions to carry wheels for, comma-separated.")
-@click.option("--platform", "platforms", multiple=True, metavar="NAME",
-              help="linux-x86_64, linux-aarch64, macos-arm64, macos-x86_64, windows-amd64, or all (repeatable; "
-              "default: this machine's).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="A folder: one archive per platform in it (takehome-PLATFORM.tar.gz). A .tar.gz file: one "
+    "archive holding every named platform.",
+)
+@click.option(
+    "--python",
+    "pythons",
+    default="3.11,3.12,3.13",
+    show_default=True,
+    help="Python versions to carry wheels for, comma-separated.",
+)
+@click.option(
+    "--platform",
+    "platforms",
+    multiple=True,
+    metavar="NAME",
+    help="linux-x86_64, linux-aarch64, macos-arm64, macos-x86_64, windows-amd64, or all (repeatable; "
+    "default: this machine's).",
+)
 def bundle(out: Path, pythons: str, platforms: tuple[str, ...]) -> None:
     """Build the candidate's offline archive: starter/, the kit's wheel and every dependency, chart/, schemas/, docs/.
 
@@ -330,53 +417,136 @@ def bundle(out: Path, pythons: str, platforms: tuple[str, ...]) -> None:
     except BundleError as exc:
         raise click.UsageError(str(exc)) from None
     for result in results:
-        click.echo(f"{result.archive}: {result.size_bytes / 1e6:.1f} MB, {len(result.wheels)} wheels; "
-                   + "; ".join(result.coverage))
+        click.echo(
+            f"{result.archive}: {result.size_bytes / 1e6:.1f} MB, {len(result.wheels)} wheels; "
+            + "; ".join(result.coverage)
+        )
 
 
 @main.command("grade-many")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False),
-              help="Folder for one report folder per submission, grades.csv and index.html (not with --emit-k8s-job).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder for one report folder per submission, grades.csv and index.html (not with --emit-k8s-job).",
+)
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Submissions graded at once.")
 @click.option("--force", is_flag=True, help="Grade again submissions whose grade in --out is finished.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for every fake server.")
-@click.option("--only", "only", multiple=True, metavar="PART", help="Grade only this deliverable or criterion id (repeatable).")
-@click.option("--rubric", "override", type=click.Path(path_type=Path, dir_okay=False),
-              help="Override file: weights and visibility by criterion id.")
-@click.option("--merge", is_flag=True, help="PATHS are report folders (or folders of them): gather them into --out "
-              "and rebuild grades.csv and index.html; grade nothing.")
-@click.option("--rejudge", is_flag=True, help="PATHS are report folders (or folders of them): judge their run records "
-              "again (with --rubric) into --out, --jobs at once, and rebuild the summary; run nothing.")
-@click.option("--index", type=click.IntRange(min=0), metavar="I",
-              help="Grade only the I-th submission listed (from 0, by name), no summary: one pod of the Kubernetes Job.")
-@click.option("--emit-k8s-job", "job_file", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write a Kubernetes Indexed Job grading PATHS to FILE (checked offline), and grade nothing.")
-@click.option("--image", default="serving-takehome-grader:latest", show_default=True, help="With --emit-k8s-job: the grader's image.")
-@click.option("--parallelism", type=click.IntRange(min=1), default=4, show_default=True,
-              help="With --emit-k8s-job: pods running at once.")
+@click.option(
+    "--only", "only", multiple=True, metavar="PART", help="Grade only this deliverable or criterion id (repeatable)."
+)
+@click.option(
+    "--rubric",
+    "override",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Override file: weights and visibility by criterion id.",
+)
+@click.option(
+    "--merge",
+    is_flag=True,
+    help="PATHS are report folders (or folders of them): gather them into --out "
+    "and rebuild grades.csv and index.html; grade nothing.",
+)
+@click.option(
+    "--rejudge",
+    is_flag=True,
+    help="PATHS are report folders (or folders of them): judge their run records "
+    "again (with --rubric) into --out, --jobs at once, and rebuild the summary; run nothing.",
+)
+@click.option(
+    "--index",
+    type=click.IntRange(min=0),
+    metavar="I",
+    help="Grade only the I-th submission listed (from 0, by name), no summary: one pod of the Kubernetes Job.",
+)
+@click.option(
+    "--emit-k8s-job",
+    "job_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write a Kubernetes Indexed Job grading PATHS to FILE (checked offline), and grade nothing.",
+)
+@click.option(
+    "--image",
+    default="serving-takehome-grader:latest",
+    show_default=True,
+    help="With --emit-k8s-job: the grader's image.",
+)
+@click.option(
+    "--parallelism",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="With --emit-k8s-job: pods running at once.",
+)
 @click.option("--job-name", default="grade-round", show_default=True, help="With --emit-k8s-job: the Job's name.")
-@click.option("--runtime-class", metavar="NAME", help="With --emit-k8s-job: run the pods under this RuntimeClass "
-              "(gVisor's or Kata's, where the cluster offers one).")
-@click.option("--privileged", is_flag=True, help="With --emit-k8s-job: privileged pods, for clusters without user "
-              "namespaces: a trade-off (docs/grading-many.md), never the default.")
-@click.option("--similarity-threshold", "threshold", type=click.FloatRange(min=0, max=1, min_open=True), default=None,
-              metavar="SHARE", help="Flag pairs of submissions whose similarity in a deliverable is at least SHARE "
-              "(default 0.5, measured: docs/grading-many.md).")
+@click.option(
+    "--runtime-class",
+    metavar="NAME",
+    help="With --emit-k8s-job: run the pods under this RuntimeClass "
+    "(gVisor's or Kata's, where the cluster offers one).",
+)
+@click.option(
+    "--privileged",
+    is_flag=True,
+    help="With --emit-k8s-job: privileged pods, for clusters without user "
+    "namespaces: a trade-off (docs/grading-many.md), never the default.",
+)
+@click.option(
+    "--similarity-threshold",
+    "threshold",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=None,
+    metavar="SHARE",
+    help="Flag pairs of submissions whose similarity in a deliverable is at least SHARE "
+    "(default 0.5, measured: docs/grading-many.md).",
+)
 @click.option("--no-similarity", is_flag=True, help="Skip the similarity check (the item analysis is still made).")
-@click.option("--leak", "leaks", multiple=True, type=click.Path(path_type=Path), metavar="PATH",
-              help="Also compare every submission with this leaked solution (a submission, or a folder of them; "
-              "repeatable).")
+@click.option(
+    "--leak",
+    "leaks",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help="Also compare every submission with this leaked solution (a submission, or a folder of them; repeatable).",
+)
 @click.option("--no-kit-leaks", is_flag=True, help="Do not compare with the kit's reference and chaff.")
-@click.option("--anonymize", is_flag=True, help="Also write --out/blind/: every report, index.html and grades.csv "
-              "with a stable code for each candidate and no name.")
-@click.option("--reveal", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
-              help="Write the code-to-name map of the blind copy to FILE (CSV).")
-def grade_many(paths: tuple[Path, ...], out: Path | None, jobs: int, force: bool, seed: int, only: tuple[str, ...],
-               override: Path | None, merge: bool, rejudge: bool, index: int | None, job_file: Path | None,
-               image: str, parallelism: int, job_name: str, runtime_class: str | None, privileged: bool,
-               threshold: float | None, no_similarity: bool, leaks: tuple[Path, ...], no_kit_leaks: bool, anonymize: bool,
-               reveal: Path | None) -> None:
+@click.option(
+    "--anonymize",
+    is_flag=True,
+    help="Also write --out/blind/: every report, index.html and grades.csv "
+    "with a stable code for each candidate and no name.",
+)
+@click.option(
+    "--reveal",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the code-to-name map of the blind copy to FILE (CSV).",
+)
+def grade_many(
+    paths: tuple[Path, ...],
+    out: Path | None,
+    jobs: int,
+    force: bool,
+    seed: int,
+    only: tuple[str, ...],
+    override: Path | None,
+    merge: bool,
+    rejudge: bool,
+    index: int | None,
+    job_file: Path | None,
+    image: str,
+    parallelism: int,
+    job_name: str,
+    runtime_class: str | None,
+    privileged: bool,
+    threshold: float | None,
+    no_similarity: bool,
+    leaks: tuple[Path, ...],
+    no_kit_leaks: bool,
+    anonymize: bool,
+    reveal: Path | None,
+) -> None:
     """Grade many submissions (folders, .zip/.tar.gz, or folders holding them) into --out.
 
     Resumable: a finished grade in --out is kept unless --force. The summary (grades.csv,
@@ -389,11 +559,33 @@ def grade_many(paths: tuple[Path, ...], out: Path | None, jobs: int, force: bool
 
     if no_similarity and (threshold is not None or leaks):
         raise click.UsageError("--no-similarity cannot be used with --similarity-threshold or --leak")
-    summary = SummaryOptions(threshold=None if no_similarity else (threshold or DEFAULT_THRESHOLD), leaks=leaks,
-                             kit_leaks=not no_kit_leaks, anonymize=anonymize, reveal=reveal, jobs=jobs)
-    run_grade_many(paths, out, jobs=jobs, force=force, seed=seed, only=only, override=override, merge=merge,
-                   index=index, job_file=job_file, image=image, parallelism=parallelism, job_name=job_name,
-                   rejudge=rejudge, summary=summary, runtime_class=runtime_class, privileged=privileged)
+    summary = SummaryOptions(
+        threshold=None if no_similarity else (threshold or DEFAULT_THRESHOLD),
+        leaks=leaks,
+        kit_leaks=not no_kit_leaks,
+        anonymize=anonymize,
+        reveal=reveal,
+        jobs=jobs,
+    )
+    run_grade_many(
+        paths,
+        out,
+        jobs=jobs,
+        force=force,
+        seed=seed,
+        only=only,
+        override=override,
+        merge=merge,
+        index=index,
+        job_file=job_file,
+        image=image,
+        parallelism=parallelism,
+        job_name=job_name,
+        rejudge=rejudge,
+        summary=summary,
+        runtime_class=runtime_class,
+        privileged=privileged,
+    )
 
 
 @main.command("human-score")

@@ -37,8 +37,15 @@ __all__ = [
 
 CONTRACT_VERSION = 1
 SCHEMA_DIR = schemas_dir() / "contract"
-KINDS = ("submission", "loadgen-results", "gateway-config", "gateway-stats", "sizing-output", "memo-front-matter",
-         "manifest-report")
+KINDS = (
+    "submission",
+    "loadgen-results",
+    "gateway-config",
+    "gateway-stats",
+    "sizing-output",
+    "memo-front-matter",
+    "manifest-report",
+)
 
 
 class ContractError(ValueError):
@@ -48,7 +55,8 @@ class ContractError(ValueError):
 def _registry() -> tuple[Registry, dict[str, dict[str, Any]]]:
     schemas = {kind: json.loads((SCHEMA_DIR / f"{kind}.schema.json").read_text()) for kind in KINDS}
     registry: Registry = Registry().with_resources(
-        (schema["$id"], Resource.from_contents(schema)) for schema in schemas.values())
+        (schema["$id"], Resource.from_contents(schema)) for schema in schemas.values()
+    )
     return registry, schemas
 
 
@@ -61,7 +69,9 @@ def schema_errors(kind: str, data: Any) -> list[str]:
     if kind not in _SCHEMAS:
         raise KeyError(f"no contract schema named {kind!r} (known: {', '.join(KINDS)})")
     if isinstance(data, dict) and "contract" in data and data["contract"] != CONTRACT_VERSION:
-        return [f"contract: version {data['contract']!r} is not supported by this grader (it reads version {CONTRACT_VERSION})"]
+        return [
+            f"contract: version {data['contract']!r} is not supported by this grader (it reads version {CONTRACT_VERSION})"
+        ]
     return problems_of(_VALIDATORS[kind], data)
 
 
@@ -99,7 +109,7 @@ class Submission:
     @property
     def manifests(self) -> tuple[str, Path]:
         """("values" | "rendered", path)."""
-        (mode, rel), = self.data["manifests"].items()
+        ((mode, rel),) = self.data["manifests"].items()
         return mode, self.folder / rel
 
     @property
@@ -131,7 +141,9 @@ def load_submission(folder: Path) -> Submission:
     else:  # the memo's front matter is part of the contract too
         try:
             front = memo_front_matter(submission.path("memo"))
-            missing += [f"memo: {data['memo']}: front matter: {line}" for line in schema_errors("memo-front-matter", front)]
+            missing += [
+                f"memo: {data['memo']}: front matter: {line}" for line in schema_errors("memo-front-matter", front)
+            ]
         except ContractError as exc:
             missing.append(f"memo: {exc}")
     missing += _percentile_problems(submission)
@@ -158,7 +170,9 @@ def command_problems(submission: Submission) -> list[str]:
             continue
         script = _script_of([str(a) for a in argv])
         if script is not None and not (submission.folder / script).is_file():
-            problems.append(f"{part}.{key}: {script} does not exist under the submission (commands run from its folder)")
+            problems.append(
+                f"{part}.{key}: {script} does not exist under the submission (commands run from its folder)"
+            )
     return problems
 
 
@@ -193,15 +207,23 @@ def _percentile_problems(submission: Submission) -> list[str]:
     where = f"loadgen.percentile: {ref.spec}"
     if not ref.file.is_file():
         rel = ref.file.relative_to(submission.folder).as_posix()
-        return [(f"{where}: no module file {rel} under the submission (the module is imported with the submission "
-                 "folder first on sys.path)")]
+        return [
+            (
+                f"{where}: no module file {rel} under the submission (the module is imported with the submission "
+                "folder first on sys.path)"
+            )
+        ]
     try:
         tree = ast.parse(ref.file.read_bytes(), filename=str(ref.file))
     except (SyntaxError, ValueError) as exc:
         lineno = getattr(exc, "lineno", None)  # a SyntaxError's; a ValueError (a NUL byte) has none
         line = f" line {lineno}" if lineno else ""
-        return [(f"{where}: {ref.file.relative_to(submission.folder).as_posix()}:{line} is not valid Python "
-                 f"({getattr(exc, 'msg', exc)})")]
+        return [
+            (
+                f"{where}: {ref.file.relative_to(submission.folder).as_posix()}:{line} is not valid Python "
+                f"({getattr(exc, 'msg', exc)})"
+            )
+        ]
     names = _top_level_names(tree)
     if ref.function in names or "*" in names:
         return []

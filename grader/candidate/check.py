@@ -21,10 +21,12 @@ from grader.manifests import ManifestReport, check_manifests, to_text
 __all__ = ["NOT_RUN", "CheckOutcome", "memo_lines", "read_memo", "run_check"]
 
 #: What the self-check leaves to the grade, said before and after it runs.
-NOT_RUN = ("The grade also runs what this check does not: hidden criteria, unseen variants of each scenario and "
-           "gateway case (other settings within documented ranges: rates, slots, lengths, where faults fall, stall "
-           "lengths, error codes, timeouts) and unseen sizing input sets. Follow the definitions, not the public "
-           "scenarios' numbers.")
+NOT_RUN = (
+    "The grade also runs what this check does not: hidden criteria, unseen variants of each scenario and "
+    "gateway case (other settings within documented ranges: rates, slots, lengths, where faults fall, stall "
+    "lengths, error codes, timeouts) and unseen sizing input sets. Follow the definitions, not the public "
+    "scenarios' numbers."
+)
 
 
 @dataclass
@@ -41,8 +43,12 @@ class CheckOutcome:
 
     @property
     def passed(self) -> bool:
-        return (not self.contract and not self.failed_criteria and not errors(self.memo)
-                and (self.manifests is None or self.manifests.passed))
+        return (
+            not self.contract
+            and not self.failed_criteria
+            and not errors(self.memo)
+            and (self.manifests is None or self.manifests.passed)
+        )
 
 
 def read_memo(path: Path) -> list[Finding]:
@@ -61,12 +67,16 @@ def memo_lines(path: Path, findings: list[Finding]) -> list[str]:
     lines = []
     for f in ordered:
         where = f"{path}:{f.line}" if f.line else f"{path}"
-        lines.append(f"{where}: {f.severity.upper():6} {f.rule}" + (f" [{f.figure}]" if f.figure else "") + f": {f.message}")
+        lines.append(
+            f"{where}: {f.severity.upper():6} {f.rule}" + (f" [{f.figure}]" if f.figure else "") + f": {f.message}"
+        )
         if f.quote:
             lines.append(f"    > {f.quote[:200]}")
     scored = len(errors(findings))
-    lines.append(f"{path}: {'every honesty rule holds' if not scored else f'{scored} honesty rule(s) broken'}"
-                 + (f"; {len(findings) - scored} piece(s) of advice" if len(findings) > scored else ""))
+    lines.append(
+        f"{path}: {'every honesty rule holds' if not scored else f'{scored} honesty rule(s) broken'}"
+        + (f"; {len(findings) - scored} piece(s) of advice" if len(findings) > scored else "")
+    )
     return lines
 
 
@@ -79,8 +89,15 @@ def _manifests(submission: Submission) -> ManifestReport:
     return check_manifests([path])
 
 
-def run_check(folder: Path, out: Path, *, only: tuple[str, ...] = (), seed: int = 0, jobs: int = 1,
-              echo: Callable[[str], None] = print) -> CheckOutcome:
+def run_check(
+    folder: Path,
+    out: Path,
+    *,
+    only: tuple[str, ...] = (),
+    seed: int = 0,
+    jobs: int = 1,
+    echo: Callable[[str], None] = print,
+) -> CheckOutcome:
     """Check the submission in `folder` as the grader would, public criteria only; reports go to `out`."""
     from grader.grading.grade import GradeRun, grade
     from grader.reports import score_table
@@ -102,8 +119,11 @@ def run_check(folder: Path, out: Path, *, only: tuple[str, ...] = (), seed: int 
     echo("\n" + score_table(result))
     outcome.score, outcome.max_score = result.score, result.max_score
     graded = {c.deliverable for c in result.criteria if c.status != "skipped"}
-    outcome.failed_criteria = [c.id for c in result.criteria if c.status != "passed"
-                               and not (c.status == "skipped" and c.deliverable in ("manifests", "sizing", "memo"))]
+    outcome.failed_criteria = [
+        c.id
+        for c in result.criteria
+        if c.status != "passed" and not (c.status == "skipped" and c.deliverable in ("manifests", "sizing", "memo"))
+    ]
     outcome.report = out / "report.html"
     if submission is not None and "manifests" not in graded and (not only or "manifests" in only):
         echo("== manifests (the checklist)")

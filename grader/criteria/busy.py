@@ -22,5 +22,7 @@ def busy_from_ledgers(ledgers: Iterable[list[dict[str, Any]]], *, limit_s: float
     worst = max((float(r.get("step_lag_max") or 0.0) for ledger in ledgers for r in ledger), default=0.0)
     if worst <= limit_s:
         return None
-    return (f"the fake server's own steps ran up to {worst * 1000:.0f} ms late (more than {limit_s * 1000:.0f} ms): "
-            "the machine was too busy to keep time")
+    return (
+        f"the fake server's own steps ran up to {worst * 1000:.0f} ms late (more than {limit_s * 1000:.0f} ms): "
+        "the machine was too busy to keep time"
+    )

@@ -19,9 +19,17 @@ __all__ = ["CHECK_IDS"]
 
 #: The checker's ids behind each criterion (`manifests.<id>`); the reading checks count as one.
 CHECK_IDS: dict[str, tuple[str, ...]] = {"manifests.schema-valid": ("yaml-parse", "render", "schema-valid")}
-_ITEMS = ("manifests.schema-valid", "manifests.gpu-request", "manifests.readiness-probe", "manifests.startup-probe",
-          "manifests.pdb-selects-pods", "manifests.memory-limit", "manifests.model-volume", "manifests.hf-token-secret",
-          "manifests.max-model-len")
+_ITEMS = (
+    "manifests.schema-valid",
+    "manifests.gpu-request",
+    "manifests.readiness-probe",
+    "manifests.startup-probe",
+    "manifests.pdb-selects-pods",
+    "manifests.memory-limit",
+    "manifests.model-volume",
+    "manifests.hf-token-secret",
+    "manifests.max-model-len",
+)
 
 
 def _lines(result: CheckResult) -> list[str]:
@@ -30,8 +38,9 @@ def _lines(result: CheckResult) -> list[str]:
         subject = " ".join(p for p in (f.resource, f.path) if p)
         where = f" ({f.where})" if f.where else ""
         fix = f" Fix: {f.fix}" if f.fix and not f.passed else ""
-        out.append(f"{'ok' if f.passed else 'FAIL'} {result.id}: {subject + ': ' if subject else ''}{f.message}"
-                   f"{where}.{fix}")
+        out.append(
+            f"{'ok' if f.passed else 'FAIL'} {result.id}: {subject + ': ' if subject else ''}{f.message}{where}.{fix}"
+        )
     return out
 
 
@@ -47,8 +56,11 @@ def check_item(run: ManifestsRun, criterion: Criterion) -> Verdict:
     passed = all(c.passed for c in results)
     lines = [line for c in results for line in _lines(c)]
     failures = [line for line in lines if line.startswith("FAIL")]
-    evidence = Evidence(sent=f"grader manifests on {report.source} (Kubernetes {report.kubernetes_version} schemas)",
-                        columns=["check", "passed", "resource", "path", "message", "where"],
-                        rows=[[c.id, f.passed, f.resource or "", f.path or "", f.message, f.where]
-                              for c in results for f in c.findings][:50])
+    evidence = Evidence(
+        sent=f"grader manifests on {report.source} (Kubernetes {report.kubernetes_version} schemas)",
+        columns=["check", "passed", "resource", "path", "message", "where"],
+        rows=[
+            [c.id, f.passed, f.resource or "", f.path or "", f.message, f.where] for c in results for f in c.findings
+        ][:50],
+    )
     return Verdict(passed, "\n".join((failures or lines)[:12]), evidence=evidence)

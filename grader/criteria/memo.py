@@ -50,6 +50,7 @@ HUMAN_CHECKLIST = [
     "Memo: is it one page a hiring manager could act on, with the arithmetic easy to follow?",
 ]
 
+
 @dataclass
 class MemoFacts:
     """The memo read once: its findings, its front matter, and the figures beside their sources."""
@@ -89,8 +90,10 @@ def missing_content(front: dict[str, Any], sizing_output: Any) -> list[str]:
     else:
         utilisations = rows  # without the sizing output, distinct rows stand in for distinct utilisations
     if len(utilisations) < 2:
-        out.append("the cost per million output tokens at two utilisations (figures derived from "
-                   "sizing:cost_per_million_output_tokens[i].usd)")
+        out.append(
+            "the cost per million output tokens at two utilisations (figures derived from "
+            "sizing:cost_per_million_output_tokens[i].usd)"
+        )
     if not any(r.startswith("sizing:api") for r in refs):
         out.append("the comparison with the API's price (a figure derived from sizing:api...)")
     return out
@@ -125,8 +128,12 @@ def _results(run: MemoRun) -> tuple[Any, str]:
 
 def _sources(run: MemoRun, front: dict[str, Any], facts: MemoFacts) -> None:
     figures = [f for f in front.get("figures") or [] if isinstance(f, dict)]
-    cited = {f.get("name"): ([f["derived_from"]] if isinstance(f.get("derived_from"), str)
-                             else list(f.get("derived_from") or [])) for f in figures}
+    cited = {
+        f.get("name"): (
+            [f["derived_from"]] if isinstance(f.get("derived_from"), str) else list(f.get("derived_from") or [])
+        )
+        for f in figures
+    }
     results, results_problem = _results(run)
     text = run.text or ""
     for fig in figures:
@@ -165,8 +172,9 @@ def facts_of(run: MemoRun) -> MemoFacts:
         facts.problem = str(exc)
         return facts
     _sources(run, front, facts)
-    facts.schema = [f"{Path(run.memo_file).name}: front matter: {line}"
-                    for line in schema_errors("memo-front-matter", front)]
+    facts.schema = [
+        f"{Path(run.memo_file).name}: front matter: {line}" for line in schema_errors("memo-front-matter", front)
+    ]
     facts.missing = missing_content(front, run.sizing_output)
     return facts
 
@@ -177,8 +185,11 @@ def _unjudgeable(facts: MemoFacts) -> Verdict | None:
     if facts.problem:
         return Verdict(False, f"the memo could not be read: {facts.problem}")
     if facts.missing:
-        return Verdict(False, "the memo does not hold what the task asks for, so there is nothing to judge: it has no "
-                       + "; no ".join(facts.missing))
+        return Verdict(
+            False,
+            "the memo does not hold what the task asks for, so there is nothing to judge: it has no "
+            + "; no ".join(facts.missing),
+        )
     return None
 
 
@@ -198,8 +209,10 @@ def check_rules(facts: MemoFacts, criterion: Criterion) -> Verdict:
     lines = [_quote(f) for f in hits]
     if criterion.id == "memo.front-matter":
         lines = facts.schema + lines
-    evidence = Evidence(columns=["rule", "figure", "line", "quote", "message"],
-                        rows=[[f.rule, f.figure or "", f.line or "", f.quote[:160], f.message] for f in hits][:40])
+    evidence = Evidence(
+        columns=["rule", "figure", "line", "quote", "message"],
+        rows=[[f.rule, f.figure or "", f.line or "", f.quote[:160], f.message] for f in hits][:40],
+    )
     if lines:
         return Verdict(False, "\n".join(lines[:10]), evidence=evidence)
     return Verdict(True, f"no {' or '.join(rules)} finding in {Path(facts.memo_file).name}", evidence=evidence)
@@ -215,11 +228,16 @@ def check_sources(facts: MemoFacts, criterion: Criterion) -> Verdict:
     if (bad := _unjudgeable(facts)) is not None:
         return bad
     rel = criterion.tol("rel")
-    rows = [[name, ref, mine, value, _agrees(mine, value, rel), line] for name, ref, mine, value, line in facts.source_rows]
+    rows = [
+        [name, ref, mine, value, _agrees(mine, value, rel), line] for name, ref, mine, value, line in facts.source_rows
+    ]
     wrong = [r for r in rows if not r[4]]
     evidence = Evidence(columns=["figure", "source", "memo", "source value", "ok", "line"], rows=rows)
     if wrong:
-        return Verdict(False, "\n".join(
-            f"line {r[5]}: figure {r[0]} = {r[2]} but {r[1]} is {r[3]}" for r in wrong[:10]), evidence=evidence)
+        return Verdict(
+            False,
+            "\n".join(f"line {r[5]}: figure {r[0]} = {r[2]} but {r[1]} is {r[3]}" for r in wrong[:10]),
+            evidence=evidence,
+        )
     notes = facts.source_notes or [f"{len(rows)} figures match their sources within {rel * 100:g}%"]
     return Verdict(True, "\n".join(notes), evidence=evidence)

@@ -38,19 +38,34 @@ def _unit_words(unit: str) -> list[str]:
 
 
 QUANTITIES = (
-    Quantity("cost", re.compile(rf"(?:\$\s?{_NUMBER}|{_NUMBER}\s*(?:USD|US\$)\b|\bUSD\s*{_NUMBER})"),
-             lambda unit: "usd" in _unit_words(unit) or "$" in unit,
-             lambda flag: "usd" in flag.split("-")),
-    Quantity("replicas", re.compile(rf"\b{_NUMBER}\s+(?:more\s+)?replicas?\b", re.IGNORECASE),
-             lambda unit: bool(_unit_words(unit)) and _unit_words(unit)[0] in ("replica", "replicas"),
-             lambda flag: flag == "min-replicas"),
-    Quantity("hours", re.compile(rf"\b{_NUMBER}\s*(?:hours?|h)\b(?![-/])", re.IGNORECASE),
-             lambda unit: bool(_unit_words(unit)) and _unit_words(unit)[0] in ("h", "hour", "hours"),
-             lambda flag: flag in ("active-hours", "hours-per-month")),
-    Quantity("tokens", re.compile(rf"\b{_NUMBER}\s+(?:(?:output|input|prompt|context|kv[- ]cache)\s+)?tokens?\b"
-                                  r"(?!\s*(?:/|per\s+(?:second|s\b)))", re.IGNORECASE),
-             lambda unit: "token" in unit.lower() and not re.search(r"/\s*s\b|per\s+second|per\s+million", unit.lower()),
-             lambda flag: "tokens" in flag.split("-") and not flag.startswith("kv-")),
+    Quantity(
+        "cost",
+        re.compile(rf"(?:\$\s?{_NUMBER}|{_NUMBER}\s*(?:USD|US\$)\b|\bUSD\s*{_NUMBER})"),
+        lambda unit: "usd" in _unit_words(unit) or "$" in unit,
+        lambda flag: "usd" in flag.split("-"),
+    ),
+    Quantity(
+        "replicas",
+        re.compile(rf"\b{_NUMBER}\s+(?:more\s+)?replicas?\b", re.IGNORECASE),
+        lambda unit: bool(_unit_words(unit)) and _unit_words(unit)[0] in ("replica", "replicas"),
+        lambda flag: flag == "min-replicas",
+    ),
+    Quantity(
+        "hours",
+        re.compile(rf"\b{_NUMBER}\s*(?:hours?|h)\b(?![-/])", re.IGNORECASE),
+        lambda unit: bool(_unit_words(unit)) and _unit_words(unit)[0] in ("h", "hour", "hours"),
+        lambda flag: flag in ("active-hours", "hours-per-month"),
+    ),
+    Quantity(
+        "tokens",
+        re.compile(
+            rf"\b{_NUMBER}\s+(?:(?:output|input|prompt|context|kv[- ]cache)\s+)?tokens?\b"
+            r"(?!\s*(?:/|per\s+(?:second|s\b)))",
+            re.IGNORECASE,
+        ),
+        lambda unit: "token" in unit.lower() and not re.search(r"/\s*s\b|per\s+second|per\s+million", unit.lower()),
+        lambda flag: "tokens" in flag.split("-") and not flag.startswith("kv-"),
+    ),
 )
 
 
@@ -74,19 +89,26 @@ def _shown(written: str) -> tuple[float, int]:
 def _agrees(written: str, value: float) -> bool:
     """The written number is `value` at the precision shown (1.40 is 1.3959; 2,153 is 2152.80)."""
     number, decimals = _shown(written)
-    return math.isfinite(value) and (abs(value - number) <= 0.5 * 10 ** -decimals + 1e-9
-                                     or abs(value - number) <= 0.005 * abs(value))
+    return math.isfinite(value) and (
+        abs(value - number) <= 0.5 * 10**-decimals + 1e-9 or abs(value - number) <= 0.005 * abs(value)
+    )
 
 
-def misquoted(sentences: Iterable[tuple[int, str]], figures: list[dict[str, Any]],
-              inputs: dict[str, list[float]]) -> list[tuple[int, str, str, str]]:
+def misquoted(
+    sentences: Iterable[tuple[int, str]], figures: list[dict[str, Any]], inputs: dict[str, list[float]]
+) -> list[tuple[int, str, str, str]]:
     """(line, sentence, number as written, kind) for every quoted quantity that is no figure and no input."""
     out = []
     for line, sentence in sentences:
         for quantity in QUANTITIES:
-            allowed = [float(f["value"]) for f in figures
-                       if isinstance(f.get("unit"), str) and quantity.unit(f["unit"])
-                       and isinstance(f.get("value"), int | float) and not isinstance(f.get("value"), bool)]
+            allowed = [
+                float(f["value"])
+                for f in figures
+                if isinstance(f.get("unit"), str)
+                and quantity.unit(f["unit"])
+                and isinstance(f.get("value"), int | float)
+                and not isinstance(f.get("value"), bool)
+            ]
             allowed += [v for flag, values in inputs.items() if quantity.flag(flag) for v in values]
             for match in quantity.pattern.finditer(sentence):
                 written = next(g for g in match.groups() if g is not None)

@@ -25,8 +25,17 @@ from grader.criteria.memo_quantities import input_values, misquoted
 from grader.shared.yaml_files import YamlError
 from grader.shared.yaml_files import split_front_matter as read_front_matter
 
-__all__ = ["PROVENANCES", "SCOPES", "STATUSES", "Finding", "MemoError", "check_figures", "check_memo", "errors",
-           "split_front_matter"]
+__all__ = [
+    "PROVENANCES",
+    "SCOPES",
+    "STATUSES",
+    "Finding",
+    "MemoError",
+    "check_figures",
+    "check_memo",
+    "errors",
+    "split_front_matter",
+]
 
 PROVENANCES = ("measured on fake server", "laptop", "target GPU", "invented sample", "assumption")
 SCOPES = ("aggregate", "per_user", "n/a")
@@ -37,18 +46,23 @@ LOCAL = ("measured on fake server", "laptop")
 #: Provenances a production sizing may rest on, the last two only as a stated placeholder.
 SIZING_OK = ("target GPU", "invented sample", "assumption")
 
-_FIELDS = frozenset({"name", "value", "unit", "provenance", "scope", "sample_size", "percentile", "status",
-                     "derived_from"})
+_FIELDS = frozenset(
+    {"name", "value", "unit", "provenance", "scope", "sample_size", "percentile", "status", "derived_from"}
+)
 _TOP = frozenset({"contract", "figures", "sizing_inputs", "loadgen_results"})
 _TOKEN_RATE = re.compile(r"(tok(en)?s?\s*/\s*s(ec)?\b|tok(en)?s?\s+per\s+second)", re.IGNORECASE)
-_SPEED_IN_TEXT = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(?:output\s+)?(?:tokens?|tok)\s*(?:/\s*s(?:ec)?\b|per\s+second)",
-                            re.IGNORECASE)
+_SPEED_IN_TEXT = re.compile(
+    r"(\d[\d,]*(?:\.\d+)?)\s*(?:output\s+)?(?:tokens?|tok)\s*(?:/\s*s(?:ec)?\b|per\s+second)", re.IGNORECASE
+)
 _TIME_IN_TEXT = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(ms|s)\b")
 _LATENCY_WORDS = re.compile(r"\b(ttft|latency|p\d{2}|percentile)\b", re.IGNORECASE)
 _PERCENTILE_WORD = re.compile(r"\bp(50|90|95|99)\b", re.IGNORECASE)
 _N_STATED = re.compile(r"\bn\s*=\s*\d|\b\d[\d,]*\s+(requests|samples|runs|streams)\b", re.IGNORECASE)
-_USER = re.compile(r"\b(per[- ]user|each user|a user|one user|every user|user's|users'|per[- ]request|"
-                   r"each request|per[- ]stream|each stream|one stream's|each chat|per chat)\b", re.IGNORECASE)
+_USER = re.compile(
+    r"\b(per[- ]user|each user|a user|one user|every user|user's|users'|per[- ]request|"
+    r"each request|per[- ]stream|each stream|one stream's|each chat|per chat)\b",
+    re.IGNORECASE,
+)
 _NEGATION = re.compile(r"\b(not|never|no|isn't|is not|aren't)\b", re.IGNORECASE)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _RATE = re.compile(r"(/\s*s\b|/\s*sec|per\s+second|tok/s|tokens/s)", re.IGNORECASE)
@@ -97,8 +111,13 @@ def _fields(fig: dict[str, Any], label: str) -> list[Finding]:
     if not isinstance(fig.get("name"), str) or not _NAME.match(fig["name"]):
         out.append(Finding("figure-fields", label, "name must be a snake_case id"))
     if not _number(fig.get("value")) and not (fig.get("status") == "not measured" and "value" not in fig):
-        out.append(Finding("figure-fields", label, "value must be a finite number (it may be left out only "
-                                                   "with status: not measured)"))
+        out.append(
+            Finding(
+                "figure-fields",
+                label,
+                "value must be a finite number (it may be left out only with status: not measured)",
+            )
+        )
     if not isinstance(fig.get("unit"), str) or not fig["unit"].strip():
         out.append(Finding("figure-fields", label, "unit must be a non-empty string"))
     if fig.get("provenance") not in PROVENANCES:
@@ -111,10 +130,16 @@ def _fields(fig: dict[str, Any], label: str) -> list[Finding]:
     if fig.get("status") is not None and fig["status"] not in STATUSES:
         out.append(Finding("figure-fields", label, f"status must be one of {', '.join(STATUSES)}"))
     derived = fig.get("derived_from")
-    if derived is not None and not (isinstance(derived, str) or (
-            isinstance(derived, list) and all(isinstance(d, str) for d in derived))):
-        out.append(Finding("figure-fields", label, "derived_from must be a figure name, a sizing:/loadgen: field, "
-                                                   "or a list of them"))
+    if derived is not None and not (
+        isinstance(derived, str) or (isinstance(derived, list) and all(isinstance(d, str) for d in derived))
+    ):
+        out.append(
+            Finding(
+                "figure-fields",
+                label,
+                "derived_from must be a figure name, a sizing:/loadgen: field, or a list of them",
+            )
+        )
     size = fig.get("sample_size")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
         out.append(Finding("figure-fields", label, "sample_size must be an integer >= 1"))
@@ -148,8 +173,13 @@ def _percentile_rules(fig: dict[str, Any], label: str) -> list[Finding]:
     if _number(percentile) and percentile >= 99 and size >= 1 and math.ceil(percentile / 100 * size) == size:
         text = f"{fig.get('name', '')} {fig.get('unit', '')}".lower()
         if "max" not in text:
-            return [Finding("p99-is-max", label, f"p{percentile:g} of {size} samples is the maximum; "
-                                                 "say so in the name or unit ('max')")]
+            return [
+                Finding(
+                    "p99-is-max",
+                    label,
+                    f"p{percentile:g} of {size} samples is the maximum; say so in the name or unit ('max')",
+                )
+            ]
     return []
 
 
@@ -163,8 +193,13 @@ def _scope_rules(fig: dict[str, Any], label: str, aggregates: list[dict[str, Any
         # both figures may rightly have one value. What is wrong is an aggregate figure restated per user.
         for agg in aggregates:
             if agg.get("name") in _sources(fig) and agg.get("value") == fig.get("value"):
-                out.append(Finding("per-user-not-aggregate", label,
-                                   f"aggregate figure '{agg.get('name')}' restated as a per-user speed"))
+                out.append(
+                    Finding(
+                        "per-user-not-aggregate",
+                        label,
+                        f"aggregate figure '{agg.get('name')}' restated as a per-user speed",
+                    )
+                )
                 break
     return out
 
@@ -175,27 +210,56 @@ def _sizing_rules(figures: list[dict[str, Any]], body: str, sizing_inputs: Any =
     used = sizing_inputs.get("throughput") if isinstance(sizing_inputs, dict) else None
     for fig in figures:
         # By meaning: the throughput the memo's sizing was run with, whatever the figure is called.
-        if (used is not None and fig.get("value") == used and _is_token_rate(fig) and fig.get("provenance") in LOCAL
-                and not _placeholder(fig) and fig not in sizing):
-            out.append(Finding("production-provenance", str(fig.get("name")),
-                               f"the sizing's --throughput {used:g} is this figure, {fig['provenance']!r}; a laptop or "
-                               "fake-server run sizes nothing in production unless labelled status: placeholder"))
+        if (
+            used is not None
+            and fig.get("value") == used
+            and _is_token_rate(fig)
+            and fig.get("provenance") in LOCAL
+            and not _placeholder(fig)
+            and fig not in sizing
+        ):
+            out.append(
+                Finding(
+                    "production-provenance",
+                    str(fig.get("name")),
+                    f"the sizing's --throughput {used:g} is this figure, {fig['provenance']!r}; a laptop or "
+                    "fake-server run sizes nothing in production unless labelled status: placeholder",
+                )
+            )
     for fig in sizing:
         if fig.get("provenance") in LOCAL and not _placeholder(fig):
-            out.append(Finding("production-provenance", str(fig.get("name")),
-                               f"production sizing rests on a figure {fig['provenance']!r}; "
-                               "laptop and fake-server runs test the client, not the GPU"))
+            out.append(
+                Finding(
+                    "production-provenance",
+                    str(fig.get("name")),
+                    f"production sizing rests on a figure {fig['provenance']!r}; "
+                    "laptop and fake-server runs test the client, not the GPU",
+                )
+            )
     # The capacity a sizing rests on: aggregate rates the memo states, not those it derives from the sizing
     # command's output (the load's peak demand is a result, and says nothing of where the capacity came from).
-    throughputs = [f for f in figures if _is_rate(f) and f.get("scope") == "aggregate"
-                   and not any(s.startswith("sizing:") for s in _sources(f))]
+    throughputs = [
+        f
+        for f in figures
+        if _is_rate(f) and f.get("scope") == "aggregate" and not any(s.startswith("sizing:") for s in _sources(f))
+    ]
     if throughputs and not any(f.get("provenance") in SIZING_OK or _placeholder(f) for f in throughputs):
-        out.append(Finding("production-provenance", None,
-                           "every aggregate throughput comes from a laptop or the fake server, "
-                           "so any replica count rests on one"))
+        out.append(
+            Finding(
+                "production-provenance",
+                None,
+                "every aggregate throughput comes from a laptop or the fake server, so any replica count rests on one",
+            )
+        )
     if any(f.get("provenance") != "target GPU" for f in sizing) and "placeholder" not in body.lower():
-        out.append(Finding("placeholder-stated", None, "sizing rests on figures not measured on the target GPU; "
-                                                       "the memo should call it a placeholder", "advice"))
+        out.append(
+            Finding(
+                "placeholder-stated",
+                None,
+                "sizing rests on figures not measured on the target GPU; the memo should call it a placeholder",
+                "advice",
+            )
+        )
     return out
 
 
@@ -221,8 +285,11 @@ def check_figures(front: dict[str, Any], body: str = "", *, first_line: int = 1)
             out.append(Finding("figure-fields", label, "name used twice"))
         seen.add(label)
         out += _fields(fig, label) + _percentile_rules(fig, label) + _scope_rules(fig, label, aggregates)
-    return (out + _sizing_rules(good, body, front.get("sizing_inputs"))
-            + _text_rules(good, body, first_line, front.get("sizing_inputs")))
+    return (
+        out
+        + _sizing_rules(good, body, front.get("sizing_inputs"))
+        + _text_rules(good, body, first_line, front.get("sizing_inputs"))
+    )
 
 
 def _number_in_text(text: str) -> tuple[float, int]:
@@ -236,7 +303,7 @@ def _matches(written: str, value: Any, scale: float = 1.0) -> bool:
         return False
     number, decimals = _number_in_text(written)
     shown = value * scale
-    return bool(abs(shown - number) <= 0.5 * 10 ** -decimals + 1e-9 or abs(shown - number) <= 0.005 * abs(shown))
+    return bool(abs(shown - number) <= 0.5 * 10**-decimals + 1e-9 or abs(shown - number) <= 0.005 * abs(shown))
 
 
 def _sentences(body: str, first_line: int) -> list[tuple[int, str]]:
@@ -266,9 +333,15 @@ def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, i
     """Speeds and latencies the text quotes must be front-matter figures, and honest about scope; costs,
     prices, replicas, hours and tokens must be figures or the sizing command's inputs (memo_quantities)."""
     out: list[Finding] = [
-        Finding("text-matches-front-matter", None, f"{written} in the text is not a {kind} figure of the front matter "
-                "nor an input of sizing_inputs", line=line, quote=sentence)
-        for line, sentence, written, kind in misquoted(_sentences(body, first_line), figures, input_values(inputs))]
+        Finding(
+            "text-matches-front-matter",
+            None,
+            f"{written} in the text is not a {kind} figure of the front matter nor an input of sizing_inputs",
+            line=line,
+            quote=sentence,
+        )
+        for line, sentence, written, kind in misquoted(_sentences(body, first_line), figures, input_values(inputs))
+    ]
     speeds = [f for f in figures if _is_token_rate(f)]
     aggregates = [f for f in speeds if f.get("scope") == "aggregate"]
     times = [f for f in figures if isinstance(f.get("unit"), str) and _time_scale(f["unit"]) is not None]
@@ -276,24 +349,47 @@ def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, i
         for match in _SPEED_IN_TEXT.finditer(sentence):
             written = match.group(1)
             if not any(_matches(written, f.get("value")) for f in speeds):
-                out.append(Finding("text-matches-front-matter", None, f"{written} tokens/s in the text is not a "
-                                   "figure of the front matter", line=line, quote=sentence))
+                out.append(
+                    Finding(
+                        "text-matches-front-matter",
+                        None,
+                        f"{written} tokens/s in the text is not a figure of the front matter",
+                        line=line,
+                        quote=sentence,
+                    )
+                )
             agg = next((f for f in aggregates if _matches(written, f.get("value"))), None)
             per_user = any(_matches(written, f.get("value")) for f in speeds if f.get("scope") == "per_user")
             if agg and not per_user and _USER.search(sentence) and not _NEGATION.search(sentence):
-                out.append(Finding("per-user-not-aggregate", str(agg.get("name")),
-                                   f"{written} tokens/s is aggregate figure '{agg.get('name')}' presented as one "
-                                   "user's speed", line=line, quote=sentence))
+                out.append(
+                    Finding(
+                        "per-user-not-aggregate",
+                        str(agg.get("name")),
+                        f"{written} tokens/s is aggregate figure '{agg.get('name')}' presented as one user's speed",
+                        line=line,
+                        quote=sentence,
+                    )
+                )
         if _LATENCY_WORDS.search(sentence):
             for match in _TIME_IN_TEXT.finditer(sentence):
                 written, unit = match.group(1), match.group(2)
                 scale = 1000.0 if unit == "ms" else 1.0
                 if not any(_matches(written, f.get("value"), scale * (_time_scale(f["unit"]) or 1.0)) for f in times):
-                    out.append(Finding("text-matches-front-matter", None, f"{written} {unit} in the text is not a "
-                                       "latency figure of the front matter", line=line, quote=sentence))
+                    out.append(
+                        Finding(
+                            "text-matches-front-matter",
+                            None,
+                            f"{written} {unit} in the text is not a latency figure of the front matter",
+                            line=line,
+                            quote=sentence,
+                        )
+                    )
             if _PERCENTILE_WORD.search(sentence) and _TIME_IN_TEXT.search(sentence) and not _N_STATED.search(sentence):
-                out.append(Finding("percentile-sample-size", None, "a percentile quoted without its n",
-                                   line=line, quote=sentence))
+                out.append(
+                    Finding(
+                        "percentile-sample-size", None, "a percentile quoted without its n", line=line, quote=sentence
+                    )
+                )
     return out
 
 
@@ -303,8 +399,10 @@ def locate(findings: list[Finding], text: str) -> list[Finding]:
     out = []
     for f in findings:
         if f.line is None and f.figure:
-            hit = next((i for i, line in enumerate(lines) if re.search(rf"\bname:\s*['\"]?{re.escape(f.figure)}\b", line)),
-                       None)
+            hit = next(
+                (i for i, line in enumerate(lines) if re.search(rf"\bname:\s*['\"]?{re.escape(f.figure)}\b", line)),
+                None,
+            )
             if hit is not None:
                 f = Finding(f.rule, f.figure, f.message, f.severity, hit + 1, lines[hit].strip())
         out.append(f)

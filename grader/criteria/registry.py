@@ -38,12 +38,14 @@ _CHECKS: dict[str, Check] = {}
 
 def check(deliverable: str, *ids: str, needs: tuple[str, ...] = ()) -> Callable[[F], F]:
     """Register the decorated function as the check of each of `ids`."""
+
     def register(judge: F) -> F:
         for criterion_id in ids:
             if criterion_id in _CHECKS:
                 raise RuntimeError(f"{criterion_id}: a check is registered twice")
             _CHECKS[criterion_id] = Check(criterion_id, deliverable, judge, needs)
         return judge
+
     return register
 
 

@@ -27,24 +27,61 @@ _EXACT = {"replicas_for_load", "replicas", "sequences_at_context", "holds_concur
 
 # Each criterion: the output fields it grades, and the inputs those fields depend on.
 GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "sizing.replicas": (("peak_output_tokens_per_s", "replicas_for_load", "replicas"),
-                        ("throughput", "chats-per-day", "turns-per-chat", "output-tokens-per-turn", "active-hours",
-                         "peak-factor", "min-replicas")),
-    "sizing.cost-per-million": (("cost_per_million_output_tokens",),
-                                ("gpu-hour-usd", "utilisation", "throughput", "gpus-per-replica")),
-    "sizing.monthly": (("monthly_cost", "cost_per_chat_usd", "chats_per_month"),
-                       ("gpu-hour-usd", "gpus-per-replica", "hours-per-month")),  # not via replicas: a floor masks it
-    "sizing.api": (("api",), ("api-input-usd-per-million", "api-output-usd-per-million", "input-tokens-per-turn",
-                              "output-tokens-per-turn", "turns-per-chat", "chats-per-day", "hours-per-month")),
-    "sizing.kv-cache": (("kv_cache",), ("gpu-memory-gb", "gpu-memory-utilization", "weights-gb", "overhead-gb",
-                                        "kv-bytes-per-token", "kv-cache-dtype", "context-tokens", "gpus-per-replica",
-                                        "concurrency")),
-    "sizing.batch": (("batch_hours", "per_stream_output_tokens_per_s"),
-                     ("batch-output-tokens", "throughput", "concurrency")),
+    "sizing.replicas": (
+        ("peak_output_tokens_per_s", "replicas_for_load", "replicas"),
+        (
+            "throughput",
+            "chats-per-day",
+            "turns-per-chat",
+            "output-tokens-per-turn",
+            "active-hours",
+            "peak-factor",
+            "min-replicas",
+        ),
+    ),
+    "sizing.cost-per-million": (
+        ("cost_per_million_output_tokens",),
+        ("gpu-hour-usd", "utilisation", "throughput", "gpus-per-replica"),
+    ),
+    "sizing.monthly": (
+        ("monthly_cost", "cost_per_chat_usd", "chats_per_month"),
+        ("gpu-hour-usd", "gpus-per-replica", "hours-per-month"),
+    ),  # not via replicas: a floor masks it
+    "sizing.api": (
+        ("api",),
+        (
+            "api-input-usd-per-million",
+            "api-output-usd-per-million",
+            "input-tokens-per-turn",
+            "output-tokens-per-turn",
+            "turns-per-chat",
+            "chats-per-day",
+            "hours-per-month",
+        ),
+    ),
+    "sizing.kv-cache": (
+        ("kv_cache",),
+        (
+            "gpu-memory-gb",
+            "gpu-memory-utilization",
+            "weights-gb",
+            "overhead-gb",
+            "kv-bytes-per-token",
+            "kv-cache-dtype",
+            "context-tokens",
+            "gpus-per-replica",
+            "concurrency",
+        ),
+    ),
+    "sizing.batch": (
+        ("batch_hours", "per_stream_output_tokens_per_s"),
+        ("batch-output-tokens", "throughput", "concurrency"),
+    ),
 }
 
 
 # --- comparing one output with the arithmetic ------------------------------------------------------
+
 
 def _key(row: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v:g}" for k, v in row.items() if k != "usd")
@@ -82,10 +119,16 @@ def conventions_of(run: SizingRun) -> tuple[Conventions, list[str]]:
     out = run.output or {}
     notes, hours, gib = [], None, False
     stated = (out.get("inputs") or {}).get("hours_per_month") if isinstance(out.get("inputs"), dict) else None
-    if "hours-per-month" not in run.flags and isinstance(stated, (int, float)) and stated != DEFAULTS["hours-per-month"]:
+    if (
+        "hours-per-month" not in run.flags
+        and isinstance(stated, (int, float))
+        and stated != DEFAULTS["hours-per-month"]
+    ):
         hours = float(stated)
-        notes.append(f"set {run.name}: a {stated:g}-hour month, as the output's inputs state, accepted "
-                     f"(the contract's default is {DEFAULTS['hours-per-month']})")
+        notes.append(
+            f"set {run.name}: a {stated:g}-hour month, as the output's inputs state, accepted "
+            f"(the contract's default is {DEFAULTS['hours-per-month']})"
+        )
     if isinstance(out.get("units"), dict) and out["units"].get("memory") == "GiB":
         gib = True
         notes.append(f"set {run.name}: memory read as GiB (2^30 bytes), as the output's units state, accepted")
@@ -104,7 +147,9 @@ def compare(run: SizingRun, fields: tuple[str, ...], rel: float) -> tuple[list[l
             have = got.get(path, "(missing)")
             rows.append([run.name, path, value, have, _close(have, value, path, rel)])
     month_fields = {"monthly_cost", "cost_per_chat_usd", "chats_per_month", "api"}
-    return rows, [n for n in notes if ("month" in n and month_fields & set(fields)) or ("GiB" in n and "kv_cache" in fields)]
+    return rows, [
+        n for n in notes if ("month" in n and month_fields & set(fields)) or ("GiB" in n and "kv_cache" in fields)
+    ]
 
 
 def _values(run: SizingRun, fields: tuple[str, ...]) -> list[tuple[str, Any]]:
@@ -156,8 +201,12 @@ def _ignored(runs: SizingRuns, criterion_id: str) -> list[str]:
 def mismatched(runs: SizingRuns, criterion_id: str, rel: float) -> bool:
     """Whether some set's figures for this criterion differ from the arithmetic by more than `rel`."""
     fields, _ = GROUPS[criterion_id]
-    return any(not row[4] for run in runs.runs if run.output is not None and not run.problem
-               for row in compare(run, fields, rel)[0])
+    return any(
+        not row[4]
+        for run in runs.runs
+        if run.output is not None and not run.problem
+        for row in compare(run, fields, rel)[0]
+    )
 
 
 @check("sizing", *GROUPS, needs=("rel",))
@@ -173,25 +222,37 @@ def check_group(runs: SizingRuns, criterion: Criterion) -> Verdict:
             rows += got_rows
             notes += got_notes
     wrong = [row for row in rows if not row[4]]
-    evidence = Evidence(sent=f"{len(runs.runs)} input sets: " + ", ".join(r.name for r in runs.runs),
-                        columns=["set", "field", "expected", "got", "ok"], rows=wrong[:40] + [r for r in rows if r[4]][:20],
-                        logs="\n".join(f"{r.name}: {r.problem}\n{r.stderr_tail}" for r in broken)[:4000])
+    evidence = Evidence(
+        sent=f"{len(runs.runs)} input sets: " + ", ".join(r.name for r in runs.runs),
+        columns=["set", "field", "expected", "got", "ok"],
+        rows=wrong[:40] + [r for r in rows if r[4]][:20],
+        logs="\n".join(f"{r.name}: {r.problem}\n{r.stderr_tail}" for r in broken)[:4000],
+    )
     if broken:
-        return Verdict(False, "no output to compare on " + ", ".join(f"set {r.name} ({r.problem})" for r in broken)
-                       + (f"\nstderr tail: {broken[0].stderr_tail[-400:]}" if broken[0].stderr_tail else ""),
-                       evidence=evidence)
+        return Verdict(
+            False,
+            "no output to compare on "
+            + ", ".join(f"set {r.name} ({r.problem})" for r in broken)
+            + (f"\nstderr tail: {broken[0].stderr_tail[-400:]}" if broken[0].stderr_tail else ""),
+            evidence=evidence,
+        )
     if not wrong:
         text = f"every field matches the arithmetic within {rel * 100:g}% on {len(runs.runs)} input sets"
         return Verdict(True, "\n".join([text, *sorted(set(notes))]), evidence=evidence)
     ignored = _ignored(runs, criterion.id)
     lines = [f"{len(wrong)} of {len(rows)} figures differ from the arithmetic by more than {rel * 100:g}%"]
     if ignored:
-        lines.append(f"the output does not move when {', '.join(ignored)} moves: a constant stands where an input "
-                     "belongs")
+        lines.append(
+            f"the output does not move when {', '.join(ignored)} moves: a constant stands where an input belongs"
+        )
     elif runs.base.output is not None and not any(f in runs.extra for f in GROUPS[criterion.id][1]):
         lines.append("(no run moving one input at a time was recorded for this criterion, so no input is named)")
-    lines += [f"set {s}: {path}: expected {want:.6g}, got {got}" if isinstance(want, float)
-              else f"set {s}: {path}: expected {want}, got {got}" for s, path, want, got, _ in wrong[:6]]
+    lines += [
+        f"set {s}: {path}: expected {want:.6g}, got {got}"
+        if isinstance(want, float)
+        else f"set {s}: {path}: expected {want}, got {got}"
+        for s, path, want, got, _ in wrong[:6]
+    ]
     return Verdict(False, "\n".join(lines + sorted(set(notes))), evidence=evidence)
 
 
@@ -199,13 +260,17 @@ def check_group(runs: SizingRuns, criterion: Criterion) -> Verdict:
 def check_runs(runs: SizingRuns, criterion: Criterion) -> Verdict:
     """Every set ran: exit 0 and one JSON object that follows the schema."""
     rows = [[r.name, " ".join(argv(r.flags))[:120], r.problem or "ok", f"{r.wall_s:.2f}"] for r in runs.runs]
-    evidence = Evidence(columns=["set", "flags", "result", "seconds"], rows=rows,
-                        logs="\n".join(f"{r.name}: {r.stderr_tail}" for r in runs.runs if r.problem)[:4000])
+    evidence = Evidence(
+        columns=["set", "flags", "result", "seconds"],
+        rows=rows,
+        logs="\n".join(f"{r.name}: {r.stderr_tail}" for r in runs.runs if r.problem)[:4000],
+    )
     broken = [r for r in runs.runs if r.problem]
     if not broken:
-        return Verdict(True, f"the command printed a contract JSON object on all {len(runs.runs)} input sets",
-                       evidence=evidence)
-    lines = [f"set {r.name}: {r.problem}" + (f"\n  stderr: {r.stderr_tail[-300:]}" if r.stderr_tail else "")
-             for r in broken]
+        return Verdict(
+            True, f"the command printed a contract JSON object on all {len(runs.runs)} input sets", evidence=evidence
+        )
+    lines = [
+        f"set {r.name}: {r.problem}" + (f"\n  stderr: {r.stderr_tail[-300:]}" if r.stderr_tail else "") for r in broken
+    ]
     return Verdict(False, "\n".join(lines), evidence=evidence)
-

@@ -15,8 +15,14 @@ from typing import Any
 __all__ = ["DEFAULTS", "Conventions", "expected"]
 
 #: Defaults the contract gives to flags a set may leave out.
-DEFAULTS: dict[str, Any] = {"gpus-per-replica": 1, "min-replicas": 2, "hours-per-month": 720,
-                            "gpu-memory-utilization": 0.92, "kv-cache-dtype": "auto", "batch-output-tokens": None}
+DEFAULTS: dict[str, Any] = {
+    "gpus-per-replica": 1,
+    "min-replicas": 2,
+    "hours-per-month": 720,
+    "gpu-memory-utilization": 0.92,
+    "kv-cache-dtype": "auto",
+    "batch-output-tokens": None,
+}
 GB, GIB = 10**9, 2**30
 
 
@@ -43,15 +49,21 @@ def expected(flags: dict[str, Any], conventions: Conventions = Conventions()) ->
         f["hours-per-month"] = conventions.hours_per_month
     throughput, gpus = _q(f["throughput"]), int(f["gpus-per-replica"])
     turns, out_tokens = int(f["turns-per-chat"]), int(f["output-tokens-per-turn"])
-    peak = (_q(f["chats-per-day"]) * turns * out_tokens / (_q(f["active-hours"]) * 3600) * _q(f["peak-factor"]))
+    peak = _q(f["chats-per-day"]) * turns * out_tokens / (_q(f["active-hours"]) * 3600) * _q(f["peak-factor"])
     for_load = math.ceil(peak / throughput)
     replicas = max(for_load, int(f["min-replicas"]))
     hours = _q(f["hours-per-month"])
     chats_month = _q(f["chats-per-day"]) * hours / 24
     prices, utils = _list(f["gpu-hour-usd"]), _list(f["utilisation"])
     monthly = {(p, n): _q(p) * gpus * n * hours for p in prices for n in sorted({1, replicas})}
-    api_chat = turns * (int(f["input-tokens-per-turn"]) * _q(f["api-input-usd-per-million"])
-                        + out_tokens * _q(f["api-output-usd-per-million"])) / 10**6
+    api_chat = (
+        turns
+        * (
+            int(f["input-tokens-per-turn"]) * _q(f["api-input-usd-per-million"])
+            + out_tokens * _q(f["api-output-usd-per-million"])
+        )
+        / 10**6
+    )
     kv_bytes = Fraction(int(f["kv-bytes-per-token"])) / (1 if f["kv-cache-dtype"] == "auto" else 2)
     usable = _q(f["gpu-memory-gb"]) * _q(f["gpu-memory-utilization"]) - _q(f["overhead-gb"])
     free = gpus * usable - _q(f["weights-gb"])
@@ -65,16 +77,27 @@ def expected(flags: dict[str, Any], conventions: Conventions = Conventions()) ->
         "per_stream_output_tokens_per_s": float(throughput / int(f["concurrency"])),
         "cost_per_million_output_tokens": [
             {"gpu_hour_usd": p, "utilisation": u, "usd": float(_q(p) * gpus / (throughput * _q(u) * 3600 / 10**6))}
-            for p in prices for u in utils],
-        "monthly_cost": [{"gpu_hour_usd": p, "replicas": n, "usd": float(monthly[p, n])}
-                         for p in prices for n in sorted({1, replicas})],
+            for p in prices
+            for u in utils
+        ],
+        "monthly_cost": [
+            {"gpu_hour_usd": p, "replicas": n, "usd": float(monthly[p, n])}
+            for p in prices
+            for n in sorted({1, replicas})
+        ],
         "cost_per_chat_usd": [{"gpu_hour_usd": p, "usd": float(monthly[p, replicas] / chats_month)} for p in prices],
         "chats_per_month": float(chats_month),
-        "api": {"cost_per_chat_usd": float(api_chat),
-                "list_usd_per_million_output_tokens": float(_q(f["api-output-usd-per-million"])),
-                "usd_per_million_output_tokens_with_input": float(api_chat / (turns * out_tokens) * 10**6),
-                "monthly_usd": float(api_chat * chats_month)},
-        "kv_cache": {"bytes_per_token": float(kv_bytes), "tokens": kv_tokens, "sequences_at_context": sequences,
-                     "holds_concurrency": sequences >= int(f["concurrency"])},
+        "api": {
+            "cost_per_chat_usd": float(api_chat),
+            "list_usd_per_million_output_tokens": float(_q(f["api-output-usd-per-million"])),
+            "usd_per_million_output_tokens_with_input": float(api_chat / (turns * out_tokens) * 10**6),
+            "monthly_usd": float(api_chat * chats_month),
+        },
+        "kv_cache": {
+            "bytes_per_token": float(kv_bytes),
+            "tokens": kv_tokens,
+            "sequences_at_context": sequences,
+            "holds_concurrency": sequences >= int(f["concurrency"]),
+        },
         "batch_hours": None if batch is None else float(int(batch) / throughput / 3600),
     }

@@ -27,11 +27,21 @@ def _caught(own: TestRun, variant: TestRun) -> tuple[bool, str]:
 
 
 def _evidence(runs: TestRuns, names: list[str], sent: str) -> Evidence:
-    rows = [[name, runs.variants[name].exit_code, ", ".join(runs.variants[name].failed[:3]) or "-",
-             f"{runs.variants[name].wall_s:.1f}"] for name in names]
-    return Evidence(sent=sent, columns=["variant", "exit code", "failed tests", "seconds"],
-                    rows=[["own code", runs.own.exit_code, ", ".join(runs.own.failed[:3]) or "-", f"{runs.own.wall_s:.1f}"], *rows],
-                    logs="\n\n".join([runs.own.logs] + [runs.variants[n].logs for n in names]))
+    rows = [
+        [
+            name,
+            runs.variants[name].exit_code,
+            ", ".join(runs.variants[name].failed[:3]) or "-",
+            f"{runs.variants[name].wall_s:.1f}",
+        ]
+        for name in names
+    ]
+    return Evidence(
+        sent=sent,
+        columns=["variant", "exit code", "failed tests", "seconds"],
+        rows=[["own code", runs.own.exit_code, ", ".join(runs.own.failed[:3]) or "-", f"{runs.own.wall_s:.1f}"], *rows],
+        logs="\n\n".join([runs.own.logs] + [runs.variants[n].logs for n in names]),
+    )
 
 
 @check("tests", "tests.pass")
@@ -43,8 +53,12 @@ def check_pass(runs: TestRuns, criterion: Criterion) -> Verdict:
         return Verdict(True, f"your tests pass ({passed} passed)", evidence=evidence)
     if own.exit_code == 0:
         skipped = sum(v == "skipped" for v in own.tests.values())
-        return Verdict(False, f"no test ran to a pass ({skipped} skipped, 0 passed): a command that tests nothing "
-                              "has nothing to judge (the grader reads each test's outcome from pytest)", evidence=evidence)
+        return Verdict(
+            False,
+            f"no test ran to a pass ({skipped} skipped, 0 passed): a command that tests nothing "
+            "has nothing to judge (the grader reads each test's outcome from pytest)",
+            evidence=evidence,
+        )
     named = ", ".join(own.failed[:5]) or "see the log"
     why = f"killed: {own.killed}" if own.killed else f"exit code {own.exit_code}"
     return Verdict(False, f"your tests fail on your own code ({why}); failing: {named}", evidence=evidence)
@@ -64,8 +78,12 @@ def check_percentile_chaff(runs: TestRuns, criterion: Criterion) -> Verdict:
         lines.append(f"{name}: {'caught' if hit else 'NOT caught'} ({why})")
     fraction = caught / len(names)
     evidence = _evidence(runs, names, "swapped a wrong percentile method in for your `loadgen.percentile` function")
-    return Verdict(caught == len(names), f"{caught} of {len(names)} wrong methods caught\n" + "\n".join(lines),
-                   fraction=fraction, evidence=evidence)
+    return Verdict(
+        caught == len(names),
+        f"{caught} of {len(names)} wrong methods caught\n" + "\n".join(lines),
+        fraction=fraction,
+        evidence=evidence,
+    )
 
 
 @check("tests", "tests.slot-chaff")
@@ -73,4 +91,3 @@ def check_slot_chaff(runs: TestRuns, criterion: Criterion) -> Verdict:
     hit, why = _caught(runs.own, runs.variants["no slot limit"])
     evidence = _evidence(runs, ["no slot limit"], "ran your tests with FAKE_SERVER_IGNORE_SLOT_LIMIT=1")
     return Verdict(hit, f"with the slot limit removed: {why}", evidence=evidence)
-

@@ -67,10 +67,18 @@ def truth_of(record: dict[str, Any]) -> Truth:
     tokens = int(record.get("completion_tokens", 0)) - int(record.get("reasoning_tokens", 0)) if ok else 0
     span = content[-1] - content[0] if len(content) >= 2 else 0.0
     return Truth(
-        id=record["id"], number=int(record["number"]), status=status, arrival=float(record["arrival"]),
-        end=float(end), outcome=outcome, reasons=reasons,
-        ttft_s=content[0] - record["arrival"] if ok else None, first_content=content[0] if ok else None,
-        tokens=tokens, tps=tokens / span if ok and span > 0 else None, fault=applied,
+        id=record["id"],
+        number=int(record["number"]),
+        status=status,
+        arrival=float(record["arrival"]),
+        end=float(end),
+        outcome=outcome,
+        reasons=reasons,
+        ttft_s=content[0] - record["arrival"] if ok else None,
+        first_content=content[0] if ok else None,
+        tokens=tokens,
+        tps=tokens / span if ok and span > 0 else None,
+        fault=applied,
         reasoning_tokens=int(record.get("reasoning_tokens") or 0),
     )
 
@@ -94,8 +102,9 @@ def in_flight_series(intervals: list[tuple[float, float]]) -> list[tuple[float, 
     An end sorts before an arrival at the same instant: a client that sends its next request the
     moment it reads the last one's final chunk never had both in flight.
     """
-    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals],
-                    key=lambda e: (e[0], e[1]))
+    events = sorted(
+        [(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals], key=lambda e: (e[0], e[1])
+    )
     series, level = [], 0
     for t, step in events:
         level += step

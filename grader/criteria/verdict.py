@@ -22,8 +22,10 @@ __all__ = ["UNSEEN_FAILED", "UNSEEN_PASSED", "Verdict", "is_borderline", "with_u
 
 #: What a candidate is told of the hidden variants (grading/variants.py): whether they passed, nothing more.
 UNSEEN_PASSED = "Unseen variants of its scenarios (other settings within the documented ranges): passed."
-UNSEEN_FAILED = ("Unseen variants of its scenarios (other settings within the documented ranges): FAILED; the "
-                 "hiring team's report shows where.")
+UNSEEN_FAILED = (
+    "Unseen variants of its scenarios (other settings within the documented ranges): FAILED; the "
+    "hiring team's report shows where."
+)
 
 
 @dataclass
@@ -52,8 +54,11 @@ def with_unseen(public: Verdict, unseen: Verdict) -> Verdict:
         passed=public.passed and unseen.passed,
         output=public.output + "\n" + (UNSEEN_PASSED if unseen.passed else UNSEEN_FAILED),
         fraction=min(fractions) if public.fraction is not None or unseen.fraction is not None else None,
-        margin=max(margins) if margins else None, evidence=public.evidence, busy=public.busy or unseen.busy,
-        unseen=unseen)
+        margin=max(margins) if margins else None,
+        evidence=public.evidence,
+        busy=public.busy or unseen.busy,
+        unseen=unseen,
+    )
 
 
 def is_borderline(verdict: Verdict, quiet: tuple[float, float], busy: tuple[float, float]) -> bool:

@@ -109,7 +109,9 @@ def _check_links(archive: Path, entry: _Entry, files: set[tuple[str, ...]]) -> N
             why = str(exc).rsplit(": ", 1)[-1]
             raise ArchiveError(f"{archive}: entry {entry.name!r}: hardlink to {entry.link!r}: {why}") from None
         if target not in files:
-            raise ArchiveError(f"{archive}: entry {entry.name!r}: hardlink to {entry.link!r}, which is not a file before it")
+            raise ArchiveError(
+                f"{archive}: entry {entry.name!r}: hardlink to {entry.link!r}, which is not a file before it"
+            )
 
 
 def _survey(archive: Path, entries: Iterator[_Entry], max_bytes: int, max_files: int) -> list[_Entry]:
@@ -142,8 +144,10 @@ class _Budget:
         while chunk := src.read(_CHUNK):
             self.left -= len(chunk)
             if self.left < 0:
-                raise ArchiveError(f"{self.archive}: entry {name!r}: more than {self.max} bytes uncompressed "
-                                   "(its declared size was smaller)")
+                raise ArchiveError(
+                    f"{self.archive}: entry {name!r}: more than {self.max} bytes uncompressed "
+                    "(its declared size was smaller)"
+                )
             dst.write(chunk)
 
 
@@ -171,7 +175,9 @@ def _write(archive: Path, dest: Path, entry: _Entry, opener: object, budget: _Bu
     if entry.kind == "hardlink":
         source = dest.joinpath(*_safe_parts(archive, entry.link))
         if source.is_symlink() or not source.is_file() or not _inside(root, os.path.realpath(source)):
-            raise ArchiveError(f"{archive}: entry {entry.name!r}: hardlink to {entry.link!r}, which is not a file inside")
+            raise ArchiveError(
+                f"{archive}: entry {entry.name!r}: hardlink to {entry.link!r}, which is not a file inside"
+            )
         shutil.copyfile(source, target)  # a copy, not a link: the two stay independent
         return
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)

@@ -124,8 +124,11 @@ def progress(echo: Callable[[str], None]) -> Callable[[CriterionResult], None]:
 
     def report(result: CriterionResult) -> None:
         with lock:
-            echo(f"{marks[result.status]:<12} {result.score:g}/{result.weight:g}  {result.id:<26} "
-                 f"({result.duration_s:.1f} s{', rerun' if result.attempts > 1 else ''})")
+            echo(
+                f"{marks[result.status]:<12} {result.score:g}/{result.weight:g}  {result.id:<26} "
+                f"({result.duration_s:.1f} s{', rerun' if result.attempts > 1 else ''})"
+            )
+
     return report
 
 
@@ -170,11 +173,16 @@ def grade(run: GradeRun) -> Grade:
             sandboxed, note = _run_sections(run, rubric, submission, todo, book, results, carried, report)
     ordered = [results[c.id] for c in criteria]
     grade_ = Grade(
-        submission=str(run.submission), candidate=(submission.data.get("candidate") if submission else None),
-        seed=run.seed, started=started_at.isoformat(), duration_s=round(time.perf_counter() - t0, 3),
-        sandboxed=sandboxed, sandbox_note=note,
+        submission=str(run.submission),
+        candidate=(submission.data.get("candidate") if submission else None),
+        seed=run.seed,
+        started=started_at.isoformat(),
+        duration_s=round(time.perf_counter() - t0, 3),
+        sandboxed=sandboxed,
+        sandbox_note=note,
         rubric=str(rubric.path) + (" (public criteria only)" if run.public_only else missing),
-        contract_problems=[p for lines in problems.values() for p in lines], criteria=ordered,
+        contract_problems=[p for lines in problems.values() for p in lines],
+        criteria=ordered,
         human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in criteria) else [],
     )
     book.write_index(_index(grade_, run, problems, carried))
@@ -189,21 +197,38 @@ def grade(run: GradeRun) -> Grade:
 def _index(grade_: Grade, run: GradeRun, problems: dict[str, list[str]], carried: set[str]) -> dict[str, Any]:
     """What a re-judge needs besides the records: the grade's facts, and what was not judged (and why)."""
     return {
-        "submission": grade_.submission, "candidate": grade_.candidate, "seed": grade_.seed, "started": grade_.started,
-        "duration_s": grade_.duration_s, "sandboxed": grade_.sandboxed, "sandbox_note": grade_.sandbox_note,
-        "rubric": grade_.rubric, "public_only": run.public_only, "contract_problems": problems,
+        "submission": grade_.submission,
+        "candidate": grade_.candidate,
+        "seed": grade_.seed,
+        "started": grade_.started,
+        "duration_s": grade_.duration_s,
+        "sandboxed": grade_.sandboxed,
+        "sandbox_note": grade_.sandbox_note,
+        "rubric": grade_.rubric,
+        "public_only": run.public_only,
+        "contract_problems": problems,
         "criteria": [c.id for c in grade_.criteria],
         "durations": {c.id: c.duration_s for c in grade_.criteria},
-        "not_judged": {c.id: {"status": c.status, "output": c.output, "logs": c.evidence.logs}
-                       for c in grade_.criteria if c.id in carried},
+        "not_judged": {
+            c.id: {"status": c.status, "output": c.output, "logs": c.evidence.logs}
+            for c in grade_.criteria
+            if c.id in carried
+        },
         "inherent_s": round(run.inherent_s, 3),
         "variants": run.variants.varied if run.variants is not None else NO_VARIANTS,
     }
 
 
-def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: dict[str, list[Criterion]],
-                  book: RecordBook, results: dict[str, CriterionResult], carried: set[str],
-                  report: Callable[[CriterionResult], None]) -> tuple[bool, str]:
+def _run_sections(
+    run: GradeRun,
+    rubric: Rubric,
+    submission: Submission,
+    todo: dict[str, list[Criterion]],
+    book: RecordBook,
+    results: dict[str, CriterionResult],
+    carried: set[str],
+    report: Callable[[CriterionResult], None],
+) -> tuple[bool, str]:
     from grader.sandbox import Sandbox, SandboxRefused
 
     notes: list[tuple[bool, str]] = []
@@ -219,11 +244,18 @@ def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: d
     def section_of(name: str) -> None:
         section = SECTIONS[name]
         assert run.sizing is not None
-        ctx = Context(submission, rubric, run.seed, todo[name], sizing=run.sizing, variants=run.variants,
-                      open_box=lambda: Sandbox(submission.folder))
+        ctx = Context(
+            submission,
+            rubric,
+            run.seed,
+            todo[name],
+            sizing=run.sizing,
+            variants=run.variants,
+            open_box=lambda: Sandbox(submission.folder),
+        )
         varied = run.variants.varied if run.variants is not None else NO_VARIANTS
         try:
-            with (Sandbox(submission.folder) if section.boxed else contextlib.nullcontext()) as box:
+            with Sandbox(submission.folder) if section.boxed else contextlib.nullcontext() as box:
                 if box is not None:
                     with lock:
                         notes.append((box.isolated, box.note))
@@ -231,12 +263,17 @@ def _run_sections(run: GradeRun, rubric: Rubric, submission: Submission, todo: d
                 live = _LiveRuns(section, ctx, book)
                 for criterion in todo[name]:
                     started = time.perf_counter()
-                    decision = decide(criterion, section, rubric, live.facts_at(criterion),
-                                      live.variants_at(criterion, varied))
+                    decision = decide(
+                        criterion, section, rubric, live.facts_at(criterion), live.variants_at(criterion, varied)
+                    )
                     took = time.perf_counter() - started
                     if decision is None:
-                        record(unjudged(criterion, f"the grader made no run that covers {criterion.id}; a person "
-                                                   "should look"), judged=False)
+                        record(
+                            unjudged(
+                                criterion, f"the grader made no run that covers {criterion.id}; a person should look"
+                            ),
+                            judged=False,
+                        )
                     else:
                         record(result_of(criterion, decision, duration_s=took))
             with lock:
@@ -297,6 +334,7 @@ class _LiveRuns:
         def at(attempt: int) -> list[Any] | None:
             keys = self.section.keys(criterion, attempt)
             return None if keys is None else self._objects(keys, attempt)
+
         return at
 
     def variants_at(self, criterion: Criterion, varied: Varied) -> VariantsAt:
@@ -307,4 +345,5 @@ class _LiveRuns:
             objects = self._objects(keys, attempt)
             judged = self.section.variant_criterion(criterion, objects)
             return None if judged is None else (judged, objects)
+
         return at

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from grader.criteria.registry import registered
 from grader.criteria.verdict import Verdict, is_borderline, with_unseen
-from grader.grading.outcome import CriterionResult, Evidence, Unseen
+from grader.grading.outcome import CriterionResult, Evidence, Status, Unseen, Visibility
 from grader.grading.rubric import Criterion, Rubric
 from grader.grading.sections import Section
 
@@ -45,10 +45,12 @@ def judge(criterion: Criterion, section: Section, objects: list[Any], rubric: Ru
     return verdict
 
 
-def decide(criterion: Criterion, section: Section, rubric: Rubric, facts_at: FactsAt,
-           variants_at: VariantsAt | None = None) -> Decision | None:
+def decide(
+    criterion: Criterion, section: Section, rubric: Rubric, facts_at: FactsAt, variants_at: VariantsAt | None = None
+) -> Decision | None:
     """Judge attempt 1 (its public runs, and its hidden variants' apart); a borderline answer is judged again on
     attempt 2. None: no record covers it."""
+
     def verdict_at(attempt: int) -> Verdict | None:
         objects = facts_at(attempt)
         verdict = judge(criterion, section, objects, rubric) if objects is not None else None
@@ -72,29 +74,54 @@ def decide(criterion: Criterion, section: Section, rubric: Rubric, facts_at: Fac
 
 def result_of(criterion: Criterion, decision: Decision, *, duration_s: float) -> CriterionResult:
     verdict = decision.verdict
-    status = "inconclusive" if decision.inconclusive else ("passed" if verdict.passed else "failed")
+    status: Status = "inconclusive" if decision.inconclusive else ("passed" if verdict.passed else "failed")
     score = 0.0 if decision.inconclusive else round(criterion.weight * verdict.score_fraction, 6)
     output = verdict.output
     if decision.inconclusive:
-        why = decision.why or (f"the machine was too busy both times: {verdict.busy}" if verdict.busy else
-                               f"borderline twice (within {criterion.tolerance_text} of the limit)")
+        why = decision.why or (
+            f"the machine was too busy both times: {verdict.busy}"
+            if verdict.busy
+            else f"borderline twice (within {criterion.tolerance_text} of the limit)"
+        )
         output = f"INCONCLUSIVE: {why}; a person should look.\n{output}"
     return CriterionResult(
-        id=criterion.id, title=criterion.text, deliverable=criterion.deliverable, weight=criterion.weight,
-        visibility=criterion.visibility,  # type: ignore[arg-type]
-        status=status, score=score, output=output, tolerance=criterion.tolerance_text,  # type: ignore[arg-type]
-        scenario=", ".join(criterion.runs_from), duration_s=round(duration_s, 3), attempts=decision.attempts,
-        evidence=verdict.evidence, margin=None if verdict.margin is None else round(verdict.margin, 3),
-        busy=verdict.busy, unseen=None if verdict.unseen is None else Unseen(
-            "passed" if verdict.unseen.passed else "failed", verdict.unseen.output, verdict.unseen.evidence),
+        id=criterion.id,
+        title=criterion.text,
+        deliverable=criterion.deliverable,
+        weight=criterion.weight,
+        visibility=_visibility(criterion),
+        status=status,
+        score=score,
+        output=output,
+        tolerance=criterion.tolerance_text,
+        scenario=", ".join(criterion.runs_from),
+        duration_s=round(duration_s, 3),
+        attempts=decision.attempts,
+        evidence=verdict.evidence,
+        margin=None if verdict.margin is None else round(verdict.margin, 3),
+        busy=verdict.busy,
+        unseen=None
+        if verdict.unseen is None
+        else Unseen("passed" if verdict.unseen.passed else "failed", verdict.unseen.output, verdict.unseen.evidence),
     )
+
+
+def _visibility(criterion: Criterion) -> Visibility:
+    return cast(Visibility, criterion.visibility)  # the rubric's schema allows only these two
 
 
 def skipped(criterion: Criterion, why: str) -> CriterionResult:
     return CriterionResult(
-        id=criterion.id, title=criterion.text, deliverable=criterion.deliverable, weight=criterion.weight,
-        visibility=criterion.visibility, status="skipped", score=0.0, output=why,  # type: ignore[arg-type]
-        tolerance=criterion.tolerance_text, scenario=", ".join(criterion.runs_from),
+        id=criterion.id,
+        title=criterion.text,
+        deliverable=criterion.deliverable,
+        weight=criterion.weight,
+        visibility=_visibility(criterion),
+        status="skipped",
+        score=0.0,
+        output=why,
+        tolerance=criterion.tolerance_text,
+        scenario=", ".join(criterion.runs_from),
     )
 
 
@@ -102,8 +129,15 @@ def unjudged(criterion: Criterion, why: str, *, logs: str = "") -> CriterionResu
     """A criterion the grader could not judge (its own failure, not the submission's): no points,
     flagged for a person, never a guessed pass or fail."""
     return CriterionResult(
-        id=criterion.id, title=criterion.text, deliverable=criterion.deliverable, weight=criterion.weight,
-        visibility=criterion.visibility, status="inconclusive", score=0.0,  # type: ignore[arg-type]
-        output=f"INCONCLUSIVE: {why}", tolerance=criterion.tolerance_text, scenario=", ".join(criterion.runs_from),
+        id=criterion.id,
+        title=criterion.text,
+        deliverable=criterion.deliverable,
+        weight=criterion.weight,
+        visibility=_visibility(criterion),
+        status="inconclusive",
+        score=0.0,
+        output=f"INCONCLUSIVE: {why}",
+        tolerance=criterion.tolerance_text,
+        scenario=", ".join(criterion.runs_from),
         evidence=Evidence(logs=logs),
     )

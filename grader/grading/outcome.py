@@ -17,9 +17,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["STATUSES", "CriterionResult", "Evidence", "Grade", "Plot", "Status", "Unseen"]
+__all__ = ["STATUSES", "CriterionResult", "Evidence", "Grade", "Plot", "Status", "Unseen", "Visibility"]
 
 Status = Literal["passed", "failed", "inconclusive", "skipped"]
+Visibility = Literal["public", "hidden"]
 STATUSES: tuple[Status, ...] = ("passed", "failed", "inconclusive", "skipped")
 
 
@@ -66,7 +67,7 @@ class CriterionResult:
     title: str  # the short text a candidate sees
     deliverable: str  # loadgen | tests | gateway | manifests | sizing | memo | contract
     weight: float  # max score
-    visibility: Literal["public", "hidden"]
+    visibility: Visibility
     status: Status
     score: float
     output: str  # why, in a few lines a candidate can act on (tolerance stated)

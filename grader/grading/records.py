@@ -82,8 +82,10 @@ class RecordBook:
         """Every record in `folder` (a grade's `runs/`), checked for version and shape."""
         index_path = folder / INDEX
         if not index_path.is_file():
-            raise RecordError(f"{folder}: no run records here (no {INDEX}); grade the submission with this grader "
-                              "version to record its runs")
+            raise RecordError(
+                f"{folder}: no run records here (no {INDEX}); grade the submission with this grader "
+                "version to record its runs"
+            )
         index = _checked(index_path, _load(index_path, index_path.read_bytes()), "run-index")
         book = cls(None)
         book.folder, book.index = folder, index
@@ -110,8 +112,10 @@ def _load(path: Path, raw: bytes) -> Any:
 def _checked(path: Path, data: Any, schema: str) -> dict[str, Any]:
     version = data.get("record") if isinstance(data, dict) else None
     if version != RECORD_VERSION:
-        raise RecordError(f"{path}: record version {version!r}; this grader reads version {RECORD_VERSION} "
-                          "(grade again with this version)")
+        raise RecordError(
+            f"{path}: record version {version!r}; this grader reads version {RECORD_VERSION} "
+            "(grade again with this version)"
+        )
     problems = schema_problems(schemas_dir() / "grader" / f"{schema}.schema.json", data)
     if problems:
         raise RecordError(f"{path}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))

@@ -27,8 +27,14 @@ from grader.grading.sections import NO_VARIANTS, SECTIONS, Section, Varied
 __all__ = ["RecordError", "grade_of", "rejudge"]
 
 
-def rejudge(report_dir: Path, *, rubric: Path | None = None, override: Path | None = None, out: Path | None = None,
-            echo: Callable[[str], None] | None = None) -> Grade:
+def rejudge(
+    report_dir: Path,
+    *,
+    rubric: Path | None = None,
+    override: Path | None = None,
+    out: Path | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> Grade:
     """Judge `report_dir`'s records again and write the three reports to `out` (default: `report_dir`).
 
     Raises RecordError (no records, another version) or RubricError, each one line naming the file."""
@@ -60,7 +66,9 @@ def _human_scores(report_json: Path) -> dict[str, tuple[float, float]]:
         checklist = json.loads(report_json.read_text(encoding="utf-8"))["extra_data"]["human"]["checklist"]
     except (OSError, ValueError, KeyError, TypeError):
         return {}
-    return {e["id"]: (e["score"], e["max_score"]) for e in checklist if isinstance(e, dict) and e.get("score") is not None}
+    return {
+        e["id"]: (e["score"], e["max_score"]) for e in checklist if isinstance(e, dict) and e.get("score") is not None
+    }
 
 
 def grade_of(book: RecordBook, rubric: Rubric, *, report: Callable[[CriterionResult], None] | None = None) -> Grade:
@@ -73,31 +81,48 @@ def grade_of(book: RecordBook, rubric: Rubric, *, report: Callable[[CriterionRes
         criterion = rubric.criterion(criterion_id)
         kept = index["not_judged"].get(criterion_id)
         if kept is not None:
-            result = (skipped(criterion, kept["output"]) if kept["status"] == "skipped" else
-                      unjudged(criterion, kept["output"].removeprefix("INCONCLUSIVE: "), logs=kept["logs"]))
+            result = (
+                skipped(criterion, kept["output"])
+                if kept["status"] == "skipped"
+                else unjudged(criterion, kept["output"].removeprefix("INCONCLUSIVE: "), logs=kept["logs"])
+            )
         else:
             result = _judged(criterion, rubric, book, loaded, index["durations"].get(criterion_id, 0.0))
         if report is not None:
             report(result)
         results.append(result)
     return Grade(
-        submission=index["submission"], candidate=index["candidate"], seed=index["seed"], started=index["started"],
-        duration_s=index["duration_s"], sandboxed=index["sandboxed"], sandbox_note=index["sandbox_note"],
+        submission=index["submission"],
+        candidate=index["candidate"],
+        seed=index["seed"],
+        started=index["started"],
+        duration_s=index["duration_s"],
+        sandboxed=index["sandboxed"],
+        sandbox_note=index["sandbox_note"],
         rubric=str(rubric.path) + (" (public criteria only)" if index["public_only"] else ""),
-        contract_problems=[p for lines in index["contract_problems"].values() for p in lines], criteria=results,
+        contract_problems=[p for lines in index["contract_problems"].values() for p in lines],
+        criteria=results,
         human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in results) else [],
     )
 
 
-def _judged(criterion: Criterion, rubric: Rubric, book: RecordBook, loaded: dict[str, Any],
-            duration_s: float) -> CriterionResult:
+def _judged(
+    criterion: Criterion, rubric: Rubric, book: RecordBook, loaded: dict[str, Any], duration_s: float
+) -> CriterionResult:
     section = SECTIONS[criterion.deliverable]
     varied = book.index.get("variants", NO_VARIANTS)
-    decision = decide(criterion, section, rubric, _stored(section, criterion, book, loaded),
-                      _stored_variants(section, criterion, varied, book, loaded))
+    decision = decide(
+        criterion,
+        section,
+        rubric,
+        _stored(section, criterion, book, loaded),
+        _stored_variants(section, criterion, varied, book, loaded),
+    )
     if decision is None:
-        return unjudged(criterion, f"no run record covers {criterion.id} (its scenarios or cases are not the ones "
-                                   "graded); grade again")
+        return unjudged(
+            criterion,
+            f"no run record covers {criterion.id} (its scenarios or cases are not the ones graded); grade again",
+        )
     return result_of(criterion, decision, duration_s=duration_s)
 
 
@@ -115,13 +140,12 @@ def _stored(section: Section, criterion: Criterion, book: RecordBook, loaded: di
     return lambda attempt: _read(section, section.keys(criterion, attempt), book, loaded)
 
 
-def _stored_variants(section: Section, criterion: Criterion, varied: Varied, book: RecordBook,
-                     loaded: dict[str, Any]) -> VariantsAt:
+def _stored_variants(
+    section: Section, criterion: Criterion, varied: Varied, book: RecordBook, loaded: dict[str, Any]
+) -> VariantsAt:
     def at(attempt: int) -> tuple[Criterion, list[Any]] | None:
         objects = _read(section, section.variant_keys(criterion, attempt, varied) or None, book, loaded)
         judged = section.variant_criterion(criterion, objects) if objects else None
         return None if judged is None or not objects else (judged, objects)
+
     return at
-
-
-

@@ -80,8 +80,9 @@ def failed_in_report(report_dir: Path) -> tuple[Path, int, list[str]]:
         report = json.loads(report_path.read_text(encoding="utf-8"))
         statuses = {t["extra_data"]["id"]: t["extra_data"]["status"] for t in report["tests"]}
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ReplayError(f"{report_dir}: not a grade's report folder ({index_path.name} and {report_path.name} are "
-                          f"read: {exc})") from None
+        raise ReplayError(
+            f"{report_dir}: not a grade's report folder ({index_path.name} and {report_path.name} are read: {exc})"
+        ) from None
     failed = [c for c, s in statuses.items() if s in ("failed", "inconclusive")]
     return Path(index["submission"]), int(index["seed"]), failed
 
@@ -99,17 +100,22 @@ def failing_in(book: RecordBook, rubric: Rubric, criterion_id: str) -> tuple[str
     return result.status, _side_by_side(book, rubric, criterion, result)[1]
 
 
-def _side_by_side(book: RecordBook, rubric: Rubric, criterion: Criterion,
-                  result: CriterionResult) -> tuple[list[str], list[str]]:
+def _side_by_side(
+    book: RecordBook, rubric: Rubric, criterion: Criterion, result: CriterionResult
+) -> tuple[list[str], list[str]]:
     """The lines and the failing requests (or cases) of a criterion's records (public runs and hidden variants).
     A gateway run is shown when its own verdict failed: the public one judged again here, the variants' from
     the result."""
     from grader.grading.judging import judge
 
     section = SECTIONS[criterion.deliverable]
-    records = [(key, r) for key, r in sorted(book.records.items())
-               if r["section"] == criterion.deliverable and "@" not in key  # a rerun repeats its first run
-               and (criterion.deliverable != "loadgen" or r["scenario"]["name"].split(".v")[0] in criterion.scenarios)]
+    records = [
+        (key, r)
+        for key, r in sorted(book.records.items())
+        if r["section"] == criterion.deliverable
+        and "@" not in key  # a rerun repeats its first run
+        and (criterion.deliverable != "loadgen" or r["scenario"]["name"].split(".v")[0] in criterion.scenarios)
+    ]
     unseen = result.unseen.output if result.unseen else ""
     if criterion.deliverable == "loadgen":
         return _loadgen_side_by_side([section.load(r) for _, r in records], result.output + "\n" + unseen, criterion)
@@ -132,8 +138,16 @@ def _side_by_side(book: RecordBook, rubric: Rubric, criterion: Criterion,
     return lines, failing
 
 
-def replay(submission: Path, criterion_id: str, out: Path, *, seed: int = 0, case: str | None = None,
-           rubric: Path | None = None, echo: Callable[[str], None] = print) -> Replayed:
+def replay(
+    submission: Path,
+    criterion_id: str,
+    out: Path,
+    *,
+    seed: int = 0,
+    case: str | None = None,
+    rubric: Path | None = None,
+    echo: Callable[[str], None] = print,
+) -> Replayed:
     """Run and judge one criterion again, in the sandbox; its reports and records go to `out`."""
     import time
 
@@ -152,8 +166,9 @@ def replay(submission: Path, criterion_id: str, out: Path, *, seed: int = 0, cas
     records = [r for key, r in sorted(book.records.items()) if r["section"] == criterion.deliverable]
     objects = [section.load(r) for r in records]
     folder = out / "by-hand"
-    done.lines, done.failing = _side_by_side(book, loaded, replace(criterion, cases=cases) if cases else criterion,
-                                             judged)
+    done.lines, done.failing = _side_by_side(
+        book, loaded, replace(criterion, cases=cases) if cases else criterion, judged
+    )
     if criterion.deliverable == "loadgen":
         done.by_hand = _loadgen_by_hand(objects, submission, folder)
     elif criterion.deliverable == "gateway" and objects:
@@ -166,6 +181,7 @@ def replay(submission: Path, criterion_id: str, out: Path, *, seed: int = 0, cas
 
 
 # -- the load generator: request by request ------------------------------------------------------------
+
 
 def _fmt_ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:.0f}"
@@ -188,17 +204,34 @@ def _loadgen_side_by_side(runs: list[LoadgenRun], output: str, criterion: Criter
             label = f"{run.scenario.name}#{rep.get('index', tru.number if tru else '?')}"
             if wrong:
                 failing.append(label)
-            rows.append((bool(wrong), [
-                label, f"{rep.get('outcome', '-')}/{tru.outcome if tru else '-'}",
-                f"{rep.get('output_tokens', '-')}/{tru.tokens if tru else '-'}",
-                _fmt_ms(start - t0 if isinstance(start, int | float) else None),
-                _fmt_ms(tru.arrival - t0 if tru else None),
-                _fmt_ms(tru.first_content - t0 if tru and tru.first_content else None),
-                _fmt_ms(yours_first - t0 if yours_first is not None else None),
-                _fmt_ms(tru.end - t0 if tru else None), "; ".join(wrong)]))
+            rows.append(
+                (
+                    bool(wrong),
+                    [
+                        label,
+                        f"{rep.get('outcome', '-')}/{tru.outcome if tru else '-'}",
+                        f"{rep.get('output_tokens', '-')}/{tru.tokens if tru else '-'}",
+                        _fmt_ms(start - t0 if isinstance(start, int | float) else None),
+                        _fmt_ms(tru.arrival - t0 if tru else None),
+                        _fmt_ms(tru.first_content - t0 if tru and tru.first_content else None),
+                        _fmt_ms(yours_first - t0 if yours_first is not None else None),
+                        _fmt_ms(tru.end - t0 if tru else None),
+                        "; ".join(wrong),
+                    ],
+                )
+            )
         shown = [r for bad, r in rows if bad] or [r for _, r in rows]
-        header = ["request", "outcome yours/ledger", "tokens yours/ledger", "sent", "seen by server",
-                  "first content sent", "first content yours", "end", "what differs"]
+        header = [
+            "request",
+            "outcome yours/ledger",
+            "tokens yours/ledger",
+            "sent",
+            "seen by server",
+            "first content sent",
+            "first content yours",
+            "end",
+            "what differs",
+        ]
         lines.append(f"scenario {run.scenario.name} (times in ms from the first request the server saw):")
         lines += _table(header, shown[:MAX_ROWS])
         if len(shown) > MAX_ROWS:
@@ -206,8 +239,9 @@ def _loadgen_side_by_side(runs: list[LoadgenRun], output: str, criterion: Criter
     return lines, failing
 
 
-def _request_wrong(rep: dict[str, Any], tru: Any, yours_first: float | None, criterion: Criterion,
-                   output: str) -> list[str]:
+def _request_wrong(
+    rep: dict[str, Any], tru: Any, yours_first: float | None, criterion: Criterion, output: str
+) -> list[str]:
     if tru is None:
         return ["not in the ledger"]
     out = []
@@ -237,9 +271,11 @@ def _loadgen_by_hand(runs: list[LoadgenRun], submission: Path, folder: Path) -> 
         path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")  # JSON is YAML
         base = f"http://127.0.0.1:{PORTS['loadgen']}"
         argv = _after_url(run.argv, base + "/v1")
-        out += [f"# {run.scenario.name}: the fake server, then your load generator (from your folder)",
-                f"fake-server serve --scenario {shlex.quote(str(path))} --port {PORTS['loadgen']}",
-                f"cd {shlex.quote(str(submission))} && {shlex.join(argv)}"]
+        out += [
+            f"# {run.scenario.name}: the fake server, then your load generator (from your folder)",
+            f"fake-server serve --scenario {shlex.quote(str(path))} --port {PORTS['loadgen']}",
+            f"cd {shlex.quote(str(submission))} && {shlex.join(argv)}",
+        ]
     return out
 
 
@@ -256,13 +292,24 @@ def _after_url(argv: list[str], url: str) -> list[str]:
 
 # -- the gateway: case by case ---------------------------------------------------------------------------
 
+
 def _gateway_side_by_side(run: GatewayRun, output: str, *, label: str = "") -> tuple[list[str], list[str]]:
     if not run.started:
         return [f"the gateway did not start{label}: {run.start_problem}"], []
     named = [name for name in run.cases if f"{name}:" in output or f"{name} " in output]
     failing = named or list(run.cases)
-    header = ["case", "client got", "x-gateway-route", "local ledger", "API ledger", "sent", "local seen",
-              "API seen", "first byte", "done"]
+    header = [
+        "case",
+        "client got",
+        "x-gateway-route",
+        "local ledger",
+        "API ledger",
+        "sent",
+        "local seen",
+        "API seen",
+        "first byte",
+        "done",
+    ]
     rows = []
     for name in failing[:MAX_ROWS]:
         case = run.cases[name]
@@ -272,12 +319,20 @@ def _gateway_side_by_side(run: GatewayRun, output: str, *, label: str = "") -> t
         events = answer.get("events") or []
         first = events[0][0] if events and isinstance(events[0], list) else answer.get("done_at")
 
-        rows.append([name, str(answer.get("status", "-")), headers.get("x-gateway-route", "-"),
-                     ",".join(str(r.get("status")) for r in case.local) or "-",
-                     ",".join(str(r.get("status")) for r in case.api) or "-", "0", _seen(case.local, t0),
-                     _seen(case.api, t0),
-                     _fmt_ms(first - t0 if isinstance(first, int | float) else None),
-                     _fmt_ms(answer["done_at"] - t0 if isinstance(answer.get("done_at"), int | float) else None)])
+        rows.append(
+            [
+                name,
+                str(answer.get("status", "-")),
+                headers.get("x-gateway-route", "-"),
+                ",".join(str(r.get("status")) for r in case.local) or "-",
+                ",".join(str(r.get("status")) for r in case.api) or "-",
+                "0",
+                _seen(case.local, t0),
+                _seen(case.api, t0),
+                _fmt_ms(first - t0 if isinstance(first, int | float) else None),
+                _fmt_ms(answer["done_at"] - t0 if isinstance(answer.get("done_at"), int | float) else None),
+            ]
+        )
     lines = [f"cases{label} (times in ms from the client's send):", *_table(header, rows)]
     for name in failing[:MAX_ROWS]:
         lines.append(f"{name}: {run.cases[name].case.what}")
@@ -289,8 +344,14 @@ def _seen(records: list[dict[str, Any]], t0: float) -> str:
     return ",".join(_fmt_ms(r["arrival"] - t0) for r in records) or "-"
 
 
-def _server_file(folder: Path, name: str, settings: dict[str, Any], faults: tuple[dict[str, Any], ...],
-                 extra: dict[str, Any], seed: int) -> Path:
+def _server_file(
+    folder: Path,
+    name: str,
+    settings: dict[str, Any],
+    faults: tuple[dict[str, Any], ...],
+    extra: dict[str, Any],
+    seed: int,
+) -> Path:
     path = folder / f"{name}.yaml"
     data = {**settings, **extra, "seed": seed}
     if faults:
@@ -311,12 +372,16 @@ def _gateway_by_hand(run: GatewayRun, submission: Path, folder: Path, failing: l
     config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     command = _gateway_argv(run.argv, config_path, plan.port)
     body = body_for(plan, case, case.send, max_tokens=None)
-    return [f"# case {case.name}: {case.what}",
-            f"fake-server serve --scenario {shlex.quote(str(local))} --port {PORTS['local']}",
-            f"fake-server serve --scenario {shlex.quote(str(api))} --port {PORTS['api']}",
-            f"cd {shlex.quote(str(submission))} && {shlex.join(command)}",
-            (f"curl -sN http://127.0.0.1:{plan.port}/v1/chat/completions -H 'content-type: application/json' "
-             f"-d {shlex.quote(json.dumps(body))}")]
+    return [
+        f"# case {case.name}: {case.what}",
+        f"fake-server serve --scenario {shlex.quote(str(local))} --port {PORTS['local']}",
+        f"fake-server serve --scenario {shlex.quote(str(api))} --port {PORTS['api']}",
+        f"cd {shlex.quote(str(submission))} && {shlex.join(command)}",
+        (
+            f"curl -sN http://127.0.0.1:{plan.port}/v1/chat/completions -H 'content-type: application/json' "
+            f"-d {shlex.quote(json.dumps(body))}"
+        ),
+    ]
 
 
 def _urls(port: int) -> dict[str, str]:
@@ -334,6 +399,7 @@ def _gateway_argv(argv: list[str], config: Path, port: int) -> list[str]:
 
 
 # -- the other deliverables: their commands ---------------------------------------------------------------
+
 
 def _other_by_hand(criterion: Criterion, records: list[dict[str, Any]]) -> list[str]:
     record = records[0] if records else {}
@@ -360,9 +426,17 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 # -- --serve: the scenario's servers, up until Ctrl-C -------------------------------------------------------
 
-def serve_scenario(submission: Path, criterion_id: str, *, seed: int = 0, case: str | None = None,
-                   rubric: Path | None = None, echo: Callable[[str], None] = print,
-                   wait: Callable[[], None]) -> None:
+
+def serve_scenario(
+    submission: Path,
+    criterion_id: str,
+    *,
+    seed: int = 0,
+    case: str | None = None,
+    rubric: Path | None = None,
+    echo: Callable[[str], None] = print,
+    wait: Callable[[], None],
+) -> None:
     """Start the servers of the criterion's (first) scenario or case on loopback, print how to run against them,
     call `wait` (it returns on Ctrl-C), then stop them."""
     import contextlib
@@ -382,9 +456,21 @@ def serve_scenario(submission: Path, criterion_id: str, *, seed: int = 0, case: 
             server = stack.enter_context(fake_server.serve(**{**scenario.server, "seed": seed}))
             flags = scenario.loadgen
             argv = sub.command("loadgen") + [
-                "--base-url", server.openai_base_url, "--model", MODEL, "--requests", str(flags["requests"]),
-                "--concurrency", str(flags["concurrency"]), "--prompt-tokens", str(flags["prompt_tokens"]),
-                "--max-tokens", str(flags["max_tokens"]), "--output", "results.json"]
+                "--base-url",
+                server.openai_base_url,
+                "--model",
+                MODEL,
+                "--requests",
+                str(flags["requests"]),
+                "--concurrency",
+                str(flags["concurrency"]),
+                "--prompt-tokens",
+                str(flags["prompt_tokens"]),
+                "--max-tokens",
+                str(flags["max_tokens"]),
+                "--output",
+                "results.json",
+            ]
             echo(f"scenario {name}: {scenario.description}")
             echo(f"fake server: {server.openai_base_url}")
             echo(f"run, from {submission}: {shlex.join(argv)}")
@@ -393,31 +479,45 @@ def serve_scenario(submission: Path, criterion_id: str, *, seed: int = 0, case: 
             names = cases or criterion.cases or tuple(c.name for c in plan.cases)
             chosen = plan.case(names[0])
             if chosen.kind != "one" or chosen.stop_local:
-                raise ReplayError(f"case {chosen.name} needs the grader to drive it ({chosen.kind}); replay it without "
-                                  "--serve, or pick another with --case")
+                raise ReplayError(
+                    f"case {chosen.name} needs the grader to drive it ({chosen.kind}); replay it without "
+                    "--serve, or pick another with --case"
+                )
             _serve_gateway(stack, plan, chosen, sub, submission, seed, echo)
         else:
-            raise ReplayError(f"{criterion.id}: --serve starts fake servers; the {criterion.deliverable} section has "
-                              "none (replay it without --serve)")
+            raise ReplayError(
+                f"{criterion.id}: --serve starts fake servers; the {criterion.deliverable} section has "
+                "none (replay it without --serve)"
+            )
         if len(criterion.runs_from) > 1 and not cases:
-            echo(f"(the first of {len(criterion.runs_from)}: {', '.join(criterion.runs_from)}; pick one with --case)"
-                 if criterion.deliverable == "gateway" else
-                 f"(the first of its scenarios: {', '.join(criterion.runs_from)})")
+            echo(
+                f"(the first of {len(criterion.runs_from)}: {', '.join(criterion.runs_from)}; pick one with --case)"
+                if criterion.deliverable == "gateway"
+                else f"(the first of its scenarios: {', '.join(criterion.runs_from)})"
+            )
         echo("ready: Ctrl-C stops the servers")
         wait()
     echo("stopped")
 
 
-def _serve_gateway(stack: Any, plan: GatewayPlan, case: Case, sub: Any, submission: Path, seed: int,
-                   echo: Callable[[str], None]) -> None:
+def _serve_gateway(
+    stack: Any, plan: GatewayPlan, case: Case, sub: Any, submission: Path, seed: int, echo: Callable[[str], None]
+) -> None:
     import fake_server
 
-    local = stack.enter_context(fake_server.serve(**{**plan.local_server, **case.local_settings, "seed": seed,
-                                                     "faults": list(case.local_faults)}))
-    api = stack.enter_context(fake_server.serve(**{**plan.api_server, **case.api_settings, "seed": seed + 1,
-                                                   "faults": list(case.api_faults)}))
-    config = gateway_config(plan, {"url": local.base_url, "base_url": local.openai_base_url},
-                            {"url": api.base_url, "base_url": api.openai_base_url})
+    local = stack.enter_context(
+        fake_server.serve(
+            **{**plan.local_server, **case.local_settings, "seed": seed, "faults": list(case.local_faults)}
+        )
+    )
+    api = stack.enter_context(
+        fake_server.serve(**{**plan.api_server, **case.api_settings, "seed": seed + 1, "faults": list(case.api_faults)})
+    )
+    config = gateway_config(
+        plan,
+        {"url": local.base_url, "base_url": local.openai_base_url},
+        {"url": api.base_url, "base_url": api.openai_base_url},
+    )
     import tempfile
 
     folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="grader-serve-")))
@@ -430,6 +530,7 @@ def _serve_gateway(stack: Any, plan: GatewayPlan, case: Case, sub: Any, submissi
     echo(f"API fake server: {api.openai_base_url}")
     echo(f"gateway config: {path}")
     echo(f"run, from {submission}: {shlex.join(argv)}")
-    echo(f"then: curl -sN http://127.0.0.1:{plan.port}/v1/chat/completions -H 'content-type: application/json' "
-         f"-d {shlex.quote(json.dumps(body))}")
-
+    echo(
+        f"then: curl -sN http://127.0.0.1:{plan.port}/v1/chat/completions -H 'content-type: application/json' "
+        f"-d {shlex.quote(json.dumps(body))}"
+    )

@@ -144,8 +144,10 @@ def load_rubric(path: Path | None = None, *, override: Path | None = None) -> Ru
     """The rubric at `path` (default: the kit's), with an override file's weights, visibility and tolerances."""
     path = Path(path) if path else DEFAULT_RUBRIC
     data = _read(path, "rubric")
-    scenarios = {name: Scenario(name, s["description"], dict(s["server"]), dict(s["loadgen"]))
-                 for name, s in data["scenarios"].items()}
+    scenarios = {
+        name: Scenario(name, s["description"], dict(s["server"]), dict(s["loadgen"]))
+        for name, s in data["scenarios"].items()
+    }
     try:
         plan = read_plan(data["gateway"])
     except PlanError as exc:
@@ -164,10 +166,20 @@ def load_rubric(path: Path | None = None, *, override: Path | None = None) -> Ru
         problems += [f"criteria[{i}].cases: no gateway case named {n!r}" for n in cases if n not in case_names]
         if raw["id"] in {c.id for c in criteria}:
             problems.append(f"criteria[{i}].id: {raw['id']!r} appears twice")
-        criteria.append(Criterion(raw["id"], raw["deliverable"], float(raw["weight"]), raw["visibility"],
-                                  raw["text"].strip(), names, cases, tuple(raw.get("variants", ())),
-                                  {k: float(v) for k, v in (raw.get("tolerance") or {}).items()},
-                                  tuple(raw.get("anchors", ()))))
+        criteria.append(
+            Criterion(
+                raw["id"],
+                raw["deliverable"],
+                float(raw["weight"]),
+                raw["visibility"],
+                raw["text"].strip(),
+                names,
+                cases,
+                tuple(raw.get("variants", ())),
+                {k: float(v) for k, v in (raw.get("tolerance") or {}).items()},
+                tuple(raw.get("anchors", ())),
+            )
+        )
     if problems:
         raise RubricError(f"{path}:\n  " + "\n  ".join(problems))
     if override is not None:
@@ -175,8 +187,15 @@ def load_rubric(path: Path | None = None, *, override: Path | None = None) -> Ru
     _check_registry(criteria, override or path)
     judging = data["judging"]
     limits = {section: {k: float(v) for k, v in numbers.items()} for section, numbers in data["limits"].items()}
-    return Rubric(path, Judging(tuple(judging["borderline"]), tuple(judging["busy_borderline"]),
-                                float(judging["busy_lag_s"])), limits, scenarios, plan, sizing, tuple(criteria))
+    return Rubric(
+        path,
+        Judging(tuple(judging["borderline"]), tuple(judging["busy_borderline"]), float(judging["busy_lag_s"])),
+        limits,
+        scenarios,
+        plan,
+        sizing,
+        tuple(criteria),
+    )
 
 
 def _check_registry(criteria: list[Criterion], path: Path) -> None:
@@ -190,7 +209,9 @@ def _check_registry(criteria: list[Criterion], path: Path) -> None:
         if check is None:
             problems.append(f"{c.id}: no check is registered under this id")
         elif check.deliverable != c.deliverable:
-            problems.append(f"{c.id}: its check judges the {check.deliverable} deliverable, the entry says {c.deliverable}")
+            problems.append(
+                f"{c.id}: its check judges the {check.deliverable} deliverable, the entry says {c.deliverable}"
+            )
         elif missing := [n for n in check.needs if n not in c.tolerance]:
             problems.append(f"{c.id}: tolerance: its check needs {', '.join(missing)}, which the entry does not give")
     if problems:
@@ -202,15 +223,19 @@ def _apply_override(criteria: list[Criterion], path: Path) -> list[Criterion]:
     known = {c.id for c in criteria}
     unknown = sorted(set(changes) - known)
     if unknown:
-        raise RubricError(f"{path}: criteria.{unknown[0]}: the rubric has no such criterion"
-                          + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""))
+        raise RubricError(
+            f"{path}: criteria.{unknown[0]}: the rubric has no such criterion"
+            + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else "")
+        )
     out = []
     for c in criteria:
         change = dict(changes.get(c.id, {}))
         tolerance = change.pop("tolerance", {})
         if extra := sorted(set(tolerance) - set(c.tolerance)):
-            raise RubricError(f"{path}: criteria.{c.id}.tolerance.{extra[0]}: the criterion's entry gives no such number "
-                              f"(it gives {', '.join(c.tolerance) or 'none'})")
+            raise RubricError(
+                f"{path}: criteria.{c.id}.tolerance.{extra[0]}: the criterion's entry gives no such number "
+                f"(it gives {', '.join(c.tolerance) or 'none'})"
+            )
         values: dict[str, Any] = {k: (float(v) if k == "weight" else v) for k, v in change.items()}
         out.append(replace(c, **values, tolerance={**c.tolerance, **{k: float(v) for k, v in tolerance.items()}}))
     return out

@@ -55,8 +55,10 @@ class Context:
         budget = self.rubric.limits[section]["budget_s"]
         if self.hung_s < budget:
             return None
-        return (f"the {section} section's {budget:g} s for commands that hang were spent ({self.hung_s:.0f} s hung "
-                "before this run), so it was not started")
+        return (
+            f"the {section} section's {budget:g} s for commands that hang were spent ({self.hung_s:.0f} s hung "
+            "before this run), so it was not started"
+        )
 
 
 @dataclass(frozen=True)
@@ -65,10 +67,14 @@ class Section:
     part: str  # the part of submission.yaml it needs
     boxed: bool  # runs candidate code in a sandbox of its own
     timed: bool  # has timing checks: graded apart from the other timed sections (`--jobs`)
-    keys: Callable[[Criterion, int], tuple[str, ...] | None]  # records a criterion is judged from; None: no such attempt
+    keys: Callable[
+        [Criterion, int], tuple[str, ...] | None
+    ]  # records a criterion is judged from; None: no such attempt
     run: Callable[[Context, str], dict[str, Any]]  # make the run of one key: the record's facts
     load: Callable[[dict[str, Any]], Any]  # a record -> the object its checks read
-    facts: Callable[[list[Any], Criterion], Any]  # those objects -> the facts one check takes (None: they do not cover it)
+    facts: Callable[
+        [list[Any], Criterion], Any
+    ]  # those objects -> the facts one check takes (None: they do not cover it)
     busy: Callable[[list[Any], Criterion, Rubric], str | None]  # why a timing check cannot be trusted, if so
     inherent: Callable[[Any], float]  # how long the candidate's own commands ran in one run
     # hidden variants: the records of a criterion's variants at an attempt (none: not varied), and the
@@ -92,13 +98,18 @@ def _once(key: str) -> Callable[[Criterion, int], tuple[str, ...] | None]:
 
 # -- the load generator: one run per scenario; a borderline criterion reruns its scenarios -------
 
+
 def _loadgen_keys(criterion: Criterion, attempt: int) -> tuple[str, ...]:
     return tuple(f"loadgen/{name}" + ("" if attempt == 1 else f"@{attempt}") for name in criterion.scenarios)
 
 
 def _loadgen_variant_keys(criterion: Criterion, attempt: int, varied: Varied) -> tuple[str, ...]:
-    return tuple(f"loadgen/{variant_name(name, i)}" + ("" if attempt == 1 else f"@{attempt}")
-                 for name in criterion.scenarios if name in varied["loadgen"] for i in range(1, varied["count"] + 1))
+    return tuple(
+        f"loadgen/{variant_name(name, i)}" + ("" if attempt == 1 else f"@{attempt}")
+        for name in criterion.scenarios
+        if name in varied["loadgen"]
+        for i in range(1, varied["count"] + 1)
+    )
 
 
 def _loadgen_run(ctx: Context, key: str) -> dict[str, Any]:
@@ -110,8 +121,14 @@ def _loadgen_run(ctx: Context, key: str) -> dict[str, Any]:
         scenario = ctx.variants.scenario(scenario, int(variant), ctx.seed)
     if why := ctx.budget_spent("loadgen"):
         return not_run(scenario, ctx.seed, why, ctx.submission.command("loadgen")).to_record()
-    run = run_loadgen(ctx.box, ctx.submission, scenario, seed=ctx.seed, label=f"{name}-rerun" if attempt else name,
-                      timeout_s=limit_s(scenario, ctx.rubric.limits["loadgen"]))
+    run = run_loadgen(
+        ctx.box,
+        ctx.submission,
+        scenario,
+        seed=ctx.seed,
+        label=f"{name}-rerun" if attempt else name,
+        timeout_s=limit_s(scenario, ctx.rubric.limits["loadgen"]),
+    )
     if run.killed == HUNG:
         ctx.hung_s += run.wall_s
     return run.to_record()
@@ -121,12 +138,23 @@ def _loadgen_busy(runs: list[LoadgenRun], criterion: Criterion, rubric: Rubric) 
     return busy_from_ledgers((run.ledger for run in runs), limit_s=rubric.judging.busy_lag_s)
 
 
-LOADGEN = Section("loadgen", "loadgen", boxed=True, timed=True, keys=_loadgen_keys, run=_loadgen_run,
-                  load=LoadgenRun.from_record, facts=lambda runs, criterion: runs, busy=_loadgen_busy,
-                  inherent=lambda run: run.wall_s, variant_keys=_loadgen_variant_keys)
+LOADGEN = Section(
+    "loadgen",
+    "loadgen",
+    boxed=True,
+    timed=True,
+    keys=_loadgen_keys,
+    run=_loadgen_run,
+    load=LoadgenRun.from_record,
+    facts=lambda runs, criterion: runs,
+    busy=_loadgen_busy,
+    inherent=lambda run: run.wall_s,
+    variant_keys=_loadgen_variant_keys,
+)
 
 
 # -- the candidate's tests: the own-code run and the variants the selected criteria need ------------
+
 
 def _tests_run(ctx: Context, key: str) -> dict[str, Any]:
     variants = tuple(dict.fromkeys(v for c in ctx.criteria for v in c.variants))
@@ -138,12 +166,22 @@ def _tests_facts(objects: list[TestRuns], criterion: Criterion) -> TestRuns | No
     return runs if all(runs.has(v) for v in criterion.variants) else None
 
 
-TESTS = Section("tests", "loadgen", boxed=True, timed=True, keys=_once("tests"), run=_tests_run,
-                load=TestRuns.from_record, facts=_tests_facts, busy=_never_busy,
-                inherent=lambda runs: runs.own.wall_s + sum(r.wall_s for r in runs.variants.values()))
+TESTS = Section(
+    "tests",
+    "loadgen",
+    boxed=True,
+    timed=True,
+    keys=_once("tests"),
+    run=_tests_run,
+    load=TestRuns.from_record,
+    facts=_tests_facts,
+    busy=_never_busy,
+    inherent=lambda runs: runs.own.wall_s + sum(r.wall_s for r in runs.variants.values()),
+)
 
 
 # -- the gateway: one run through every case the selected criteria need; a rerun per criterion ----
+
 
 def _gateway_keys(criterion: Criterion, attempt: int) -> tuple[str, ...]:
     return ("gateway",) if attempt == 1 else (f"gateway@{attempt}/{criterion.id}",)
@@ -152,8 +190,10 @@ def _gateway_keys(criterion: Criterion, attempt: int) -> tuple[str, ...]:
 def _gateway_variant_keys(criterion: Criterion, attempt: int, varied: Varied) -> tuple[str, ...]:
     if not varied["gateway"]:
         return ()
-    return tuple(variant_name("gateway", i) + ("" if attempt == 1 else f"@{attempt}/{criterion.id}")
-                 for i in range(1, varied["count"] + 1))
+    return tuple(
+        variant_name("gateway", i) + ("" if attempt == 1 else f"@{attempt}/{criterion.id}")
+        for i in range(1, varied["count"] + 1)
+    )
 
 
 def _gateway_variant_criterion(criterion: Criterion, runs: list[GatewayRun]) -> Criterion | None:
@@ -193,32 +233,64 @@ def _gateway_busy(runs: list[GatewayRun], criterion: Criterion, rubric: Rubric) 
     return busy_from_ledgers((ledger for c in cases for ledger in (c.local, c.api)), limit_s=run.plan.busy_lag_s)
 
 
-GATEWAY = Section("gateway", "gateway", boxed=True, timed=True, keys=_gateway_keys, run=_gateway_run,
-                  load=GatewayRun.from_record, facts=_gateway_facts, busy=_gateway_busy,
-                  inherent=lambda run: run.inherent_s, variant_keys=_gateway_variant_keys,
-                  variant_criterion=_gateway_variant_criterion)
+GATEWAY = Section(
+    "gateway",
+    "gateway",
+    boxed=True,
+    timed=True,
+    keys=_gateway_keys,
+    run=_gateway_run,
+    load=GatewayRun.from_record,
+    facts=_gateway_facts,
+    busy=_gateway_busy,
+    inherent=lambda run: run.inherent_s,
+    variant_keys=_gateway_variant_keys,
+    variant_criterion=_gateway_variant_criterion,
+)
 
 
 # -- sizing: every input set, and the one-input-moved runs that diagnose a failing criterion ------
 
+
 def _sizing_run(ctx: Context, key: str) -> dict[str, Any]:
     diagnose = [(c.id, c.tol("rel")) for c in ctx.criteria if "rel" in c.tolerance]
-    return run_sizing(ctx.box, ctx.submission, diagnose, limits=ctx.rubric.limits["sizing"],
-                      plan=ctx.sizing).to_record()
+    return run_sizing(
+        ctx.box, ctx.submission, diagnose, limits=ctx.rubric.limits["sizing"], plan=ctx.sizing
+    ).to_record()
 
 
-SIZING = Section("sizing", "sizing", boxed=True, timed=False, keys=_once("sizing"), run=_sizing_run,
-                 load=SizingRuns.from_record, facts=_single, busy=_never_busy, inherent=lambda runs: runs.wall_s)
+SIZING = Section(
+    "sizing",
+    "sizing",
+    boxed=True,
+    timed=False,
+    keys=_once("sizing"),
+    run=_sizing_run,
+    load=SizingRuns.from_record,
+    facts=_single,
+    busy=_never_busy,
+    inherent=lambda runs: runs.wall_s,
+)
 
 
 # -- manifests: the offline checker, no candidate code ------------------------------------------------
 
-MANIFESTS = Section("manifests", "manifests", boxed=False, timed=False, keys=_once("manifests"),
-                    run=lambda ctx, key: run_checker(ctx.submission).to_record(), load=ManifestsRun.from_record,
-                    facts=_single, busy=_never_busy, inherent=lambda run: 0.0)
+MANIFESTS = Section(
+    "manifests",
+    "manifests",
+    boxed=False,
+    timed=False,
+    keys=_once("manifests"),
+    run=lambda ctx, key: run_checker(ctx.submission).to_record(),
+    load=ManifestsRun.from_record,
+    facts=_single,
+    busy=_never_busy,
+    inherent=lambda run: 0.0,
+)
 
 
 # -- the memo: its text, the results file it names, and one sizing run on its own inputs -------------
+
 
 def _memo_run(ctx: Context, key: str) -> dict[str, Any]:
     def sizing(flags: dict[str, Any]) -> tuple[dict[str, Any] | None, str, float]:
@@ -233,9 +305,18 @@ def _memo_run(ctx: Context, key: str) -> dict[str, Any]:
     return run_memo(ctx.submission, sizing).to_record()
 
 
-MEMO = Section("memo", "memo", boxed=False, timed=False, keys=_once("memo"), run=_memo_run,
-               load=lambda record: facts_of(MemoRun.from_record(record)), facts=_single, busy=_never_busy,
-               inherent=lambda facts: facts.sizing_wall_s)
+MEMO = Section(
+    "memo",
+    "memo",
+    boxed=False,
+    timed=False,
+    keys=_once("memo"),
+    run=_memo_run,
+    load=lambda record: facts_of(MemoRun.from_record(record)),
+    facts=_single,
+    busy=_never_busy,
+    inherent=lambda facts: facts.sizing_wall_s,
+)
 
 
 SECTIONS: dict[str, Section] = {s.name: s for s in (LOADGEN, TESTS, GATEWAY, SIZING, MANIFESTS, MEMO)}

@@ -71,6 +71,7 @@ def _drawn(base: dict[str, Any], draws: Draws, rng: random.Random) -> dict[str, 
 
 def _what_changed(drawn: dict[str, Any], draws: Draws) -> str:
     """The drawn settings, for the hiring team's evidence: `server.faults.0.status 504, ...`."""
+
     def value(path: str) -> Any:
         target: Any = drawn
         for step in _steps(path):
@@ -105,15 +106,22 @@ class Variants:
     @property
     def varied(self) -> dict[str, Any]:
         """What the grade runs variants of (kept in the records' index, so a re-judge finds them)."""
-        return {"count": self.count, "loadgen": sorted(self.loadgen),
-                "gateway": bool(self.gateway_cases or self.extra_cases)}
+        return {
+            "count": self.count,
+            "loadgen": sorted(self.loadgen),
+            "gateway": bool(self.gateway_cases or self.extra_cases),
+        }
 
     def scenario(self, base: Scenario, i: int, seed: int) -> Scenario:
         """Variant `i` of a public scenario: its listed settings drawn."""
         draws = self.loadgen[base.name]
         drawn = _drawn({"server": base.server, "loadgen": base.loadgen}, draws, _rng(seed, base.name, i))
-        return Scenario(variant_name(base.name, i), f"an unseen variant of {base.name}, drawn: "
-                        f"{_what_changed(drawn, draws)}", drawn["server"], drawn["loadgen"])
+        return Scenario(
+            variant_name(base.name, i),
+            f"an unseen variant of {base.name}, drawn: {_what_changed(drawn, draws)}",
+            drawn["server"],
+            drawn["loadgen"],
+        )
 
     def gateway_plan(self, base: GatewayPlan, i: int, seed: int) -> GatewayPlan:
         """Variant `i` of the gateway plan: config and local server drawn, the listed cases (drawn) and the extra
@@ -121,16 +129,27 @@ class Variants:
         rng = _rng(seed, "gateway", i)
         config = _drawn(base.config, self.gateway_config, rng)
         servers = _drawn({"local": base.local_server, "api": base.api_server}, self.gateway_servers, rng)
-        setup = ", ".join(p for p in (_what_changed(config, self.gateway_config) if self.gateway_config else "",
-                                      _what_changed(servers, self.gateway_servers) if self.gateway_servers else "") if p)
-        cases = [replace(c, what=f"{c.what} (an unseen variant; drawn: {setup or 'no setting'})")
-                 for c in base.cases if c.kind == "startup"]
+        setup = ", ".join(
+            p
+            for p in (
+                _what_changed(config, self.gateway_config) if self.gateway_config else "",
+                _what_changed(servers, self.gateway_servers) if self.gateway_servers else "",
+            )
+            if p
+        )
+        cases = [
+            replace(c, what=f"{c.what} (an unseen variant; drawn: {setup or 'no setting'})")
+            for c in base.cases
+            if c.kind == "startup"
+        ]
         varied = [(case, self.gateway_cases[case.name]) for case in base.cases if case.name in self.gateway_cases]
         for case, draws in [*varied, *((extra.case, extra.draw) for extra in self.extra_cases)]:
             drawn = _drawn(case.to_dict(), draws, rng)
             drawn["what"] = f"{case.what} (an unseen variant; drawn: {_what_changed(drawn, draws)})"
             cases.append(Case.from_dict(drawn))
-        return replace(base, config=config, local_server=servers["local"], api_server=servers["api"], cases=tuple(cases))
+        return replace(
+            base, config=config, local_server=servers["local"], api_server=servers["api"], cases=tuple(cases)
+        )
 
 
 def gateway_criterion(criterion: Criterion, plan: GatewayPlan) -> Criterion | None:
@@ -184,14 +203,20 @@ def load_variants(rubric: Rubric, path: Path = VARIANTS_FILE) -> Variants | None
     block = data.get("gateway") or {}
     plan = rubric.gateway
     config = checked("gateway.config", plan.config, block.get("config") or {})
-    servers = checked("gateway.servers", {"local": plan.local_server, "api": plan.api_server}, block.get("servers") or {})
+    servers = checked(
+        "gateway.servers", {"local": plan.local_server, "api": plan.api_server}, block.get("servers") or {}
+    )
     cases: dict[str, Draws] = {}
     for name, draws in (block.get("cases") or {}).items():
         public = next((c for c in plan.cases if c.name == name), None)
         if public is None or public.stop_local:
-            problems.append(where(f"gateway.cases.{name}: no such case in {rubric.path.name}"
-                                  if public is None else f"gateway.cases.{name}: a case that stops the local server "
-                                  "cannot run in a variant"))
+            problems.append(
+                where(
+                    f"gateway.cases.{name}: no such case in {rubric.path.name}"
+                    if public is None
+                    else f"gateway.cases.{name}: a case that stops the local server cannot run in a variant"
+                )
+            )
             continue
         cases[name] = checked(f"gateway.cases.{name}", public.to_dict(), draws or {})
     extras: list[ExtraCase] = []
@@ -223,6 +248,9 @@ def load_variants(rubric: Rubric, path: Path = VARIANTS_FILE) -> Variants | None
 def _valid_draw(spec: Any) -> bool:
     if isinstance(spec, dict):
         return set(spec) == {"one_of"} and isinstance(spec["one_of"], list) and bool(spec["one_of"])
-    return (isinstance(spec, list) and len(spec) == 2 and all(isinstance(v, int | float) for v in spec)
-            and spec[0] <= spec[1])
-
+    return (
+        isinstance(spec, list)
+        and len(spec) == 2
+        and all(isinstance(v, int | float) for v in spec)
+        and spec[0] <= spec[1]
+    )

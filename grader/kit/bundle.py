@@ -30,9 +30,19 @@ from typing import Any
 
 import yaml
 
-__all__ = ["ALL_PLATFORMS", "DEFAULT_PLATFORMS", "DEFAULT_PYTHONS", "PLATFORMS", "BundleError", "BundleResult",
-           "build_bundle", "build_bundles", "candidate_rubric", "kit_root", "this_platform"]
-
+__all__ = [
+    "ALL_PLATFORMS",
+    "DEFAULT_PLATFORMS",
+    "DEFAULT_PYTHONS",
+    "PLATFORMS",
+    "BundleError",
+    "BundleResult",
+    "build_bundle",
+    "build_bundles",
+    "candidate_rubric",
+    "kit_root",
+    "this_platform",
+]
 
 
 def _manylinux(arch: str) -> tuple[str, ...]:
@@ -44,8 +54,12 @@ def _manylinux(arch: str) -> tuple[str, ...]:
 def _macos(newest: int, arch: str) -> tuple[str, ...]:
     """macOS `newest`.0 and older, native and universal2 wheels."""
     versions = [f"{major}_0" for major in range(newest, 10, -1)] + [f"10_{minor}" for minor in range(15, 8, -1)]
-    return tuple(f"macosx_{v}_{a}" for v in versions for a in (arch, "universal2")
-                 if not (arch == "arm64" and a == arch and v.startswith("10_")))
+    return tuple(
+        f"macosx_{v}_{a}"
+        for v in versions
+        for a in (arch, "universal2")
+        if not (arch == "arm64" and a == arch and v.startswith("10_"))
+    )
 
 
 #: Bundle platform name -> pip `--platform` tags.
@@ -79,8 +93,17 @@ DEFAULT_PLATFORMS = (this_platform(),)
 TOP = "takehome"
 _HIDDEN_DIRS = ("hidden",)  # grader/hidden/: input sets the candidate must not see
 _GRADER_ONLY = ("chaff.py", "selftest.py")  # build and grade the chaff; the candidate's kit has none
-_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache", "*.egg-info",
-                                 ".venv", "grade-report", "*.jsonl")
+_IGNORE = shutil.ignore_patterns(
+    "__pycache__",
+    "*.pyc",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    "*.egg-info",
+    ".venv",
+    "grade-report",
+    "*.jsonl",
+)
 
 
 class BundleError(RuntimeError):
@@ -128,8 +151,11 @@ def _stage_sources(root: Path, stage: Path) -> None:
         shutil.copy2(root / name, stage / name)
     for name in ("fake_server", "schemas", "chart"):
         shutil.copytree(root / name, stage / name, ignore=_IGNORE)
-    shutil.copytree(root / "grader", stage / "grader",
-                    ignore=shutil.ignore_patterns(*_HIDDEN_DIRS, *_GRADER_ONLY, "__pycache__", "*.pyc"))
+    shutil.copytree(
+        root / "grader",
+        stage / "grader",
+        ignore=shutil.ignore_patterns(*_HIDDEN_DIRS, *_GRADER_ONLY, "__pycache__", "*.pyc"),
+    )
     rubric = stage / "grader" / "rubric.yaml"
     rubric.write_text(candidate_rubric(rubric.read_text(encoding="utf-8")), encoding="utf-8")
 
@@ -147,17 +173,34 @@ def _requirements(root: Path) -> list[str]:
     return [*project["dependencies"], *project["optional-dependencies"]["candidate"]]
 
 
-def _download(requirements: list[str], wheels: Path, python: str, platform: str,
-              echo: Callable[[str], None]) -> None:
+def _download(requirements: list[str], wheels: Path, python: str, platform: str, echo: Callable[[str], None]) -> None:
     tags = [arg for tag in PLATFORMS[platform] for arg in ("--platform", tag)]
-    _run([sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--dest", str(wheels),
-          "--python-version", python, "--implementation", "cp", *tags, *requirements],
-         f"wheels for Python {python} on {platform}", echo)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--only-binary=:all:",
+            "--dest",
+            str(wheels),
+            "--python-version",
+            python,
+            "--implementation",
+            "cp",
+            *tags,
+            *requirements,
+        ],
+        f"wheels for Python {python} on {platform}",
+        echo,
+    )
 
 
 def _write_installers(top: Path, kit_wheel: str) -> None:
     sh = top / "install.sh"
-    sh.write_text(f"""#!/bin/sh
+    sh.write_text(
+        f"""#!/bin/sh
 # Install the take-home kit with no network: a virtual environment in .venv/ beside this script,
 # filled from wheels/ only. Run it once from anywhere; PYTHON=python3.12 ./install.sh picks a Python.
 set -eu
@@ -173,9 +216,12 @@ fi
 echo "installed. Next:"
 echo "  source $here/.venv/bin/activate"
 echo "  cd $here/starter    # your working folder; read TASK.md"
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     sh.chmod(0o755)
-    (top / "install.ps1").write_text(f"""# Install the take-home kit with no network (Windows PowerShell): a virtual environment in .venv\\
+    (top / "install.ps1").write_text(
+        f"""# Install the take-home kit with no network (Windows PowerShell): a virtual environment in .venv\\
 # beside this script, filled from wheels\\ only. Run: powershell -ExecutionPolicy Bypass -File install.ps1
 $ErrorActionPreference = "Stop"
 $here = Split-Path -Parent $MyInvocation.MyCommand.Path
@@ -187,7 +233,9 @@ if ($LASTEXITCODE -ne 0) {{ Write-Error "the kit needs Python 3.11 or newer; set
 & "$here\\.venv\\Scripts\\python.exe" -m pip install --quiet --no-index --find-links "$here\\wheels" "$here\\wheels\\{kit_wheel}[candidate]"
 if ($LASTEXITCODE -ne 0) {{ exit $LASTEXITCODE }}
 Write-Output "installed. Next: $here\\.venv\\Scripts\\Activate.ps1, then cd $here\\starter and read TASK.md"
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
 
 
 def _readme(pythons: Iterable[str], platforms: Iterable[str]) -> str:
@@ -207,17 +255,29 @@ Everything here works with no network and no GPU.
 """
 
 
-def build_bundles(folder: Path, *, pythons: Iterable[str] = DEFAULT_PYTHONS,
-                  platforms: Iterable[str] = DEFAULT_PLATFORMS, echo: Callable[[str], None] = print) -> list[BundleResult]:
+def build_bundles(
+    folder: Path,
+    *,
+    pythons: Iterable[str] = DEFAULT_PYTHONS,
+    platforms: Iterable[str] = DEFAULT_PLATFORMS,
+    echo: Callable[[str], None] = print,
+) -> list[BundleResult]:
     """One archive per platform in `folder` (`takehome-PLATFORM.tar.gz`): each candidate downloads only
     their own laptop's wheels."""
     pythons, platforms = tuple(pythons), tuple(platforms)
-    return [build_bundle(folder / f"{TOP}-{platform}.tar.gz", pythons=pythons, platforms=(platform,), echo=echo)
-            for platform in platforms]
+    return [
+        build_bundle(folder / f"{TOP}-{platform}.tar.gz", pythons=pythons, platforms=(platform,), echo=echo)
+        for platform in platforms
+    ]
 
 
-def build_bundle(out: Path, *, pythons: Iterable[str] = DEFAULT_PYTHONS, platforms: Iterable[str] = DEFAULT_PLATFORMS,
-                 echo: Callable[[str], None] = print) -> BundleResult:
+def build_bundle(
+    out: Path,
+    *,
+    pythons: Iterable[str] = DEFAULT_PYTHONS,
+    platforms: Iterable[str] = DEFAULT_PLATFORMS,
+    echo: Callable[[str], None] = print,
+) -> BundleResult:
     """Build the candidate archive (`.tar.gz`) at `out`."""
     pythons, platforms = tuple(pythons), tuple(platforms)
     unknown = [p for p in platforms if p not in PLATFORMS]
@@ -235,8 +295,11 @@ def build_bundle(out: Path, *, pythons: Iterable[str] = DEFAULT_PYTHONS, platfor
         wheels = top / "wheels"
         wheels.mkdir(parents=True)
         _stage_sources(root, stage)
-        _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels), str(stage)],
-             "the kit's wheel", echo)
+        _run(
+            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels), str(stage)],
+            "the kit's wheel",
+            echo,
+        )
         kit_wheel = next(wheels.glob("serving_takehome_kit-*.whl")).name
         requirements = _requirements(root)
         coverage = []

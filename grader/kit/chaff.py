@@ -82,9 +82,13 @@ def read_chaff(chaff_dir: Path) -> Chaff:
         raise ChaffError(f"{source}: must be a mapping with {', '.join(sorted(_KEYS))}")
     unknown, missing = sorted(set(map(str, data)) - _KEYS), sorted(_KEYS - set(data))
     if unknown or missing:
-        raise ChaffError(f"{source}: " + "; ".join(
-            ([f"unknown key(s) {', '.join(unknown)}"] if unknown else [])
-            + ([f"missing key(s) {', '.join(missing)}"] if missing else [])))
+        raise ChaffError(
+            f"{source}: "
+            + "; ".join(
+                ([f"unknown key(s) {', '.join(unknown)}"] if unknown else [])
+                + ([f"missing key(s) {', '.join(missing)}"] if missing else [])
+            )
+        )
     base = data["base"]
     if not isinstance(base, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", base) or base == "chaff":
         raise ChaffError(f"{source}: base: must name a folder under submissions/ (got {base!r})")
@@ -99,10 +103,18 @@ def read_chaff(chaff_dir: Path) -> Chaff:
             raise ChaffError(f"{source}: targets[{i}]: {target!r} is not a criterion id such as loadgen.ttft")
     edits = data["edits"]
     if not isinstance(edits, list) or (not edits and base != "starter"):
-        raise ChaffError(f"{source}: edits: must be a non-empty list of {{file, find, replace}} (only the starter "
-                         "is a chaff as it is)")
-    return Chaff(name=chaff_dir.name, defect=defect.strip(), targets=tuple(targets), path=chaff_dir, base=base,
-                 edits=tuple(_edit(raw, f"{source}: edits[{i}]") for i, raw in enumerate(edits)))
+        raise ChaffError(
+            f"{source}: edits: must be a non-empty list of {{file, find, replace}} (only the starter "
+            "is a chaff as it is)"
+        )
+    return Chaff(
+        name=chaff_dir.name,
+        defect=defect.strip(),
+        targets=tuple(targets),
+        path=chaff_dir,
+        base=base,
+        edits=tuple(_edit(raw, f"{source}: edits[{i}]") for i, raw in enumerate(edits)),
+    )
 
 
 def _edit(raw: Any, where: str) -> Edit:

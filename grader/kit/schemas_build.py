@@ -151,8 +151,13 @@ def check(out_root: Path, version: str = KUBERNETES_VERSION) -> list[str]:
         fresh = Path(tmp) / builtin_dir_name(version)
         build(Path(tmp), version)
         names = sorted({p.name for p in fresh.glob("*.json")} | {p.name for p in committed.glob("*.json")})
-        return [n for n in names if not (committed / n).is_file() or not (fresh / n).is_file()
-                or not filecmp.cmp(committed / n, fresh / n, shallow=False)]
+        return [
+            n
+            for n in names
+            if not (committed / n).is_file()
+            or not (fresh / n).is_file()
+            or not filecmp.cmp(committed / n, fresh / n, shallow=False)
+        ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,8 +174,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if stale else 0
     written = build(args.out)
     size = sum(p.stat().st_size for p in written)
-    print(f"wrote {len(written)} schemas for Kubernetes {KUBERNETES_VERSION} ({size / 1e6:.2f} MB) "
-          f"to {args.out / builtin_dir_name()}")
+    print(
+        f"wrote {len(written)} schemas for Kubernetes {KUBERNETES_VERSION} ({size / 1e6:.2f} MB) "
+        f"to {args.out / builtin_dir_name()}"
+    )
     return 0
 
 

@@ -65,15 +65,19 @@ def _criteria_for(rubric: Rubric, targets: list[str], name: str, full: bool) -> 
     deliverables = {c.deliverable for c in chosen}
     runs = {r for c in chosen for r in (_runs_of(c) or ())}
     whole = {c.deliverable for c in chosen if _runs_of(c) is None and c.deliverable != "tests"}
-    free = {c.id for c in rubric.criteria
-            if c.deliverable in whole or ((r := _runs_of(c)) is not None and r <= runs)}
+    free = {c.id for c in rubric.criteria if c.deliverable in whole or ((r := _runs_of(c)) is not None and r <= runs)}
     if "tests" in deliverables:
         free.add("tests.pass")
     expensive = {"tests.percentile-chaff", "tests.slot-chaff"}
     taken = {c.id for c in chosen} | free
     # The sample leaves out criteria judged from every run of a section (they would rerun it whole).
-    rest = sorted(c.id for c in rubric.criteria if c.deliverable in deliverables and c.id not in taken | expensive
-                  and (c.deliverable != "gateway" or _runs_of(c) is not None))
+    rest = sorted(
+        c.id
+        for c in rubric.criteria
+        if c.deliverable in deliverables
+        and c.id not in taken | expensive
+        and (c.deliverable != "gateway" or _runs_of(c) is not None)
+    )
     sample = random.Random(name).sample(rest, k=min(2, len(rest)))
     return tuple(c.id for c in rubric.criteria if c.id in taken | set(sample))
 
@@ -93,7 +97,9 @@ def _judge(name: str, result: Grade, targets: list[str] | None) -> Finding:
         if targets is None:
             if c.score > 0:
                 finding.ok = False
-                finding.lines.append(f"{c.id}: should score nothing, but {c.status} ({c.score:g}/{c.weight:g}): {first}")
+                finding.lines.append(
+                    f"{c.id}: should score nothing, but {c.status} ({c.score:g}/{c.weight:g}): {first}"
+                )
         elif c.status == "inconclusive" and name != "reference":
             finding.inconclusive.append(c.id)
             finding.lines.append(f"{c.id}: inconclusive (not counted as wrong): {first}")
@@ -106,8 +112,16 @@ def _judge(name: str, result: Grade, targets: list[str] | None) -> Finding:
     return finding
 
 
-def selftest(*, full: bool = False, jobs: int = 2, names: tuple[str, ...] = (), seed: int = 0,
-             echo: Callable[[str], None] = print, root: Path = SUBMISSIONS, keep: Path | None = None) -> list[Finding]:
+def selftest(
+    *,
+    full: bool = False,
+    jobs: int = 2,
+    names: tuple[str, ...] = (),
+    seed: int = 0,
+    echo: Callable[[str], None] = print,
+    root: Path = SUBMISSIONS,
+    keep: Path | None = None,
+) -> list[Finding]:
     """Grade the reference and every chaff (or those named); one Finding each. `keep`: a folder to keep
     each grade's reports and run records in (`keep/NAME/`; a chaff graded twice keeps the second)."""
     from grader.kit.chaff import ChaffError, list_chaff, materialize
@@ -123,6 +137,7 @@ def selftest(*, full: bool = False, jobs: int = 2, names: tuple[str, ...] = (), 
         return None
 
     with tempfile.TemporaryDirectory(prefix="grader-selftest-") as tmp:
+
         def one(name: str, folder: Path | None, targets: list[str] | None) -> None:
             try:
                 if folder is None:
@@ -134,14 +149,14 @@ def selftest(*, full: bool = False, jobs: int = 2, names: tuple[str, ...] = (), 
                 only = () if whole else _criteria_for(rubric, targets or [], name, full)
                 # The reference has every timed section: two at once; a chaff usually has one.
                 outs = keep if keep is not None else Path(tmp) / "out"
-                result = grade(GradeRun(folder, outs / name, only=only, seed=seed, echo=quiet,
-                                        jobs=2 if whole else 1))
+                result = grade(GradeRun(folder, outs / name, only=only, seed=seed, echo=quiet, jobs=2 if whole else 1))
                 finding = _judge(name, result, targets)
                 if not finding.ok:
                     # Graded wrong once: grade it again. Wrong twice is wrong; right the second time
                     # is listed as unstable, with what the first grading said, for a person to follow up.
-                    again = _judge(name, grade(GradeRun(folder, outs / name, only=only,
-                                                        seed=seed, echo=quiet)), targets)
+                    again = _judge(
+                        name, grade(GradeRun(folder, outs / name, only=only, seed=seed, echo=quiet)), targets
+                    )
                     if again.ok:
                         again.unstable = [f"first grading: {line}" for line in finding.lines]
                         again.lines = again.unstable + again.lines

@@ -42,7 +42,7 @@ def statements(task: Path = TASK) -> list[Statement]:
     out = []
     for number, line in enumerate(task.read_text(encoding="utf-8").splitlines(), start=1):
         for match in _ANCHOR.finditer(line):
-            words = _MARKUP.sub("", line[match.end():]).strip(" -:")
+            words = _MARKUP.sub("", line[match.end() :]).strip(" -:")
             out.append(Statement(match.group(1), number, words[:90] + ("…" if len(words) > 90 else "")))
     return out
 
@@ -77,8 +77,11 @@ def problems(rubric: Rubric, chaff: list[Chaff], task: Path = TASK) -> list[str]
     """What breaks the chain from a graded statement to its criteria to a chaff that loses them."""
     found = statements(task)
     known = {s.anchor for s in found}
-    out = [f"{task.name}:{s.line}: anchor {s.anchor!r} appears twice" for i, s in enumerate(found)
-           if s.anchor in {t.anchor for t in found[:i]}]
+    out = [
+        f"{task.name}:{s.line}: anchor {s.anchor!r} appears twice"
+        for i, s in enumerate(found)
+        if s.anchor in {t.anchor for t in found[:i]}
+    ]
     losers = _losers(chaff)
     for row in rows(rubric, chaff, task):
         if not row.criteria:
@@ -107,7 +110,7 @@ def docs_table(docs: Path = DOCS) -> str:
     text = docs.read_text(encoding="utf-8")
     if START not in text or END not in text:
         return ""
-    return text[text.index(START):text.index(END) + len(END)]
+    return text[text.index(START) : text.index(END) + len(END)]
 
 
 def main(argv: list[str]) -> int:

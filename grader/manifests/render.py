@@ -41,8 +41,9 @@ class RenderOutcome:
         found = []
         for match in _VIOLATION.finditer(self.error or ""):
             pointer, why = match.group(1), match.group(2).strip()
-            path: PathKey = tuple(int(p) if p.isdigit() else p.replace("~1", "/").replace("~0", "~")
-                                  for p in pointer.split("/")[1:])
+            path: PathKey = tuple(
+                int(p) if p.isdigit() else p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]
+            )
             extra = re.match(r"additional propert(?:y|ies) '([^']+)'", why)
             found.append((path + (extra.group(1),) if extra else path, why))
         return found
@@ -64,8 +65,14 @@ def _values(values_file: Path, outcome: RenderOutcome) -> dict[str, object] | No
         return None
     outcome.values_doc = docs[0] if docs else None
     for dup in docs[0].duplicates if docs else []:
-        outcome.yaml_problems.append(LoadProblem(name, f"key '{dup.path[-1]}' appears twice (lines {dup.first_line} "
-                                                 f"and {dup.second_line}); YAML keeps only the last", dup.second_line))
+        outcome.yaml_problems.append(
+            LoadProblem(
+                name,
+                f"key '{dup.path[-1]}' appears twice (lines {dup.first_line} "
+                f"and {dup.second_line}); YAML keeps only the last",
+                dup.second_line,
+            )
+        )
     return docs[0].data if docs else {}
 
 
@@ -83,8 +90,7 @@ def render_chart(chart_dir: Path, values_file: Path | None = None) -> RenderOutc
     """Render every template of `chart_dir` with `values_file` over the chart's defaults."""
     import helm_python
 
-    outcome = RenderOutcome(chart=display_name(chart_dir),
-                            values=display_name(values_file) if values_file else None)
+    outcome = RenderOutcome(chart=display_name(chart_dir), values=display_name(values_file) if values_file else None)
     values = _values(values_file, outcome) if values_file else {}
     if values is None or outcome.yaml_problems:
         outcome.error = "the values file is not valid YAML"

@@ -20,8 +20,12 @@ def _failure(f: Finding) -> list[str]:
 def to_text(report: ManifestReport, verbose: bool = False) -> str:
     """Failures in full; passing checks as one line (with their evidence when `verbose`)."""
     width = max((len(c.id) for c in report.checks), default=0)
-    lines = [(f"grader manifests: {report.source} ({len(report.documents)} documents, "
-              f"Kubernetes {report.kubernetes_version} schemas)")]
+    lines = [
+        (
+            f"grader manifests: {report.source} ({len(report.documents)} documents, "
+            f"Kubernetes {report.kubernetes_version} schemas)"
+        )
+    ]
     for check in report.checks:
         status = "PASS" if check.passed else "FAIL"
         lines.append(f"{status}  {check.id.ljust(width)}  {check.title}")
@@ -32,6 +36,8 @@ def to_text(report: ManifestReport, verbose: bool = False) -> str:
                 subject = " ".join(part for part in (finding.resource, finding.path) if part)
                 lines.append(f"      ok {subject + ': ' if subject else ''}{finding.message}")
     passed = sum(c.passed for c in report.checks)
-    lines.append(f"{passed} of {len(report.checks)} checks passed" +
-                 ("" if report.passed else f"; failed: {', '.join(report.failed_ids)}"))
+    lines.append(
+        f"{passed} of {len(report.checks)} checks passed"
+        + ("" if report.passed else f"; failed: {', '.join(report.failed_ids)}")
+    )
     return "\n".join(lines) + "\n"

@@ -77,8 +77,12 @@ class CheckResult:
             where = f" ({f.where})" if f.where else ""
             fix = f" Fix: {f.fix}" if f.fix else ""
             lines.append(f"{'ok' if f.passed else 'FAIL'} {subject + ': ' if subject else ''}{f.message}{where}.{fix}")
-        return {"name": f"{self.id}: {self.title}", "status": "passed" if self.passed else "failed",
-                "output": "\n".join(lines), "tags": ["manifests", self.id]}
+        return {
+            "name": f"{self.id}: {self.title}",
+            "status": "passed" if self.passed else "failed",
+            "output": "\n".join(lines),
+            "tags": ["manifests", self.id],
+        }
 
 
 @dataclass(frozen=True)
@@ -146,7 +150,8 @@ class ManifestReport:
     def from_dict(cls, data: dict[str, Any]) -> ManifestReport:
         """The report `to_dict` wrote (a grade's run record keeps it so)."""
         return cls(
-            source=data["source"], kubernetes_version=data["kubernetes_version"],
+            source=data["source"],
+            kubernetes_version=data["kubernetes_version"],
             documents=[DocumentSummary(**d) for d in data["documents"]],
             checks=[CheckResult(c["id"], c["title"], [Finding(**f) for f in c["findings"]]) for c in data["checks"]],
         )

@@ -67,9 +67,7 @@ class SchemaStore:
 
     root: Path = field(default_factory=default_schemas_dir)
     version: str = KUBERNETES_VERSION
-    _cache: dict[tuple[str, str], jsonschema.protocols.Validator | None] = field(
-        default_factory=dict, repr=False
-    )
+    _cache: dict[tuple[str, str], jsonschema.protocols.Validator | None] = field(default_factory=dict, repr=False)
 
     def candidates(self, api_version: str, kind: str) -> list[Path]:
         """Where a schema for this apiVersion and kind may live, in lookup order."""

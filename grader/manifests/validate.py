@@ -59,8 +59,13 @@ def _describe(error: jsonschema.ValidationError) -> list[tuple[PathKey, str, str
         for extra in sorted(k for k in value if k not in known):
             close = difflib.get_close_matches(extra, known, n=1, cutoff=0.6)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            out.append((path + (extra,), f"unknown field '{extra}'{hint}",
-                        f"rename it to '{close[0]}'" if close else "remove it: the schema has no such field"))
+            out.append(
+                (
+                    path + (extra,),
+                    f"unknown field '{extra}'{hint}",
+                    f"rename it to '{close[0]}'" if close else "remove it: the schema has no such field",
+                )
+            )
         if out:
             return out
     if kind == "required" and isinstance(value, dict):
@@ -74,41 +79,82 @@ def _describe(error: jsonschema.ValidationError) -> list[tuple[PathKey, str, str
         return [(path, why, f"give it {article(expected)} value")]
     if kind in ("oneOf", "anyOf") and all(isinstance(s, dict) and list(s) == ["type"] for s in rule):
         expected = " or ".join(sorted({_expected(s) for s in rule}))
-        return [(path, f"expected {expected}, got {_type_name(value)} {_short(value)}", f"give it {article(expected)} value")]
+        return [
+            (
+                path,
+                f"expected {expected}, got {_type_name(value)} {_short(value)}",
+                f"give it {article(expected)} value",
+            )
+        ]
     if kind == "enum":
-        return [(path, f"{_short(value)} is not one of {', '.join(map(repr, rule))}",
-                 "use one of the allowed values")]
+        return [(path, f"{_short(value)} is not one of {', '.join(map(repr, rule))}", "use one of the allowed values")]
     if kind == "const":
         return [(path, f"must be {rule!r}, got {_short(value)}", f"set it to {rule!r}")]
     return [(path, explain(error), "correct the value to satisfy the schema")]
 
 
 def _finding(doc: Document, passed: bool, message: str, path: PathKey | None = None, fix: str = "") -> Finding:
-    return Finding(passed=passed, message=message, resource=doc.ref,
-                   path=fmt_path(path) if path is not None else None, fix=fix,
-                   file=doc.file, line=doc.line_of(path) if path else doc.line)
+    return Finding(
+        passed=passed,
+        message=message,
+        resource=doc.ref,
+        path=fmt_path(path) if path is not None else None,
+        fix=fix,
+        file=doc.file,
+        line=doc.line_of(path) if path else doc.line,
+    )
 
 
 def _validate_one(doc: Document, store: SchemaStore, allow: set[str]) -> list[Finding]:
     if not doc.api_version or not doc.kind:
         missing = [k for k in ("apiVersion", "kind") if not doc.data.get(k)]
-        return [_finding(doc, False, f"document has no {' or '.join(missing)}", (missing[0],),
-                         "give every document an apiVersion and a kind")]
-    findings = [] if doc.name or doc.metadata.get("generateName") else [
-        _finding(doc, False, "metadata.name is missing; the API server rejects an object without one",
-                 ("metadata", "name"), "give it a metadata.name")]
-    findings += [_finding(doc, False, f"key '{d.path[-1]}' appears twice (lines {d.first_line} and "
-                         f"{d.second_line}); YAML keeps only the last, Kubernetes rejects it", d.path,
-                         "keep one of them") for d in doc.duplicates]
+        return [
+            _finding(
+                doc,
+                False,
+                f"document has no {' or '.join(missing)}",
+                (missing[0],),
+                "give every document an apiVersion and a kind",
+            )
+        ]
+    findings = (
+        []
+        if doc.name or doc.metadata.get("generateName")
+        else [
+            _finding(
+                doc,
+                False,
+                "metadata.name is missing; the API server rejects an object without one",
+                ("metadata", "name"),
+                "give it a metadata.name",
+            )
+        ]
+    )
+    findings += [
+        _finding(
+            doc,
+            False,
+            f"key '{d.path[-1]}' appears twice (lines {d.first_line} and "
+            f"{d.second_line}); YAML keeps only the last, Kubernetes rejects it",
+            d.path,
+            "keep one of them",
+        )
+        for d in doc.duplicates
+    ]
     validator = store.validator(doc.api_version, doc.kind)
     if validator is None:
         if doc.kind.lower() in allow:
             allowed = f"no schema for {doc.api_version} {doc.kind}; allowed by --allow-kind"
             return [*findings, _finding(doc, True, allowed)]
         others = store.known_api_versions(doc.kind)
-        why = (f"{doc.api_version} {doc.kind} is not served by Kubernetes {store.version}; "
-               f"the kit has {doc.kind} as {', '.join(others)}") if others else \
-              f"no schema for {doc.api_version} {doc.kind} (Kubernetes {store.version} and the kit's CRDs)"
+        why = (
+            (
+                f"{doc.api_version} {doc.kind} is not served by Kubernetes {store.version}; "
+                f"the kit has {doc.kind} as {', '.join(others)}"
+            )
+            if others
+            else f"no schema for {doc.api_version} {doc.kind} (Kubernetes {store.version} and the kit's CRDs)"
+        )
         fix = f"use apiVersion {others[0]}" if others else f"use a known kind, or pass --allow-kind {doc.kind}"
         return findings + [_finding(doc, False, why, ("apiVersion",) if others else ("kind",), fix)]
     errors = sorted(validator.iter_errors(doc.data), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
@@ -116,8 +162,15 @@ def _validate_one(doc: Document, store: SchemaStore, allow: set[str]) -> list[Fi
     for path, why, fix in described[:MAX_ERRORS_PER_DOCUMENT]:
         findings.append(_finding(doc, False, why, path, fix))
     if len(described) > MAX_ERRORS_PER_DOCUMENT:
-        findings.append(_finding(doc, False, f"and {len(described) - MAX_ERRORS_PER_DOCUMENT} more schema errors",
-                                 None, "fix the errors above and run again"))
+        findings.append(
+            _finding(
+                doc,
+                False,
+                f"and {len(described) - MAX_ERRORS_PER_DOCUMENT} more schema errors",
+                None,
+                "fix the errors above and run again",
+            )
+        )
     if not findings:
         findings.append(_finding(doc, True, f"valid against the strict {doc.api_version} {doc.kind} schema"))
     return findings

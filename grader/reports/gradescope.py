@@ -81,8 +81,12 @@ def _test(grade: Grade, c: CriterionResult) -> dict[str, Any]:
         "output": output,
         "output_format": "text",
         "tags": tags,
-        "extra_data": {"id": clean(c.id), "status": c.status, "attempts": c.attempts,
-                       "duration_s": round(c.duration_s, 6)},
+        "extra_data": {
+            "id": clean(c.id),
+            "status": c.status,
+            "attempts": c.attempts,
+            "duration_s": round(c.duration_s, 6),
+        },
     }
 
 
@@ -115,8 +119,10 @@ def to_gradescope(grade: Grade) -> dict[str, Any]:
         "extra_data": {
             "kit": _kit_data(grade),
             "human": {
-                "checklist": [{"id": f"{HUMAN_PREFIX}{i}", "item": clean(item), "score": None, "max_score": None}
-                              for i, item in enumerate(grade.human_checklist, start=1)],
+                "checklist": [
+                    {"id": f"{HUMAN_PREFIX}{i}", "item": clean(item), "score": None, "max_score": None}
+                    for i, item in enumerate(grade.human_checklist, start=1)
+                ],
                 "applied": False,
             },
         },
@@ -132,13 +138,17 @@ def _points(item_id: str, value: Any) -> tuple[float, float]:
     """(score, max_score) from a recorded value: a pair, or a mapping with both keys."""
     if isinstance(value, Mapping):
         value = (value.get("score"), value.get("max_score"))
-    if not (isinstance(value, (list, tuple)) and len(value) == 2
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
+    if not (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    ):
         raise HumanScoreError(f"{item_id}: a human score is (score, max_score) as two numbers, got {value!r}")
     score, max_score = float(value[0]), float(value[1])
     if not (max_score > 0 and 0 <= score <= max_score):
-        raise HumanScoreError(f"{item_id}: score {score:g} must lie in 0..max_score and max_score above 0 "
-                              f"(got max_score {max_score:g})")
+        raise HumanScoreError(
+            f"{item_id}: score {score:g} must lie in 0..max_score and max_score above 0 (got max_score {max_score:g})"
+        )
     return score, max_score
 
 
@@ -172,17 +182,19 @@ def apply_human_scores(report_json: Path, scores: Mapping[str, Any]) -> dict[str
     for entry in checklist:
         if entry["score"] is None:
             continue
-        tests.append({
-            "name": f"{entry['id']}: {entry['item']}",
-            "name_format": "text",
-            "score": entry["score"],
-            "max_score": entry["max_score"],
-            "status": "passed" if entry["score"] >= entry["max_score"] else "failed",
-            "visibility": "after_published",
-            "output": f"Scored by a person: {fmt_points(entry['score'])} / {fmt_points(entry['max_score'])}.",
-            "output_format": "text",
-            "tags": ["human"],
-        })
+        tests.append(
+            {
+                "name": f"{entry['id']}: {entry['item']}",
+                "name_format": "text",
+                "score": entry["score"],
+                "max_score": entry["max_score"],
+                "status": "passed" if entry["score"] >= entry["max_score"] else "failed",
+                "visibility": "after_published",
+                "output": f"Scored by a person: {fmt_points(entry['score'])} / {fmt_points(entry['max_score'])}.",
+                "output_format": "text",
+                "tags": ["human"],
+            }
+        )
     document["tests"] = tests
     document["score"] = round(sum(t["score"] for t in tests), 6)
     document["max_score"] = round(sum(t["max_score"] for t in tests), 6)

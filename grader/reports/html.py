@@ -30,8 +30,7 @@ from grader.reports.text import (
 
 __all__ = ["MAX_TABLE_ROWS", "STATUS_LABELS", "to_html"]
 
-STATUS_LABELS = {"passed": "✓ PASSED", "failed": "✗ FAILED", "inconclusive": "? INCONCLUSIVE",
-                 "skipped": "– SKIPPED"}
+STATUS_LABELS = {"passed": "✓ PASSED", "failed": "✗ FAILED", "inconclusive": "? INCONCLUSIVE", "skipped": "– SKIPPED"}
 MAX_TABLE_ROWS = 500
 
 
@@ -67,8 +66,10 @@ def _accounts(c: CriterionResult) -> str:
     e = c.evidence
     if not (e.sent.strip() or e.reported.strip() or e.truth.strip()):
         return '<p class="empty">No record of what was sent, reported or in the ledger.</p>'
-    return (f"{_block('What the grader sent', e.sent)}{_block('What the candidate reported', e.reported)}"
-            f"{_block('What the ledger shows', e.truth)}")
+    return (
+        f"{_block('What the grader sent', e.sent)}{_block('What the candidate reported', e.reported)}"
+        f"{_block('What the ledger shows', e.truth)}"
+    )
 
 
 def _header(grade: Grade) -> str:
@@ -95,8 +96,7 @@ def _header(grade: Grade) -> str:
     if grade.contract_problems:
         items = "".join(f"<li>{_text(p)}</li>" for p in grade.contract_problems)
         problems = f"<h3>Contract problems</h3><ul>{items}</ul>"
-    return (f"{banner}<header id=\"summary\"><h1>Grade report</h1>"
-            f"<dl class=\"facts\">{rows}</dl>{problems}</header>")
+    return f'{banner}<header id="summary"><h1>Grade report</h1><dl class="facts">{rows}</dl>{problems}</header>'
 
 
 def _score_table(grade: Grade) -> str:
@@ -106,33 +106,49 @@ def _score_table(grade: Grade) -> str:
         out_of = round(sum(c.weight for c in criteria), 6)
         counts = status_counts(criteria)
         summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-        rows.append(f'<tr class="deliverable"><td>{_text(deliverable)}</td><td>{summary}</td>'
-                    f'<td class="num">{fmt_points(got)} / {fmt_points(out_of)}</td></tr>')
+        rows.append(
+            f'<tr class="deliverable"><td>{_text(deliverable)}</td><td>{summary}</td>'
+            f'<td class="num">{fmt_points(got)} / {fmt_points(out_of)}</td></tr>'
+        )
         for c in criteria:
             hidden = ' <span class="tag">hidden</span>' if c.visibility == "hidden" else ""
-            rows.append(f'<tr><td><a href="#{_text(c.id)}" class="mono">{_text(c.id)}</a>{hidden}</td>'
-                        f'<td><span class="badge {c.status}">{STATUS_LABELS[c.status]}</span> {_text(c.title)}</td>'
-                        f'<td class="num">{fmt_points(awarded(c))} / {fmt_points(c.weight)}</td></tr>')
-    return ('<section class="scores" id="scores"><h2>Scores by deliverable</h2><table>'
-            '<thead><tr><th>Criterion</th><th>Result</th><th class="num">Points</th></tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></section>')
+            rows.append(
+                f'<tr><td><a href="#{_text(c.id)}" class="mono">{_text(c.id)}</a>{hidden}</td>'
+                f'<td><span class="badge {c.status}">{STATUS_LABELS[c.status]}</span> {_text(c.title)}</td>'
+                f'<td class="num">{fmt_points(awarded(c))} / {fmt_points(c.weight)}</td></tr>'
+            )
+    return (
+        '<section class="scores" id="scores"><h2>Scores by deliverable</h2><table>'
+        '<thead><tr><th>Criterion</th><th>Result</th><th class="num">Points</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></section>"
+    )
 
 
 def _evidence_table(columns: list[str], rows: list[list[Any]]) -> str:
     if not columns and not rows:
         return ""
     shown = rows[:MAX_TABLE_ROWS]
-    numeric = [bool(shown) and all(_is_number(r[i]) or r[i] is None for r in shown if i < len(r))
-               for i in range(len(columns))]
-    head = "".join(f'<th{" class=num" if numeric[i] else ""}>{_text(c)}</th>' for i, c in enumerate(columns))
+    numeric = [
+        bool(shown) and all(_is_number(r[i]) or r[i] is None for r in shown if i < len(r)) for i in range(len(columns))
+    ]
+    head = "".join(f"<th{' class=num' if numeric[i] else ''}>{_text(c)}</th>" for i, c in enumerate(columns))
     body = "".join(
-        "<tr>" + "".join(f'<td{" class=num" if i < len(numeric) and numeric[i] else ""}>{_cell(v)}</td>'
-                         for i, v in enumerate(row)) + "</tr>"
-        for row in shown)
-    more = (f'<p class="empty">{len(rows) - MAX_TABLE_ROWS} more rows not shown; report.json has them all.</p>'
-            if len(rows) > MAX_TABLE_ROWS else "")
-    return (f'<h3>Evidence</h3><div class="table-wrap"><table><thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table></div>{more}")
+        "<tr>"
+        + "".join(
+            f"<td{' class=num' if i < len(numeric) and numeric[i] else ''}>{_cell(v)}</td>" for i, v in enumerate(row)
+        )
+        + "</tr>"
+        for row in shown
+    )
+    more = (
+        f'<p class="empty">{len(rows) - MAX_TABLE_ROWS} more rows not shown; report.json has them all.</p>'
+        if len(rows) > MAX_TABLE_ROWS
+        else ""
+    )
+    return (
+        f'<h3>Evidence</h3><div class="table-wrap"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>{more}"
+    )
 
 
 def _plots(c: CriterionResult, position: int) -> str:
@@ -141,35 +157,55 @@ def _plots(c: CriterionResult, position: int) -> str:
         chart_id = f"{position}-{_slug(c.id)}-{n}"  # the position keeps ids unique when slugs collide
         svg, dropped = plot_svg(plot, chart_id)
         note = f" Thinned for the page: {dropped} points not drawn." if dropped else ""
-        figures.append(f'<figure class="plot" id="plot-{chart_id}">{svg}'
-                       f"<figcaption>{_text(plot.title)} ({plot.kind}).{note}</figcaption></figure>")
+        figures.append(
+            f'<figure class="plot" id="plot-{chart_id}">{svg}'
+            f"<figcaption>{_text(plot.title)} ({plot.kind}).{note}</figcaption></figure>"
+        )
     return f'<h3>Plots</h3><div class="plots">{"".join(figures)}</div>' if figures else ""
 
 
 def _criterion(c: CriterionResult, position: int, replay: str | None = None) -> str:
-    hidden = (' <span class="tag">hidden</span><span class="hidden-note">not shown to the candidate until'
-              ' grades are published</span>') if c.visibility == "hidden" else ""
+    hidden = (
+        (
+            ' <span class="tag">hidden</span><span class="hidden-note">not shown to the candidate until'
+            " grades are published</span>"
+        )
+        if c.visibility == "hidden"
+        else ""
+    )
     rerun = f", {c.attempts} attempts" if c.attempts > 1 else ""
     e = c.evidence
-    facts = (f'<dl class="facts"><dt>Tolerance</dt><dd>{_text(c.tolerance) or "<span class=empty>none stated</span>"}</dd>'
-             f'<dt>Scenario</dt><dd class="mono">{_text(c.scenario) or "<span class=empty>none</span>"}</dd>'
-             f"<dt>Deliverable</dt><dd>{_text(c.deliverable)}</dd></dl>")
-    logs = (f'<details class="logs"><summary>Logs ({len(e.logs.splitlines())} lines)</summary>'
-            f"<pre>{_text(e.logs)}</pre></details>") if e.logs else ""
-    return (f'<section class="criterion {c.status}" id="{_text(c.id)}">'
-            f'<h2><span class="badge {c.status}">{STATUS_LABELS[c.status]}</span>'
-            f'<a href="#{_text(c.id)}" class="mono">{_text(c.id)}</a> {_text(c.title)}{hidden}</h2>'
-            f'<p class="points">{fmt_points(awarded(c))} / {fmt_points(c.weight)} points, '
-            f"{fmt_seconds(c.duration_s)} s{rerun}</p>"
-            f"{_block('What the candidate sees', c.output)}{facts}{_accounts(c)}"
-            f"{_evidence_table(e.columns, e.rows)}{_plots(c, position)}{logs}{_replay(replay)}{_unseen(c)}</section>")
+    facts = (
+        f'<dl class="facts"><dt>Tolerance</dt><dd>{_text(c.tolerance) or "<span class=empty>none stated</span>"}</dd>'
+        f'<dt>Scenario</dt><dd class="mono">{_text(c.scenario) or "<span class=empty>none</span>"}</dd>'
+        f"<dt>Deliverable</dt><dd>{_text(c.deliverable)}</dd></dl>"
+    )
+    logs = (
+        (
+            f'<details class="logs"><summary>Logs ({len(e.logs.splitlines())} lines)</summary>'
+            f"<pre>{_text(e.logs)}</pre></details>"
+        )
+        if e.logs
+        else ""
+    )
+    return (
+        f'<section class="criterion {c.status}" id="{_text(c.id)}">'
+        f'<h2><span class="badge {c.status}">{STATUS_LABELS[c.status]}</span>'
+        f'<a href="#{_text(c.id)}" class="mono">{_text(c.id)}</a> {_text(c.title)}{hidden}</h2>'
+        f'<p class="points">{fmt_points(awarded(c))} / {fmt_points(c.weight)} points, '
+        f"{fmt_seconds(c.duration_s)} s{rerun}</p>"
+        f"{_block('What the candidate sees', c.output)}{facts}{_accounts(c)}"
+        f"{_evidence_table(e.columns, e.rows)}{_plots(c, position)}{logs}{_replay(replay)}{_unseen(c)}</section>"
+    )
 
 
 def _replay(command: str | None) -> str:
     if not command:
         return ""
-    return (f'<p class="replay">Replay its runs, with what made it fail beside the ledgers: '
-            f"<code>{_text(command)}</code></p>")
+    return (
+        f'<p class="replay">Replay its runs, with what made it fail beside the ledgers: '
+        f"<code>{_text(command)}</code></p>"
+    )
 
 
 def _unseen(c: CriterionResult) -> str:
@@ -177,11 +213,13 @@ def _unseen(c: CriterionResult) -> str:
     if c.unseen is None:
         return ""
     u = c.unseen
-    return (f'<details class="unseen"{" open" if u.status == "failed" else ""}><summary>Unseen variants: '
-            f'<span class="badge {u.status}">{STATUS_LABELS[u.status]}</span> (for the hiring team; the candidate '
-            f"is told only passed or failed)</summary>{_block('On the variants', u.output)}"
-            f"{_block('What the grader ran', u.evidence.sent) if u.evidence.sent else ''}"
-            f"{_evidence_table(u.evidence.columns, u.evidence.rows)}</details>")
+    return (
+        f'<details class="unseen"{" open" if u.status == "failed" else ""}><summary>Unseen variants: '
+        f'<span class="badge {u.status}">{STATUS_LABELS[u.status]}</span> (for the hiring team; the candidate '
+        f"is told only passed or failed)</summary>{_block('On the variants', u.output)}"
+        f"{_block('What the grader ran', u.evidence.sent) if u.evidence.sent else ''}"
+        f"{_evidence_table(u.evidence.columns, u.evidence.rows)}</details>"
+    )
 
 
 def _checklist(grade: Grade) -> str:
@@ -191,11 +229,14 @@ def _checklist(grade: Grade) -> str:
             f'<td><input type="number" min="0" step="any" name="human.{i}.score" aria-label="score for item {i}"></td>'
             f'<td><input type="number" min="0" step="any" name="human.{i}.max" aria-label="out of, item {i}"></td>'
             f'<td><input type="text" name="human.{i}.note" aria-label="note for item {i}"></td></tr>'
-            for i, item in enumerate(grade.human_checklist, start=1))
-        body = ('<p>Fill in as you read (or on paper); record the points in report.json with '
-                '<code>apply_human_scores</code>, keyed by <code>human.N</code>.</p>'
-                '<table><thead><tr><th class="num">#</th><th>What to judge</th><th>Score</th><th>Out of</th>'
-                f"<th>Note</th></tr></thead><tbody>{rows}</tbody></table>")
+            for i, item in enumerate(grade.human_checklist, start=1)
+        )
+        body = (
+            "<p>Fill in as you read (or on paper); record the points in report.json with "
+            "<code>apply_human_scores</code>, keyed by <code>human.N</code>.</p>"
+            '<table><thead><tr><th class="num">#</th><th>What to judge</th><th>Score</th><th>Out of</th>'
+            f"<th>Note</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
     else:
         body = '<p class="empty">Nothing left for a person to judge.</p>'
     return f'<section class="checklist" id="checklist"><h2>For a person to judge</h2>{body}</section>'
@@ -209,11 +250,13 @@ def to_html(grade: Grade) -> str:
     title = f"{flag}Grade {fmt_points(score)}/{fmt_points(max_score)}"
     title += f": {clean(grade.candidate or grade.submission)}"
     criteria = "".join(_criterion(c, i, replay_command(grade, c)) for i, c in enumerate(grade.criteria, start=1))
-    return ("<!DOCTYPE html>\n"
-            '<html lang="en"><head><meta charset="utf-8">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{_text(title)}</title><style>{CSS}</style></head><body>"
-            f"{_header(grade)}{_score_table(grade)}"
-            f'<main id="criteria">{criteria}</main>{_checklist(grade)}'
-            f"<footer>Graded with rubric {_text(grade.rubric)}, seed {grade.seed}, started {_text(grade.started)}."
-            "</footer></body></html>\n")
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_text(title)}</title><style>{CSS}</style></head><body>"
+        f"{_header(grade)}{_score_table(grade)}"
+        f'<main id="criteria">{criteria}</main>{_checklist(grade)}'
+        f"<footer>Graded with rubric {_text(grade.rubric)}, seed {grade.seed}, started {_text(grade.started)}."
+        "</footer></body></html>\n"
+    )

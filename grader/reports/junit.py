@@ -51,28 +51,42 @@ def _details(c: CriterionResult) -> str:
 
 def _evidence(c: CriterionResult) -> str:
     e = c.evidence
-    sections = [("Scenario", c.scenario), ("What the grader sent", e.sent),
-                ("What the candidate reported", e.reported), ("What the ledger shows", e.truth),
-                ("Logs", e.logs)]
+    sections = [
+        ("Scenario", c.scenario),
+        ("What the grader sent", e.sent),
+        ("What the candidate reported", e.reported),
+        ("What the ledger shows", e.truth),
+        ("Logs", e.logs),
+    ]
     return "\n\n".join(f"{title}:\n{clean(text)}" for title, text in sections if text)
 
 
 def _testcase(parent: ET.Element, c: CriterionResult) -> None:
-    case = ET.SubElement(parent, "testcase", {"classname": clean(c.deliverable), "name": clean(c.id),
-                                              "time": fmt_seconds(c.duration_s)})
+    case = ET.SubElement(
+        parent, "testcase", {"classname": clean(c.deliverable), "name": clean(c.id), "time": fmt_seconds(c.duration_s)}
+    )
     if c.status == "failed":
-        failure = ET.SubElement(case, "failure", {"message": _first_line(clean(c.output)) or "failed",
-                                                  "type": "failed"})
+        failure = ET.SubElement(
+            case, "failure", {"message": _first_line(clean(c.output)) or "failed", "type": "failed"}
+        )
         failure.text = _details(c)
     elif c.status == "skipped":
         skipped = ET.SubElement(case, "skipped", {"message": _first_line(clean(c.output)) or "skipped"})
         skipped.text = _details(c)
     elif c.status == "inconclusive":
-        skipped = ET.SubElement(case, "skipped",
-                                {"message": f"inconclusive: {_first_line(clean(c.output)) or 'borderline after a rerun'}"})
+        skipped = ET.SubElement(
+            case, "skipped", {"message": f"inconclusive: {_first_line(clean(c.output)) or 'borderline after a rerun'}"}
+        )
         skipped.text = _details(c)
-    out = "\n\n".join(p for p in (f"{clean(c.title)}" + (" [hidden]" if c.visibility == "hidden" else ""),
-                                  _details(c) if c.status == "passed" else "", _evidence(c)) if p)
+    out = "\n\n".join(
+        p
+        for p in (
+            f"{clean(c.title)}" + (" [hidden]" if c.visibility == "hidden" else ""),
+            _details(c) if c.status == "passed" else "",
+            _evidence(c),
+        )
+        if p
+    )
     ET.SubElement(case, "system-out").text = out
 
 

@@ -82,10 +82,13 @@ def pair_page(pairs: list[Pair], similarity: Similarity) -> str:
             f"{_e(b)} shares {pair.share_b:.0%} of its own. Highlighted: the text both hold (after names, "
             "strings, comments and layout are set aside for code), less the starter's.</p>"
             f"<div class=sides>{_side(doc_a, regions_a, pair.share_a, a)}{_side(doc_b, regions_b, pair.share_b, b)}"
-            "</div></section>")
-    return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-            "<meta name=viewport content='width=device-width, initial-scale=1'>"
-            f"<title>Similarity: {_e(a)} and {_e(b)}</title><style>{CSS}{_PAGE_CSS}</style></head><body>"
-            f"<header><h1>{_e(a)} and {_e(b)}</h1><p><a href=\"../index.html\">Back to the round</a>. "
-            f"Flagged at {similarity.threshold:.0%} and above.</p></header>"
-            f"<main>{''.join(sections)}</main></body></html>\n")
+            "</div></section>"
+        )
+    return (
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        "<meta name=viewport content='width=device-width, initial-scale=1'>"
+        f"<title>Similarity: {_e(a)} and {_e(b)}</title><style>{CSS}{_PAGE_CSS}</style></head><body>"
+        f'<header><h1>{_e(a)} and {_e(b)}</h1><p><a href="../index.html">Back to the round</a>. '
+        f"Flagged at {similarity.threshold:.0%} and above.</p></header>"
+        f"<main>{''.join(sections)}</main></body></html>\n"
+    )

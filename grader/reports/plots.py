@@ -98,12 +98,26 @@ def _short(value: float | None) -> str:
 
 def _config(plot: Plot) -> dict[str, object]:
     return {
-        "js": [], "disable_xml_declaration": True, "style": CHART_STYLE, "width": 560, "height": 320,
-        "explicit_size": False, "title": clean(plot.title), "x_title": clean(plot.x_label),
-        "y_title": clean(plot.y_label), "legend_at_bottom": True, "truncate_legend": 40,
-        "show_x_guides": False, "print_values": False, "tooltip_fancy_mode": False, "no_data_text": "no data",
+        "js": [],
+        "disable_xml_declaration": True,
+        "style": CHART_STYLE,
+        "width": 560,
+        "height": 320,
+        "explicit_size": False,
+        "title": clean(plot.title),
+        "x_title": clean(plot.x_label),
+        "y_title": clean(plot.y_label),
+        "legend_at_bottom": True,
+        "truncate_legend": 40,
+        "show_x_guides": False,
+        "print_values": False,
+        "tooltip_fancy_mode": False,
+        "no_data_text": "no data",
         # Axis labels: short numbers, never cut to "0.…", at most about 8 ticks an axis.
-        "truncate_label": -1, "max_scale": 8, "x_value_formatter": _short, "value_formatter": _short,
+        "truncate_label": -1,
+        "max_scale": 8,
+        "x_value_formatter": _short,
+        "value_formatter": _short,
     }
 
 
@@ -128,16 +142,20 @@ def plot_svg(plot: Plot, chart_id: str) -> tuple[str, int]:
             heights = dict(pts)
             chart.add(name, [heights.get(x) for x in labels])
     else:
-        chart = pygal.XY(**_config(plot), stroke=plot.kind == "step", show_dots=plot.kind == "scatter",
-                         dots_size=2.5)
+        chart = pygal.XY(**_config(plot), stroke=plot.kind == "step", show_dots=plot.kind == "scatter", dots_size=2.5)
         for name, pts in series:
             chart.add(name, _step(pts) if plot.kind == "step" else sorted(pts))
         if plot.kind == "scatter" and plot.diagonal:
             values = [v for _, pts in series for p in pts for v in p]
             if values:
                 lo, hi = min(values), max(values)
-                chart.add("y = x", [(lo, lo), (hi, hi)], stroke=True, show_dots=False,
-                          stroke_style={"dasharray": "6, 4", "width": 1})
+                chart.add(
+                    "y = x",
+                    [(lo, lo), (hi, hi)],
+                    stroke=True,
+                    show_dots=False,
+                    stroke_style={"dasharray": "6, 4", "width": 1},
+                )
     chart.uuid = chart_id
     chart.add_xml_filter(static_svg(chart_id))
     return chart.render(is_unicode=True), dropped

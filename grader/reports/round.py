@@ -34,13 +34,35 @@ from grader.reports.text import clean, fmt_points
 if TYPE_CHECKING:
     from grader.round.analysis import Analysis
 
-__all__ = ["CSV_NAME", "INDEX_NAME", "Row", "RowError", "missed_counts", "read_row", "read_rows", "summary_files",
-           "to_csv", "to_index_html", "write_files", "write_index"]
+__all__ = [
+    "CSV_NAME",
+    "INDEX_NAME",
+    "Row",
+    "RowError",
+    "missed_counts",
+    "read_row",
+    "read_rows",
+    "summary_files",
+    "to_csv",
+    "to_index_html",
+    "write_files",
+    "write_index",
+]
 
 CSV_NAME = "grades.csv"
 INDEX_NAME = "index.html"
-_FIXED = ["rank", "name", "candidate", "score", "max_score", "percent", "human_score", "sandboxed",
-          "inconclusive", "contract_problems"]
+_FIXED = [
+    "rank",
+    "name",
+    "candidate",
+    "score",
+    "max_score",
+    "percent",
+    "human_score",
+    "sandboxed",
+    "inconclusive",
+    "contract_problems",
+]
 _CHART_MAX = 20  # criteria shown in the "most missed" chart
 
 
@@ -80,11 +102,19 @@ def read_row(folder: Path) -> Row:
         data = json.loads(path.read_text(encoding="utf-8"))
         kit = data["extra_data"]["kit"]
         human = data["extra_data"]["human"]["checklist"]
-        row = Row(name=folder.name, candidate=str(kit.get("candidate") or ""), score=float(data["score"]),
-                  max_score=float(data["max_score"]), sandboxed=bool(kit["sandboxed"]),
-                  contract_problems=len(kit["contract_problems"]),
-                  human_score=(sum(float(h["score"]) for h in human if h["score"] is not None)
-                               if any(h["score"] is not None for h in human) else None))
+        row = Row(
+            name=folder.name,
+            candidate=str(kit.get("candidate") or ""),
+            score=float(data["score"]),
+            max_score=float(data["max_score"]),
+            sandboxed=bool(kit["sandboxed"]),
+            contract_problems=len(kit["contract_problems"]),
+            human_score=(
+                sum(float(h["score"]) for h in human if h["score"] is not None)
+                if any(h["score"] is not None for h in human)
+                else None
+            ),
+        )
         for c in kit["criteria"]:
             awarded = float(c["score"]) if c["status"] in ("passed", "failed") else 0.0
             row.statuses[c["id"]], row.scores[c["id"]] = c["status"], awarded
@@ -99,8 +129,11 @@ def read_row(folder: Path) -> Row:
 
 def read_rows(out: Path) -> list[Row]:
     """Every report folder directly under `out` (those holding report.json), ranked."""
-    folders = [p for p in sorted(out.iterdir()) if p.is_dir() and not p.name.startswith(".")
-               and (p / FILE_NAMES["json"]).is_file()]
+    folders = [
+        p
+        for p in sorted(out.iterdir())
+        if p.is_dir() and not p.name.startswith(".") and (p / FILE_NAMES["json"]).is_file()
+    ]
     return rank([read_row(p) for p in folders])
 
 
@@ -147,11 +180,22 @@ def to_csv(rows: list[Row], analysis: Analysis | None = None) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(_FIXED + (["similarity", "similar_to"] if similar else []) + ids)
     for r in rows:
-        writer.writerow([r.rank, r.name, clean(r.candidate), _num(r.score), _num(r.max_score), f"{r.percent:.1f}",
-                         "" if r.human_score is None else _num(r.human_score), "yes" if r.sandboxed else "NO",
-                         " ".join(r.inconclusive), r.contract_problems]
-                        + (list(_closest(analysis, r.name)) if similar else [])
-                        + [_num(r.scores[c]) if c in r.scores else "" for c in ids])
+        writer.writerow(
+            [
+                r.rank,
+                r.name,
+                clean(r.candidate),
+                _num(r.score),
+                _num(r.max_score),
+                f"{r.percent:.1f}",
+                "" if r.human_score is None else _num(r.human_score),
+                "yes" if r.sandboxed else "NO",
+                " ".join(r.inconclusive),
+                r.contract_problems,
+            ]
+            + (list(_closest(analysis, r.name)) if similar else [])
+            + [_num(r.scores[c]) if c in r.scores else "" for c in ids]
+        )
     return buffer.getvalue()
 
 
@@ -165,10 +209,19 @@ def _missed_chart(rows: list[Row]) -> str:
     missed = missed_counts(rows)[:_CHART_MAX]
     if not missed:
         return '<p class="empty">Every candidate got every criterion.</p>'
-    chart = pygal.HorizontalBar(js=[], disable_xml_declaration=True, style=CHART_STYLE, width=760,
-                                height=90 + 26 * len(missed), explicit_size=False, show_legend=False,
-                                title=f"Criteria missed, by number of candidates (of {len(rows)})",
-                                print_values=True, truncate_label=-1, value_formatter=lambda v: f"{v:g}")
+    chart = pygal.HorizontalBar(
+        js=[],
+        disable_xml_declaration=True,
+        style=CHART_STYLE,
+        width=760,
+        height=90 + 26 * len(missed),
+        explicit_size=False,
+        show_legend=False,
+        title=f"Criteria missed, by number of candidates (of {len(rows)})",
+        print_values=True,
+        truncate_label=-1,
+        value_formatter=lambda v: f"{v:g}",
+    )
     chart.x_labels = [clean(c) for c, _ in reversed(missed)]
     chart.add("candidates", [n for _, n in reversed(missed)])
     chart.uuid = "missed"
@@ -185,26 +238,43 @@ def to_index_html(rows: list[Row], analysis: Analysis | None = None) -> str:
     with an analysis, the similar pairs (linking their side-by-side pages), the item analysis and plots."""
     ids = criterion_ids(rows)
     unsandboxed = [r.name for r in rows if not r.sandboxed]
-    head = ("<tr><th class=num>#</th><th>Submission</th><th>Candidate</th><th class=num>Score</th>"
-            "<th class=num>%</th><th class=num>Human</th><th>Flags</th></tr>")
+    head = (
+        "<tr><th class=num>#</th><th>Submission</th><th>Candidate</th><th class=num>Score</th>"
+        "<th class=num>%</th><th class=num>Human</th><th>Flags</th></tr>"
+    )
     body = []
     for r in rows:
         similar = analysis.similarity.highest(r.name) if analysis and analysis.similarity else None
-        similar_flag = (f"similar to {similar.b if similar.a == r.name else similar.a} ({similar.deliverable} "
-                        f"{similar.score:.0%})") if similar and similar.score >= similar_at(analysis) else ""
-        flags = (["UNSANDBOXED"] if not r.sandboxed else []) + ([similar_flag] if similar_flag else []) + \
-                ([f"{len(r.inconclusive)} inconclusive"] if r.inconclusive else []) + \
-                ([f"{r.contract_problems} contract problems"] if r.contract_problems else [])
+        similar_flag = (
+            (
+                f"similar to {similar.b if similar.a == r.name else similar.a} ({similar.deliverable} "
+                f"{similar.score:.0%})"
+            )
+            if similar and similar.score >= similar_at(analysis)
+            else ""
+        )
+        flags = (
+            (["UNSANDBOXED"] if not r.sandboxed else [])
+            + ([similar_flag] if similar_flag else [])
+            + ([f"{len(r.inconclusive)} inconclusive"] if r.inconclusive else [])
+            + ([f"{r.contract_problems} contract problems"] if r.contract_problems else [])
+        )
         link = f'<a href="{_e(r.name)}/{FILE_NAMES["html"]}">{_e(r.name)}</a>'
         human = "–" if r.human_score is None else fmt_points(r.human_score)
-        body.append(f"<tr><td class=num>{r.rank}</td><td>{link}</td><td>{_e(r.candidate)}</td>"
-                    f"<td class=num>{fmt_points(r.score)} / {fmt_points(r.max_score)}</td>"
-                    f"<td class=num>{r.percent:.1f}</td><td class=num>{human}</td><td>{_e(', '.join(flags))}</td></tr>")
+        body.append(
+            f"<tr><td class=num>{r.rank}</td><td>{link}</td><td>{_e(r.candidate)}</td>"
+            f"<td class=num>{fmt_points(r.score)} / {fmt_points(r.max_score)}</td>"
+            f"<td class=num>{r.percent:.1f}</td><td class=num>{human}</td><td>{_e(', '.join(flags))}</td></tr>"
+        )
     missed = missed_counts(rows)
-    legend = "".join(f"<tr><td class=mono>{_e(c)}</td><td class=num>{n}</td><td>{_e(_title(rows, c))}</td></tr>"
-                     for c, n in missed)
-    warning = (f'<div class="banner unsandboxed">UNSANDBOXED: {_e(", ".join(unsandboxed))} graded without a '
-               "sandbox</div>") if unsandboxed else ""
+    legend = "".join(
+        f"<tr><td class=mono>{_e(c)}</td><td class=num>{n}</td><td>{_e(_title(rows, c))}</td></tr>" for c, n in missed
+    )
+    warning = (
+        (f'<div class="banner unsandboxed">UNSANDBOXED: {_e(", ".join(unsandboxed))} graded without a sandbox</div>')
+        if unsandboxed
+        else ""
+    )
     return (
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
         "<meta name=viewport content='width=device-width, initial-scale=1'>"
@@ -214,8 +284,11 @@ def to_index_html(rows: list[Row], analysis: Analysis | None = None) -> str:
         f"Every figure is in <code>{CSV_NAME}</code> beside this page.</p></header>"
         f"<main><table>{head}{''.join(body)}</table>"
         f"<h2>What most candidates missed</h2>{_missed_chart(rows)}"
-        + (f"<table><tr><th>Criterion</th><th class=num>Missed by</th><th>What it asks</th></tr>{legend}</table>"
-           if missed else "")
+        + (
+            f"<table><tr><th>Criterion</th><th class=num>Missed by</th><th>What it asks</th></tr>{legend}</table>"
+            if missed
+            else ""
+        )
         + (_analysis_html(analysis) if analysis is not None else "")
         + "</main></body></html>\n"
     )

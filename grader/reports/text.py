@@ -36,8 +36,9 @@ _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uf
 
 def clean(text: object) -> str:
     """`text` as a string that every format can carry byte for byte: unsafe characters escaped."""
-    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                       else f"\\u{ord(m.group()):04x}", str(text))
+    return _UNSAFE.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", str(text)
+    )
 
 
 def awarded(c: CriterionResult) -> float:
@@ -47,8 +48,7 @@ def awarded(c: CriterionResult) -> float:
 
 def totals(grade: Grade) -> tuple[float, float]:
     """(score, max_score) as every report states them."""
-    return (round(sum(awarded(c) for c in grade.criteria), 6),
-            round(sum(c.weight for c in grade.criteria), 6))
+    return (round(sum(awarded(c) for c in grade.criteria), 6), round(sum(c.weight for c in grade.criteria), 6))
 
 
 def fmt_points(value: float) -> str:
@@ -97,13 +97,16 @@ def summary_lines(grade: Grade) -> list[str]:
         lines.append(warning)
     counts = status_counts(grade.criteria)
     score, max_score = totals(grade)
-    lines.append(f"Score {fmt_points(score)} / {fmt_points(max_score)}: "
-                 + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    lines.append(
+        f"Score {fmt_points(score)} / {fmt_points(max_score)}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+    )
     if counts["inconclusive"]:
         lines.append(f"{counts['inconclusive']} inconclusive criteria scored 0 and need a person's judgement.")
-    lines.append(f"Submission {clean(grade.submission)}"
-                 + (f" by {clean(grade.candidate)}" if grade.candidate else "")
-                 + f", seed {grade.seed}, started {clean(grade.started)}, {fmt_seconds(grade.duration_s)} s.")
+    lines.append(
+        f"Submission {clean(grade.submission)}"
+        + (f" by {clean(grade.candidate)}" if grade.candidate else "")
+        + f", seed {grade.seed}, started {clean(grade.started)}, {fmt_seconds(grade.duration_s)} s."
+    )
     if not warning:
         lines.append(f"Sandbox: {clean(grade.sandbox_note)}")
     for problem in grade.contract_problems:
@@ -123,9 +126,15 @@ def replay_command(grade: Grade, c: CriterionResult, *, candidate: bool = False)
 
 def score_table(grade: Grade) -> str:
     """A plain-text table for the terminal: one line per criterion, then the total."""
-    rows = [(c.status.upper(), f"{fmt_points(awarded(c))}/{fmt_points(c.weight)}", clean(c.id),
-             clean(c.title) + (" [hidden]" if c.visibility == "hidden" else ""))
-            for c in grade.criteria]
+    rows = [
+        (
+            c.status.upper(),
+            f"{fmt_points(awarded(c))}/{fmt_points(c.weight)}",
+            clean(c.id),
+            clean(c.title) + (" [hidden]" if c.visibility == "hidden" else ""),
+        )
+        for c in grade.criteria
+    ]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(("STATUS", "SCORE", "ID"))]
     lines = []
     warning = sandbox_warning(grade)

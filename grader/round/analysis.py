@@ -30,6 +30,7 @@ class Analysis:
 
     def renamed(self, codes: Mapping[str, str]) -> Analysis:
         """The same analysis with every submission named by its code (leaks keep their names)."""
+
         def code(name: str) -> str:
             return codes.get(name, name)
 
@@ -37,12 +38,18 @@ class Analysis:
         if self.similarity is not None:
             s = self.similarity
             similarity = Similarity(
-                threshold=s.threshold, note=s.note,
+                threshold=s.threshold,
+                note=s.note,
                 pairs=[replace(p, a=code(p.a), b=code(p.b)) for p in s.pairs],
                 unscored={code(k): v for k, v in s.unscored.items()},
-                documents={(code(o), d): replace(doc, owner=code(doc.owner)) for (o, d), doc in s.documents.items()})
-        return Analysis(items=self.items, similarity=similarity, notes=list(self.notes),
-                        distributions={d: [(code(n), p, m) for n, p, m in v] for d, v in self.distributions.items()})
+                documents={(code(o), d): replace(doc, owner=code(doc.owner)) for (o, d), doc in s.documents.items()},
+            )
+        return Analysis(
+            items=self.items,
+            similarity=similarity,
+            notes=list(self.notes),
+            distributions={d: [(code(n), p, m) for n, p, m in v] for d, v in self.distributions.items()},
+        )
 
 
 def _sources(out: Path, names: Sequence[str]) -> tuple[dict[str, Sources], list[str]]:
@@ -60,8 +67,15 @@ def _sources(out: Path, names: Sequence[str]) -> tuple[dict[str, Sources], list[
     return found, missing
 
 
-def analyse(out: Path, rows: Sequence[ScoredRow], *, threshold: float | None = DEFAULT_THRESHOLD,
-            leaks: Sequence[Path] = (), kit_leaks: bool = True, jobs: int = 1) -> Analysis:
+def analyse(
+    out: Path,
+    rows: Sequence[ScoredRow],
+    *,
+    threshold: float | None = DEFAULT_THRESHOLD,
+    leaks: Sequence[Path] = (),
+    kit_leaks: bool = True,
+    jobs: int = 1,
+) -> Analysis:
     """Item analysis of `rows`, and (unless `threshold` is None) the similarity of their report folders' sources."""
     analysis = Analysis(items=item_analysis(rows), distributions=deliverable_scores(rows))
     if threshold is None:
@@ -69,13 +83,17 @@ def analyse(out: Path, rows: Sequence[ScoredRow], *, threshold: float | None = D
     try:
         import copydetect  # noqa: F401 - the fingerprints' library, an extra of the kit
     except ImportError:
-        analysis.notes.append("No similarity check: it needs copydetect, the kit's `round` extra (pip install "
-                              "'serving-takehome-kit[round]', as `make` does); --no-similarity leaves it out.")
+        analysis.notes.append(
+            "No similarity check: it needs copydetect, the kit's `round` extra (pip install "
+            "'serving-takehome-kit[round]', as `make` does); --no-similarity leaves it out."
+        )
         return analysis
     sources, missing = _sources(out, [row.name for row in rows])
     if missing:
-        analysis.notes.append(f"No sources kept for {', '.join(missing)} (graded before the round kept them): left "
-                              "out of the similarity check; grade them again with --force to include them.")
+        analysis.notes.append(
+            f"No sources kept for {', '.join(missing)} (graded before the round kept them): left "
+            "out of the similarity check; grade them again with --force to include them."
+        )
     corpus, note = leak_corpus(leaks, kit=kit_leaks)
     analysis.similarity = compare(sources, corpus, threshold=threshold, note=note, jobs=jobs)
     return analysis

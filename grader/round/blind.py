@@ -39,16 +39,27 @@ from grader.reports.round import Row, rank, summary_files, write_files
 from grader.round.analysis import Analysis
 from grader.round.sources import SourcesError, read_sources
 
-__all__ = ["BLIND", "CODES", "BlindError", "Redactor", "carry_back", "codes_for", "names_of", "write_blind",
-           "write_reveal"]
+__all__ = [
+    "BLIND",
+    "CODES",
+    "BlindError",
+    "Redactor",
+    "carry_back",
+    "codes_for",
+    "names_of",
+    "write_blind",
+    "write_reveal",
+]
 
 BLIND = "blind"
 CODES = ".blind-codes.json"
 _COPIED = (*FILE_NAMES.values(), "grade.log")
 _ALPHABET = "23456789ABCDEFGHJKMNPQRSTVWXYZ"  # no 0/O, 1/I/L, U: read aloud without doubt
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_AUTHOR = re.compile(r"(?m)(?i:author|written by|prepared by|copyright(?:\s*\(c\))?(?:\s*\d{4})?)[:\s]+"
-                     r"([A-Z][\w'-]+(?:[ \t]+[A-Z][\w'-]+){1,3})")
+_AUTHOR = re.compile(
+    r"(?m)(?i:author|written by|prepared by|copyright(?:\s*\(c\))?(?:\s*\d{4})?)[:\s]+"
+    r"([A-Z][\w'-]+(?:[ \t]+[A-Z][\w'-]+){1,3})"
+)
 _TOKEN = re.compile(r"[^\W_]+")
 
 
@@ -117,13 +128,32 @@ class Redactor:
         self._full = full
         self._parts = parts
         # one pass each: any separators and any case between a full name's tokens ("ada-okonkwo", "Ada Okonkwo")
-        alternatives = sorted({tuple(t.lower() for t in _TOKEN.findall(s)) for spellings in names.values()
-                               for s in spellings if len(_TOKEN.findall(s)) > 1}, key=lambda t: -len("".join(t)))
-        self._full_re = re.compile(r"(?<![^\W_])(?:" + "|".join(
-            r"[\W_]{0,3}".join(map(re.escape, a)) for a in alternatives) + r")(?![^\W_])",
-            re.IGNORECASE) if full else None
-        self._parts_re = re.compile(r"(?<![^\W_])(?:" + "|".join(
-            map(re.escape, sorted(parts, key=len, reverse=True))) + r")(?![^\W_])") if parts else None
+        alternatives = sorted(
+            {
+                tuple(t.lower() for t in _TOKEN.findall(s))
+                for spellings in names.values()
+                for s in spellings
+                if len(_TOKEN.findall(s)) > 1
+            },
+            key=lambda t: -len("".join(t)),
+        )
+        self._full_re = (
+            re.compile(
+                r"(?<![^\W_])(?:"
+                + "|".join(r"[\W_]{0,3}".join(map(re.escape, a)) for a in alternatives)
+                + r")(?![^\W_])",
+                re.IGNORECASE,
+            )
+            if full
+            else None
+        )
+        self._parts_re = (
+            re.compile(
+                r"(?<![^\W_])(?:" + "|".join(map(re.escape, sorted(parts, key=len, reverse=True))) + r")(?![^\W_])"
+            )
+            if parts
+            else None
+        )
         self._searched = sorted({s.lower() for spellings in names.values() for s in spellings}, key=len, reverse=True)
 
     def text(self, text: str) -> str:
@@ -207,8 +237,9 @@ def write_blind(out: Path, rows: list[Row], analysis: Analysis | None) -> Path:
         still = redactor.named(path.read_text(encoding="utf-8", errors="replace"))
         if still:
             shutil.rmtree(partial, ignore_errors=True)
-            raise BlindError(f"{blind / path.relative_to(partial)}: would still name {', '.join(still)}; "
-                             "no blind copy written")
+            raise BlindError(
+                f"{blind / path.relative_to(partial)}: would still name {', '.join(still)}; no blind copy written"
+            )
     if blind.exists():
         shutil.rmtree(blind)
     partial.rename(blind)

@@ -54,8 +54,9 @@ def _summary(out: Path, options: SummaryOptions = SummaryOptions()) -> None:
         if options.anonymize and (took := carry_back(out, codes_for(out, [r.name for r in rows]))):
             click.echo(f"checklist points from the blind copy recorded in {len(took)} report(s)", err=True)
             rows = read_rows(out)
-        analysis = analyse(out, rows, threshold=options.threshold, leaks=options.leaks, kit_leaks=options.kit_leaks,
-                           jobs=options.jobs)
+        analysis = analyse(
+            out, rows, threshold=options.threshold, leaks=options.leaks, kit_leaks=options.kit_leaks, jobs=options.jobs
+        )
         paths = write_index(rows, out, analysis)
         blind = write_blind(out, rows, analysis) if options.anonymize else None
         revealed = write_reveal(out, options.reveal, rows) if options.reveal is not None else None
@@ -82,12 +83,30 @@ def _summary(out: Path, options: SummaryOptions = SummaryOptions()) -> None:
         click.echo(f"code-to-name map: {revealed}")
 
 
-def _emit(entries: list[Entry], job_file: Path, *, image: str, parallelism: int, job_name: str, seed: int,
-          only: tuple[str, ...], runtime_class: str | None, privileged: bool) -> None:
+def _emit(
+    entries: list[Entry],
+    job_file: Path,
+    *,
+    image: str,
+    parallelism: int,
+    job_name: str,
+    seed: int,
+    only: tuple[str, ...],
+    runtime_class: str | None,
+    privileged: bool,
+) -> None:
     from grader.round.k8s_job import JobError, JobSpec, write_job
 
-    spec = JobSpec(names=[e.path.name for e in entries], image=image, parallelism=parallelism, job_name=job_name,
-                   seed=seed, only=only, runtime_class=runtime_class, privileged=privileged)
+    spec = JobSpec(
+        names=[e.path.name for e in entries],
+        image=image,
+        parallelism=parallelism,
+        job_name=job_name,
+        seed=seed,
+        only=only,
+        runtime_class=runtime_class,
+        privileged=privileged,
+    )
     try:
         write_job(spec, job_file)
     except JobError as exc:
@@ -95,21 +114,48 @@ def _emit(entries: list[Entry], job_file: Path, *, image: str, parallelism: int,
     except OSError as exc:
         raise click.UsageError(f"{exc.filename or job_file}: {exc.strerror}") from None
     pods = "PRIVILEGED pods" if privileged else "unprivileged pods (their own user namespace)"
-    click.echo(f"{job_file}: Indexed Job, {len(entries)} completions, {pods}"
-               + (f" under RuntimeClass {runtime_class}" if runtime_class else "")
-               + f", validates against the kit's schemas; copy these to the submissions volume: {' '.join(spec.names)}")
+    click.echo(
+        f"{job_file}: Indexed Job, {len(entries)} completions, {pods}"
+        + (f" under RuntimeClass {runtime_class}" if runtime_class else "")
+        + f", validates against the kit's schemas; copy these to the submissions volume: {' '.join(spec.names)}"
+    )
 
 
-def run_grade_many(paths: Sequence[Path], out: Path | None, *, jobs: int, force: bool, seed: int, only: tuple[str, ...],
-                   override: Path | None, merge: bool, index: int | None, job_file: Path | None, image: str,
-                   parallelism: int, job_name: str, rejudge: bool = False,
-                   summary: SummaryOptions = SummaryOptions(), runtime_class: str | None = None,
-                   privileged: bool = False) -> None:
+def run_grade_many(
+    paths: Sequence[Path],
+    out: Path | None,
+    *,
+    jobs: int,
+    force: bool,
+    seed: int,
+    only: tuple[str, ...],
+    override: Path | None,
+    merge: bool,
+    index: int | None,
+    job_file: Path | None,
+    image: str,
+    parallelism: int,
+    job_name: str,
+    rejudge: bool = False,
+    summary: SummaryOptions = SummaryOptions(),
+    runtime_class: str | None = None,
+    privileged: bool = False,
+) -> None:
     if not paths:
-        raise click.UsageError("give submissions (folders, archives, or folders holding them)"
-                               + (" or report folders" if merge or rejudge else ""))
-    chosen = [name for name, on in (("--merge", merge), ("--rejudge", rejudge), ("--index", index is not None),
-                                    ("--emit-k8s-job", job_file is not None)) if on]
+        raise click.UsageError(
+            "give submissions (folders, archives, or folders holding them)"
+            + (" or report folders" if merge or rejudge else "")
+        )
+    chosen = [
+        name
+        for name, on in (
+            ("--merge", merge),
+            ("--rejudge", rejudge),
+            ("--index", index is not None),
+            ("--emit-k8s-job", job_file is not None),
+        )
+        if on
+    ]
     if len(chosen) > 1:
         raise click.UsageError(f"{' and '.join(chosen)} cannot be used together")
     if out is None and job_file is None:
@@ -119,8 +165,17 @@ def run_grade_many(paths: Sequence[Path], out: Path | None, *, jobs: int, force:
             if out is not None:
                 raise click.UsageError("--out has no use with --emit-k8s-job: each pod writes to the reports volume")
             entries = find_submissions(paths)
-            _emit(entries, job_file, image=image, parallelism=parallelism, job_name=job_name, seed=seed, only=only,
-                  runtime_class=runtime_class, privileged=privileged)
+            _emit(
+                entries,
+                job_file,
+                image=image,
+                parallelism=parallelism,
+                job_name=job_name,
+                seed=seed,
+                only=only,
+                runtime_class=runtime_class,
+                privileged=privileged,
+            )
             return
         assert out is not None
         if merge:
@@ -157,11 +212,24 @@ def _grade_with_bar(run: ManyRun) -> Outcome:
         bars: list[Any] = []
 
         def on_start(todo: int, kept: int) -> None:
-            click.echo(f"{todo} to grade, {kept} finished grades kept" + (" (--force to redo them)" if kept else "")
-                       + f", {run.jobs} at a time", err=True)
-            bars.append(stack.enter_context(click.progressbar(
-                length=todo, label="grading", file=sys.stderr, show_eta=True, show_pos=True,
-                item_show_func=lambda item: item)))
+            click.echo(
+                f"{todo} to grade, {kept} finished grades kept"
+                + (" (--force to redo them)" if kept else "")
+                + f", {run.jobs} at a time",
+                err=True,
+            )
+            bars.append(
+                stack.enter_context(
+                    click.progressbar(
+                        length=todo,
+                        label="grading",
+                        file=sys.stderr,
+                        show_eta=True,
+                        show_pos=True,
+                        item_show_func=lambda item: item,
+                    )
+                )
+            )
 
         def on_done(done: Done) -> None:
             what = "FAILED" if done.error else f"{done.score:g}/{done.max_score:g}"
@@ -178,8 +246,9 @@ def _grade_with_bar(run: ManyRun) -> Outcome:
     return outcome
 
 
-def _rejudge(paths: Sequence[Path], out: Path, *, override: Path | None, jobs: int,
-             summary: SummaryOptions = SummaryOptions()) -> None:
+def _rejudge(
+    paths: Sequence[Path], out: Path, *, override: Path | None, jobs: int, summary: SummaryOptions = SummaryOptions()
+) -> None:
     def on_done(done: Done) -> None:
         if done.error:
             click.echo(f"could not re-judge {done.entry.path}: {done.error}", err=True)
@@ -190,8 +259,11 @@ def _rejudge(paths: Sequence[Path], out: Path, *, override: Path | None, jobs: i
         raise click.UsageError(str(exc)) from None
     judged = [d for d in outcome.done if not d.error]
     seconds = sum(d.seconds for d in judged)
-    click.echo(f"{len(judged)} of {len(outcome.done)} grades re-judged"
-               + (f", {seconds / len(judged) * 1000:.0f} ms a grade" if judged else ""), err=True)
+    click.echo(
+        f"{len(judged)} of {len(outcome.done)} grades re-judged"
+        + (f", {seconds / len(judged) * 1000:.0f} ms a grade" if judged else ""),
+        err=True,
+    )
     _summary(out, summary)
     sys.exit(1 if len(judged) < len(outcome.done) else 0)
 
@@ -242,5 +314,7 @@ def run_human_score(report_json: Path, scores: Sequence[str]) -> None:
     for entry in document["extra_data"]["human"]["checklist"]:
         if entry["score"] is not None:
             click.echo(f"{entry['id']}: {entry['score']:g}/{entry['max_score']:g}  {entry['item']}")
-    click.echo(f"{report_json}: total now {document['score']:g}/{document['max_score']:g} "
-               "(rebuild a round's summary with grader grade-many --merge)")
+    click.echo(
+        f"{report_json}: total now {document['score']:g}/{document['max_score']:g} "
+        "(rebuild a round's summary with grader grade-many --merge)"
+    )

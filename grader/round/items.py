@@ -95,15 +95,18 @@ def item_analysis(rows: Sequence[ScoredRow]) -> list[Item]:
         points = [row.scores[criterion] for row in graded]
         rest = [totals[row.name] - row.scores[criterion] for row in graded]
         anyone = next((row for row in rows if criterion in row.statuses), None)
-        items.append(Item(
-            criterion=criterion,
-            deliverable=anyone.deliverables.get(criterion, "") if anyone else "",
-            title=anyone.titles.get(criterion, "") if anyone else "",
-            weight=anyone.weights.get(criterion, 0.0) if anyone else 0.0,
-            graded=len(graded),
-            pass_rate=sum(row.statuses[criterion] == "passed" for row in graded) / len(graded) if graded else None,
-            mean_score=math.fsum(points) / len(points) if points else None,
-            discrimination=pearson(points, rest)))
+        items.append(
+            Item(
+                criterion=criterion,
+                deliverable=anyone.deliverables.get(criterion, "") if anyone else "",
+                title=anyone.titles.get(criterion, "") if anyone else "",
+                weight=anyone.weights.get(criterion, 0.0) if anyone else 0.0,
+                graded=len(graded),
+                pass_rate=sum(row.statuses[criterion] == "passed" for row in graded) / len(graded) if graded else None,
+                mean_score=math.fsum(points) / len(points) if points else None,
+                discrimination=pearson(points, rest),
+            )
+        )
     return items
 
 

@@ -31,8 +31,16 @@ from typing import Any
 
 import yaml
 
-__all__ = ["CAPABILITIES", "REPORTS_MOUNT", "SUBMISSIONS_MOUNT", "JobError", "JobSpec", "check_job", "job_manifest",
-           "write_job"]
+__all__ = [
+    "CAPABILITIES",
+    "REPORTS_MOUNT",
+    "SUBMISSIONS_MOUNT",
+    "JobError",
+    "JobSpec",
+    "check_job",
+    "job_manifest",
+    "write_job",
+]
 
 SUBMISSIONS_MOUNT = "/submissions"
 REPORTS_MOUNT = "/reports"
@@ -52,7 +60,7 @@ CAPABILITIES = {
     "SETGID": "and as gid 65534, with no supplementary groups",
     "CHOWN": "the submission's copy, HOME and TMPDIR are given to uid 65534",
     "DAC_OVERRIDE": "the harness writes the grader's files (a gateway's config) into the candidate's work folder "
-                    "and reads back the files the candidate leaves there",
+    "and reads back the files the candidate leaves there",
     "KILL": "the harness, root, ends the candidate's processes (uid 65534) at a deadline or the output cap",
 }
 
@@ -81,13 +89,17 @@ def _check_spec(spec: JobSpec) -> None:
     for field_name in ("job_name", "submissions_claim", "reports_claim"):
         value = getattr(spec, field_name)
         if not _DNS_LABEL.match(value):
-            raise JobError(f"{field_name.replace('_', '-')} {value!r}: must be a DNS label "
-                           "(lower-case letters, digits and '-', at most 63)")
+            raise JobError(
+                f"{field_name.replace('_', '-')} {value!r}: must be a DNS label "
+                "(lower-case letters, digits and '-', at most 63)"
+            )
     if spec.parallelism < 1:
         raise JobError(f"parallelism {spec.parallelism}: must be at least 1")
     if spec.runtime_class is not None and not _DNS_SUBDOMAIN.match(spec.runtime_class):
-        raise JobError(f"runtime-class {spec.runtime_class!r}: must be a RuntimeClass name "
-                       "(lower-case letters, digits, '-' and '.', at most 253)")
+        raise JobError(
+            f"runtime-class {spec.runtime_class!r}: must be a RuntimeClass name "
+            "(lower-case letters, digits, '-' and '.', at most 253)"
+        )
     for name in spec.names:
         if not name or "/" in name or name in (".", ".."):
             raise JobError(f"submission name {name!r}: must be one file or folder name on the submissions volume")
@@ -101,12 +113,16 @@ def job_manifest(spec: JobSpec) -> dict[str, Any]:
     for part in spec.only:
         args += ["--only", part]
     args += ["--", *(f"{SUBMISSIONS_MOUNT}/{name}" for name in spec.names)]
-    security: dict[str, Any] = {"privileged": True} if spec.privileged else {
-        "privileged": False,
-        "allowPrivilegeEscalation": False,  # no_new_privs
-        "capabilities": {"drop": ["ALL"], "add": list(CAPABILITIES)},
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
+    security: dict[str, Any] = (
+        {"privileged": True}
+        if spec.privileged
+        else {
+            "privileged": False,
+            "allowPrivilegeEscalation": False,  # no_new_privs
+            "capabilities": {"drop": ["ALL"], "add": list(CAPABILITIES)},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        }
+    )
     container = {
         "name": "grader",
         "image": spec.image,
@@ -116,8 +132,10 @@ def job_manifest(spec: JobSpec) -> dict[str, Any]:
         # The timed criteria were calibrated on two cores; a CPU limit would throttle them.
         "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
         "securityContext": security,
-        "volumeMounts": [{"name": "submissions", "mountPath": SUBMISSIONS_MOUNT, "readOnly": True},
-                         {"name": "reports", "mountPath": REPORTS_MOUNT}],
+        "volumeMounts": [
+            {"name": "submissions", "mountPath": SUBMISSIONS_MOUNT, "readOnly": True},
+            {"name": "reports", "mountPath": REPORTS_MOUNT},
+        ],
     }
     return {
         "apiVersion": "batch/v1",
@@ -137,8 +155,10 @@ def job_manifest(spec: JobSpec) -> dict[str, Any]:
                     "activeDeadlineSeconds": 3600,
                     "containers": [container],
                     "volumes": [
-                        {"name": "submissions",
-                         "persistentVolumeClaim": {"claimName": spec.submissions_claim, "readOnly": True}},
+                        {
+                            "name": "submissions",
+                            "persistentVolumeClaim": {"claimName": spec.submissions_claim, "readOnly": True},
+                        },
                         {"name": "reports", "persistentVolumeClaim": {"claimName": spec.reports_claim}},
                     ],
                 },
@@ -148,19 +168,31 @@ def job_manifest(spec: JobSpec) -> dict[str, Any]:
 
 
 def _header(spec: JobSpec) -> str:
-    return "\n".join([
-        f"# grader grade-many as a Kubernetes Indexed Job: {len(spec.names)} submissions, one index each.",
-        f"# Before applying: copy every submission named in args to the top of PVC {spec.submissions_claim}",
-        f"# (mounted at {SUBMISSIONS_MOUNT}); PVC {spec.reports_claim} (ReadWriteMany) collects /reports/<name>/.",
-        "# After: grader grade-many --merge <copy of the reports volume> --out DIR (docs/grading-many.md).",
-        *(["# PRIVILEGED, as chosen: the pod is root on its node, one bubblewrap escape away from the",
-           "# candidate's code (docs/grading-many.md weighs the trade-off)."] if spec.privileged else
-          ["# Unprivileged: the pod's own user namespace (hostUsers: false; nodes must support it), no_new_privs,",
-           f"# RuntimeDefault seccomp, and only {', '.join(CAPABILITIES)} (why each: docs/grading-many.md)."]),
-        *([f"# RuntimeClass {spec.runtime_class}: the pod runs in that runtime's own sandbox."]
-          if spec.runtime_class else []),
-        "",
-    ])
+    return "\n".join(
+        [
+            f"# grader grade-many as a Kubernetes Indexed Job: {len(spec.names)} submissions, one index each.",
+            f"# Before applying: copy every submission named in args to the top of PVC {spec.submissions_claim}",
+            f"# (mounted at {SUBMISSIONS_MOUNT}); PVC {spec.reports_claim} (ReadWriteMany) collects /reports/<name>/.",
+            "# After: grader grade-many --merge <copy of the reports volume> --out DIR (docs/grading-many.md).",
+            *(
+                [
+                    "# PRIVILEGED, as chosen: the pod is root on its node, one bubblewrap escape away from the",
+                    "# candidate's code (docs/grading-many.md weighs the trade-off).",
+                ]
+                if spec.privileged
+                else [
+                    "# Unprivileged: the pod's own user namespace (hostUsers: false; nodes must support it), no_new_privs,",
+                    f"# RuntimeDefault seccomp, and only {', '.join(CAPABILITIES)} (why each: docs/grading-many.md).",
+                ]
+            ),
+            *(
+                [f"# RuntimeClass {spec.runtime_class}: the pod runs in that runtime's own sandbox."]
+                if spec.runtime_class
+                else []
+            ),
+            "",
+        ]
+    )
 
 
 def check_job(path: Path) -> list[str]:

@@ -31,8 +31,22 @@ from grader.grading.rubric import load_rubric
 from grader.reports import FILE_NAMES
 from grader.round.sources import SOURCES_NAME
 
-__all__ = ["ARCHIVE_SUFFIXES", "PARTIAL", "Done", "Entry", "ManyError", "ManyRun", "Outcome", "find_submissions",
-           "finished", "grade_many", "merge", "pick", "rejudge_many", "report_folders"]
+__all__ = [
+    "ARCHIVE_SUFFIXES",
+    "PARTIAL",
+    "Done",
+    "Entry",
+    "ManyError",
+    "ManyRun",
+    "Outcome",
+    "find_submissions",
+    "finished",
+    "grade_many",
+    "merge",
+    "pick",
+    "rejudge_many",
+    "report_folders",
+]
 
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
 PARTIAL = ".partial"  # under OUT: grades in progress; never a candidate's name (names never start with ".")
@@ -132,8 +146,10 @@ def find_submissions(paths: Sequence[Path], *, exclude: Sequence[Path] = (), exp
     by_name: dict[str, Entry] = {}
     for entry in found:
         if entry.name in by_name:
-            raise ManyError(f"two submissions would share the report folder {entry.name!r}: "
-                            f"{by_name[entry.name].path} and {entry.path}; rename one")
+            raise ManyError(
+                f"two submissions would share the report folder {entry.name!r}: "
+                f"{by_name[entry.name].path} and {entry.path}; rename one"
+            )
         by_name[entry.name] = entry
     return sorted(found, key=lambda e: e.name)
 
@@ -172,17 +188,23 @@ def _grade_one(run: ManyRun, entry: Entry) -> Done:
     partial.mkdir(parents=True)
     t0 = time.perf_counter()
     with (partial / "grade.log").open("w", encoding="utf-8") as log:
+
         def echo(line: str) -> None:
             log.write(line + "\n")
             log.flush()
 
         try:
-            result = grade(GradeRun(entry.path, partial, only=run.only, seed=run.seed, override=run.override,
-                                    echo=echo))
+            result = grade(
+                GradeRun(entry.path, partial, only=run.only, seed=run.seed, override=run.override, echo=echo)
+            )
         except Exception as exc:  # noqa: BLE001 - the grader's own failure on one submission: the run goes on
             echo(f"the grader could not grade {entry.path}: {type(exc).__name__}: {exc}")
-            return Done(entry, kept=False, seconds=time.perf_counter() - t0,
-                        error=f"{type(exc).__name__}: {exc} (log: {partial / 'grade.log'})")
+            return Done(
+                entry,
+                kept=False,
+                seconds=time.perf_counter() - t0,
+                error=f"{type(exc).__name__}: {exc} (log: {partial / 'grade.log'})",
+            )
         _keep_sources(entry, partial, echo)
     final = run.out / entry.name
     if final.exists():
@@ -191,8 +213,7 @@ def _grade_one(run: ManyRun, entry: Entry) -> Done:
         final.rename(old)
         shutil.rmtree(old, ignore_errors=True)
     partial.rename(final)
-    return Done(entry, kept=False, score=result.score, max_score=result.max_score,
-                seconds=time.perf_counter() - t0)
+    return Done(entry, kept=False, score=result.score, max_score=result.max_score, seconds=time.perf_counter() - t0)
 
 
 def _keep_sources(entry: Entry, folder: Path, echo: Callable[[str], None]) -> None:
@@ -211,8 +232,12 @@ def _kept(folder: Path, entry: Entry) -> Done:
     return Done(entry, kept=True, score=float(data["score"]), max_score=float(data["max_score"]))
 
 
-def grade_many(run: ManyRun, *, on_start: Callable[[int, int], None] = lambda todo, kept: None,
-               on_done: Callable[[Done], None] = lambda done: None) -> Outcome:
+def grade_many(
+    run: ManyRun,
+    *,
+    on_start: Callable[[int, int], None] = lambda todo, kept: None,
+    on_done: Callable[[Done], None] = lambda done: None,
+) -> Outcome:
     """Grade every entry not already finished in `run.out` (all of them with `force`).
 
     `on_start(to_grade, kept)` is called once before grading; `on_done` after each grade, from
@@ -265,8 +290,11 @@ def report_folders(paths: Sequence[Path]) -> list[Path]:
         if (path / FILE_NAMES["json"]).is_file():
             folders.append(path)
             continue
-        inner = [p for p in sorted(path.iterdir())
-                 if p.is_dir() and not p.name.startswith(".") and (p / FILE_NAMES["json"]).is_file()]
+        inner = [
+            p
+            for p in sorted(path.iterdir())
+            if p.is_dir() and not p.name.startswith(".") and (p / FILE_NAMES["json"]).is_file()
+        ]
         if not inner:
             raise ManyError(f"--merge {path}: holds no report.json, nor folders that do")
         folders += inner
@@ -288,8 +316,14 @@ def _rejudge_one(folder: Path, target: Path, override: Path | None) -> Done:
     return Done(entry, kept=False, score=result.score, max_score=result.max_score, seconds=time.perf_counter() - t0)
 
 
-def rejudge_many(paths: Sequence[Path], out: Path, *, override: Path | None = None, jobs: int = 1,
-                 on_done: Callable[[Done], None] = lambda done: None) -> Outcome:
+def rejudge_many(
+    paths: Sequence[Path],
+    out: Path,
+    *,
+    override: Path | None = None,
+    jobs: int = 1,
+    on_done: Callable[[Done], None] = lambda done: None,
+) -> Outcome:
     """Judge every report folder's run records again into `out/<name>/` (in place when it is already there),
     `jobs` processes at once; nothing of the candidates' runs. The summary is the caller's to write."""
     from concurrent.futures import ProcessPoolExecutor

@@ -252,10 +252,11 @@ class Fingerprinter:
             return
         from concurrent.futures import ProcessPoolExecutor
 
-        batches = [todo[i::self.jobs * 4] for i in range(self.jobs * 4)]
+        batches = [todo[i :: self.jobs * 4] for i in range(self.jobs * 4)]
         with ProcessPoolExecutor(max_workers=self.jobs) as pool:
-            for batch, done in zip(batches, pool.map(_filter_many, [[item for _, item in b] for b in batches]),
-                                   strict=True):
+            for batch, done in zip(
+                batches, pool.map(_filter_many, [[item for _, item in b] for b in batches]), strict=True
+            ):
                 for (key, _), result in zip(batch, done, strict=True):
                     self._filtered[key] = result
 
@@ -311,14 +312,14 @@ def _score_deliverable(name: str, docs: list[Document], leaks: list[Document]) -
     masks: dict[int, np.ndarray] = {}
     start = 0
     for d in everyone:
-        ids[id(d)] = inverse[start:start + len(d.hashes)]
+        ids[id(d)] = inverse[start : start + len(d.hashes)]
         start += len(d.hashes)
         mask = np.zeros(size, dtype=bool)
         mask[ids[id(d)]] = True
         masks[id(d)] = mask
     pairs: list[Pair] = []
     for i, a in enumerate(docs):
-        for b in docs[i + 1:]:
+        for b in docs[i + 1 :]:
             share_a, share_b = _shares(a, b, ids, masks)
             pairs.append(Pair(a.owner, b.owner, name, share_a, share_b))
         best: Pair | None = None
@@ -332,9 +333,15 @@ def _score_deliverable(name: str, docs: list[Document], leaks: list[Document]) -
     return pairs
 
 
-def compare(round_sources: Mapping[str, Sources], leaks: Mapping[str, Sources] | None = None, *,
-            threshold: float = DEFAULT_THRESHOLD, starter: Path | None = None, note: str = "",
-            jobs: int = 1) -> Similarity:
+def compare(
+    round_sources: Mapping[str, Sources],
+    leaks: Mapping[str, Sources] | None = None,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    starter: Path | None = None,
+    note: str = "",
+    jobs: int = 1,
+) -> Similarity:
     """Score every pair of the round's submissions, and each with its closest leak, deliverable by deliverable.
 
     `starter` (the boilerplate) defaults to the kit's starter/; `jobs` processes tokenise the code."""
@@ -348,10 +355,17 @@ def compare(round_sources: Mapping[str, Sources], leaks: Mapping[str, Sources] |
             part = sources.deliverables.get(name)
             if part is not None and not part.empty:
                 distinct[name].setdefault(tuple(sorted(part.files.items())), []).append(owner)
-    prints.prepare([item for name in CODE_DELIVERABLES
-                    for group in ([s.deliverables[name].files for s in round_sources.values() if name in s.deliverables]
-                                  + [dict(files) for files in distinct[name]])
-                    for item in group.items()])
+    prints.prepare(
+        [
+            item
+            for name in CODE_DELIVERABLES
+            for group in (
+                [s.deliverables[name].files for s in round_sources.values() if name in s.deliverables]
+                + [dict(files) for files in distinct[name]]
+            )
+            for item in group.items()
+        ]
+    )
     for name in DELIVERABLES:
         docs: list[Document] = []
         for owner in sorted(round_sources):
@@ -401,8 +415,11 @@ def _region(doc: Document, names: list[str], index: int, lo: int, hi: int) -> Re
     """A region that ends at the end of its last token, so a highlighted name is whole."""
     text = doc.files[names[index]]
     end = hi + 1
-    while end < len(text) and (text[end].isalnum() or text[end] == "_") and (text[end - 1].isalnum()
-                                                                           or text[end - 1] == "_"):
+    while (
+        end < len(text)
+        and (text[end].isalnum() or text[end] == "_")
+        and (text[end - 1].isalnum() or text[end - 1] == "_")
+    ):
         end += 1
     return Region(names[index], lo, end)
 
@@ -417,8 +434,10 @@ def matched_regions(a: Document, b: Document) -> tuple[list[Region], list[Region
 
     overlap_a = a.positions[np.isin(a.hashes, b.hashes)]
     overlap_b = b.positions[np.isin(b.hashes, a.hashes)]
-    return (_slices_to_regions(a, get_copied_slices(overlap_a, a.k)),
-            _slices_to_regions(b, get_copied_slices(overlap_b, b.k)))
+    return (
+        _slices_to_regions(a, get_copied_slices(overlap_a, a.k)),
+        _slices_to_regions(b, get_copied_slices(overlap_b, b.k)),
+    )
 
 
 def _leak_folders(paths: Sequence[Path]) -> Iterator[tuple[str, Path]]:
@@ -427,11 +446,16 @@ def _leak_folders(paths: Sequence[Path]) -> Iterator[tuple[str, Path]]:
         if not path.exists():
             raise SimilarityError(f"--leak {path}: no such file or folder")
         if path.is_dir() and not (path / "submission.yaml").is_file():
-            inner = [p for p in sorted(path.iterdir()) if not p.name.startswith(".")
-                     and ((p / "submission.yaml").is_file() or p.name.endswith((".zip", ".tar.gz", ".tgz", ".tar")))]
+            inner = [
+                p
+                for p in sorted(path.iterdir())
+                if not p.name.startswith(".")
+                and ((p / "submission.yaml").is_file() or p.name.endswith((".zip", ".tar.gz", ".tgz", ".tar")))
+            ]
             if not inner:
-                raise SimilarityError(f"--leak {path}: holds no submission (a folder with submission.yaml, or an "
-                                      "archive), nor is one")
+                raise SimilarityError(
+                    f"--leak {path}: holds no submission (a folder with submission.yaml, or an archive), nor is one"
+                )
             for p in inner:
                 yield p.name.split(".")[0], p
         else:
@@ -462,8 +486,10 @@ def leak_corpus(paths: Sequence[Path] = (), *, kit: bool = True) -> tuple[dict[s
         said.append(f"{len(list(_leak_folders(paths)))} submission(s) named by --leak")
     if said:
         return leaks, "Each submission was compared with every other and with " + " and ".join(said) + "."
-    return leaks, ("Each submission was compared with every other only: no reference is at hand (an installed kit "
-                   "has none); name a leaked solution with --leak to compare with it too.")
+    return leaks, (
+        "Each submission was compared with every other only: no reference is at hand (an installed kit "
+        "has none); name a leaked solution with --leak to compare with it too."
+    )
 
 
 def _chaff(folder: Path) -> dict[str, Sources]:
@@ -484,7 +510,13 @@ def _chaff(folder: Path) -> dict[str, Sources]:
 def to_rows(result: Similarity) -> Iterator[dict[str, Any]]:
     """Every scored pair as a CSV row."""
     for p in result.pairs:
-        yield {"a": p.a, "b": p.b, "deliverable": p.deliverable, "score": f"{p.score:.4f}",
-               "share_a": f"{p.share_a:.4f}", "share_b": f"{p.share_b:.4f}", "leak": "yes" if p.leak else "",
-               "flagged": "yes" if p.score >= result.threshold else ""}
-
+        yield {
+            "a": p.a,
+            "b": p.b,
+            "deliverable": p.deliverable,
+            "score": f"{p.score:.4f}",
+            "share_a": f"{p.share_a:.4f}",
+            "share_b": f"{p.share_b:.4f}",
+            "leak": "yes" if p.leak else "",
+            "flagged": "yes" if p.score >= result.threshold else "",
+        }

@@ -29,8 +29,18 @@ from typing import Any
 
 from grader.shared.yaml_files import YamlError, read_yaml
 
-__all__ = ["CODE_DELIVERABLES", "CODE_SUFFIXES", "DELIVERABLES", "SOURCES_NAME", "Deliverable", "Sources",
-           "SourcesError", "read_sources", "snapshot", "write_sources"]
+__all__ = [
+    "CODE_DELIVERABLES",
+    "CODE_SUFFIXES",
+    "DELIVERABLES",
+    "SOURCES_NAME",
+    "Deliverable",
+    "Sources",
+    "SourcesError",
+    "read_sources",
+    "snapshot",
+    "write_sources",
+]
 
 SOURCES_NAME = "sources.json.gz"
 CODE_DELIVERABLES = ("loadgen", "gateway", "sizing")
@@ -38,9 +48,36 @@ DELIVERABLES = (*CODE_DELIVERABLES, "memo")
 # Source files by suffix: what a candidate may write a deliverable in. Data, markup and config files
 # (.json, .yaml, .md) are left out of the code: they are mostly the contract's shapes, alike in every
 # submission.
-CODE_SUFFIXES = frozenset({
-    ".py", ".pyi", ".go", ".rs", ".js", ".mjs", ".cjs", ".ts", ".java", ".kt", ".scala", ".c", ".h", ".cc",
-    ".cpp", ".hpp", ".rb", ".sh", ".bash", ".lua", ".php", ".swift", ".cs", ".ex", ".exs", ".jl"})
+CODE_SUFFIXES = frozenset(
+    {
+        ".py",
+        ".pyi",
+        ".go",
+        ".rs",
+        ".js",
+        ".mjs",
+        ".cjs",
+        ".ts",
+        ".java",
+        ".kt",
+        ".scala",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".hpp",
+        ".rb",
+        ".sh",
+        ".bash",
+        ".lua",
+        ".php",
+        ".swift",
+        ".cs",
+        ".ex",
+        ".exs",
+        ".jl",
+    }
+)
 _FALLBACK = {"loadgen": "loadgen", "gateway": "gateway", "sizing": "sizing", "memo": "memo/MEMO.md"}
 _SKIP_PARTS = frozenset({"__pycache__", "node_modules", "venv", ".venv", "site-packages"})
 MAX_FILE_BYTES = 256 * 1024  # a bigger "source" file is generated or vendored, not written
@@ -70,8 +107,12 @@ class Sources:
     notes: list[str] = field(default_factory=list)  # how a deliverable was found when not by submission.yaml
 
     def to_dict(self) -> dict[str, Any]:
-        return {"version": _VERSION, "candidate": self.candidate, "notes": self.notes,
-                "deliverables": {name: {"root": d.root, "files": d.files} for name, d in self.deliverables.items()}}
+        return {
+            "version": _VERSION,
+            "candidate": self.candidate,
+            "notes": self.notes,
+            "deliverables": {name: {"root": d.root, "files": d.files} for name, d in self.deliverables.items()},
+        }
 
 
 def _read_contract(folder: Path) -> tuple[dict[str, Any], list[str]]:
@@ -193,8 +234,10 @@ def read_sources(report_folder: Path) -> Sources | None:
         data = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
         if data.get("version") != _VERSION:
             raise SourcesError(f"{path}: version {data.get('version')!r}, this grader reads version {_VERSION}")
-        deliverables = {name: Deliverable(str(d["root"]), {str(k): str(v) for k, v in d["files"].items()})
-                        for name, d in data["deliverables"].items()}
+        deliverables = {
+            name: Deliverable(str(d["root"]), {str(k): str(v) for k, v in d["files"].items()})
+            for name, d in data["deliverables"].items()
+        }
         return Sources(str(data["candidate"]), deliverables, [str(n) for n in data.get("notes", [])])
     except SourcesError:
         raise

@@ -52,8 +52,11 @@ class HangBudget:
         """Why no more cases run, or None."""
         if self.spent_s < self.budget_s:
             return None
-        return (f"not run: the gateway section's {self.budget_s:g} s for requests that are never answered were spent "
-                f"({self.spent_s:.0f} s waiting on a gateway that did not answer)")
+        return (
+            f"not run: the gateway section's {self.budget_s:g} s for requests that are never answered were spent "
+            f"({self.spent_s:.0f} s waiting on a gateway that did not answer)"
+        )
+
 
 class Box(Protocol):
     def serve(self, name: str, **settings: Any) -> dict[str, Any]: ...
@@ -66,7 +69,9 @@ class Box(Protocol):
     def spawn(self, argv: list[str], *, timeout_s: float = ...) -> str: ...
     def stop(self, handle: str) -> Any: ...
     def wait_port(self, port: int, timeout_s: float = ...) -> bool: ...
-    def http(self, method: str, url: str, *, json: Any = ..., stream: bool = ..., timeout_s: float = ...) -> dict[str, Any]: ...
+    def http(
+        self, method: str, url: str, *, json: Any = ..., stream: bool = ..., timeout_s: float = ...
+    ) -> dict[str, Any]: ...
     def http_many(self, requests: list[dict[str, Any]], *, timeout_s: float = ...) -> list[dict[str, Any]]: ...
     def write_file(self, name: str, text: str) -> str: ...
 
@@ -74,27 +79,47 @@ class Box(Protocol):
 @dataclass
 class CaseRun:
     case: Case
-    t0: float                                        # Unix time the case's first request was sent
+    t0: float  # Unix time the case's first request was sent
     sent: list[dict[str, Any]] = field(default_factory=list)
     answers: list[dict[str, Any]] = field(default_factory=list)  # netops answers (+ "sent_at", "done_at")
-    local: list[dict[str, Any]] = field(default_factory=list)    # ledger records
+    local: list[dict[str, Any]] = field(default_factory=list)  # ledger records
     api: list[dict[str, Any]] = field(default_factory=list)
     stats_before: Any = None
     stats_after: Any = None
     local_stopped: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
-    problem: str = ""                                # the case could not run (a sandbox error; no new start)
+    problem: str = ""  # the case could not run (a sandbox error; no new start)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"case": self.case.to_dict(), "t0": self.t0, "sent": self.sent, "answers": self.answers,
-                "local": self.local, "api": self.api, "stats_before": self.stats_before, "stats_after": self.stats_after,
-                "local_stopped": self.local_stopped, "extra": self.extra, "problem": self.problem}
+        return {
+            "case": self.case.to_dict(),
+            "t0": self.t0,
+            "sent": self.sent,
+            "answers": self.answers,
+            "local": self.local,
+            "api": self.api,
+            "stats_before": self.stats_before,
+            "stats_after": self.stats_after,
+            "local_stopped": self.local_stopped,
+            "extra": self.extra,
+            "problem": self.problem,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CaseRun:
-        return cls(Case.from_dict(data["case"]), float(data["t0"]), list(data["sent"]), list(data["answers"]),
-                   list(data["local"]), list(data["api"]), data["stats_before"], data["stats_after"],
-                   bool(data["local_stopped"]), dict(data["extra"]), str(data["problem"]))
+        return cls(
+            Case.from_dict(data["case"]),
+            float(data["t0"]),
+            list(data["sent"]),
+            list(data["answers"]),
+            list(data["local"]),
+            list(data["api"]),
+            data["stats_before"],
+            data["stats_after"],
+            bool(data["local_stopped"]),
+            dict(data["extra"]),
+            str(data["problem"]),
+        )
 
 
 @dataclass
@@ -104,24 +129,41 @@ class GatewayRun:
     started: bool
     start_problem: str
     cases: dict[str, CaseRun]
-    wall_s: float                                    # the time the gateway ran
-    inherent_s: float                                # sum of the cases' own durations (stalls, streams, waits)
+    wall_s: float  # the time the gateway ran
+    inherent_s: float  # sum of the cases' own durations (stalls, streams, waits)
     stdout_tail: str = ""
     stderr_tail: str = ""
     seed: int = 0
 
     def to_record(self) -> dict[str, Any]:
-        return {"plan": self.plan.to_dict(), "seed": self.seed, "argv": self.argv, "started": self.started,
-                "start_problem": self.start_problem, "wall_s": self.wall_s, "inherent_s": self.inherent_s,
-                "stdout_tail": self.stdout_tail, "stderr_tail": self.stderr_tail,
-                "cases": [run.to_dict() for run in self.cases.values()]}
+        return {
+            "plan": self.plan.to_dict(),
+            "seed": self.seed,
+            "argv": self.argv,
+            "started": self.started,
+            "start_problem": self.start_problem,
+            "wall_s": self.wall_s,
+            "inherent_s": self.inherent_s,
+            "stdout_tail": self.stdout_tail,
+            "stderr_tail": self.stderr_tail,
+            "cases": [run.to_dict() for run in self.cases.values()],
+        }
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> GatewayRun:
         cases = [CaseRun.from_dict(c) for c in data["cases"]]
-        return cls(read_plan(data["plan"]), list(data["argv"]), bool(data["started"]), str(data["start_problem"]),
-                   {c.case.name: c for c in cases}, float(data["wall_s"]), float(data["inherent_s"]),
-                   str(data["stdout_tail"]), str(data["stderr_tail"]), int(data["seed"]))
+        return cls(
+            read_plan(data["plan"]),
+            list(data["argv"]),
+            bool(data["started"]),
+            str(data["start_problem"]),
+            {c.case.name: c for c in cases},
+            float(data["wall_s"]),
+            float(data["inherent_s"]),
+            str(data["stdout_tail"]),
+            str(data["stderr_tail"]),
+            int(data["seed"]),
+        )
 
     @property
     def logs(self) -> str:
@@ -159,7 +201,11 @@ class _Session:
         try:
             return json.loads(answer["body"]) if answer["status"] == 200 else {"_status": answer["status"]}
         except (json.JSONDecodeError, TypeError):
-            return {"_status": answer["status"], "_body": (answer.get("body") or "")[:200], "_error": answer.get("error")}
+            return {
+                "_status": answer["status"],
+                "_body": (answer.get("body") or "")[:200],
+                "_error": answer.get("error"),
+            }
 
     def prepare(self, case: Case, run: CaseRun) -> None:
         if case.stop_local and not self.local_stopped:
@@ -188,16 +234,25 @@ class _Session:
     def send(self, body: dict[str, Any]) -> dict[str, Any]:
         """One request to the gateway, waited for at most the rubric's request_s."""
         sent_at = time.time()
-        answer = self.box.http("POST", self.url + "/v1/chat/completions", json=body, stream=bool(body.get("stream")),
-                               timeout_s=self.hang.request_s)
+        answer = self.box.http(
+            "POST",
+            self.url + "/v1/chat/completions",
+            json=body,
+            stream=bool(body.get("stream")),
+            timeout_s=self.hang.request_s,
+        )
         answer["sent_at"], answer["done_at"] = sent_at, time.time()
         self.hang.note(answer, answer["done_at"] - sent_at)
         return answer
 
 
 def _tokens(session: _Session, body: dict[str, Any]) -> int | None:
-    answer = session.box.http("POST", session.local_url + "/tokenize",
-                              json={"model": session.plan.local_model, "messages": body["messages"]}, timeout_s=5.0)
+    answer = session.box.http(
+        "POST",
+        session.local_url + "/tokenize",
+        json={"model": session.plan.local_model, "messages": body["messages"]},
+        timeout_s=5.0,
+    )
     try:
         count = json.loads(answer["body"]).get("count")
     except (json.JSONDecodeError, AttributeError, TypeError):
@@ -267,8 +322,10 @@ def _probe_unseen(session: _Session, since: float, *, status: int) -> str | None
         return None
     last = max(float(c.get("at", 0.0)) for c in checks)
     state = "healthy again" if status == 200 else f"{status}"
-    return (f"the gateway's probe did not ask /health in the {notice:g} s after it turned {state} (its "
-            f"last probe was {time.time() - last:.2f} s before the request), so the case's premise never held")
+    return (
+        f"the gateway's probe did not ask /health in the {notice:g} s after it turned {state} (its "
+        f"last probe was {time.time() - last:.2f} s before the request), so the case's premise never held"
+    )
 
 
 def _run_require_bad(session: _Session, case: Case, run: CaseRun) -> None:
@@ -301,11 +358,14 @@ def _run_recover(session: _Session, case: Case, run: CaseRun) -> None:
 
 def _run_concurrent(session: _Session, case: Case, run: CaseRun) -> None:
     """32 streams at once through the gateway; then the same 32 sent straight to the local server."""
-    bodies = [body_for(session.plan, Case(f"{case.name}-{i:02d}", ""), Send(stream=True, max_tokens=16, words=4 + i % 7))
-              for i in range(32)]
+    bodies = [
+        body_for(session.plan, Case(f"{case.name}-{i:02d}", ""), Send(stream=True, max_tokens=16, words=4 + i % 7))
+        for i in range(32)
+    ]
     run.t0 = time.time()
-    requests = [{"method": "POST", "url": session.url + "/v1/chat/completions", "json": b, "stream": True}
-                for b in bodies]
+    requests = [
+        {"method": "POST", "url": session.url + "/v1/chat/completions", "json": b, "stream": True} for b in bodies
+    ]
     run.sent = bodies
     started = time.monotonic()
     run.answers = session.box.http_many(requests, timeout_s=2 * session.hang.request_s)
@@ -314,14 +374,28 @@ def _run_concurrent(session: _Session, case: Case, run: CaseRun) -> None:
     session.ledgers(run, settle=5.0)
     run.stats_after = session.stats()
     session.box.reset(session.local_name)
-    direct = [{"method": "POST", "url": session.local_url + "/v1/chat/completions", "stream": True,
-               "json": {**b, "model": session.plan.local_model}} for b in bodies]
+    direct = [
+        {
+            "method": "POST",
+            "url": session.local_url + "/v1/chat/completions",
+            "stream": True,
+            "json": {**b, "model": session.plan.local_model},
+        }
+        for b in bodies
+    ]
     run.extra["direct"] = session.box.http_many(direct, timeout_s=2 * session.hang.request_s)
     session.box.reset(session.local_name)
 
 
-def run_gateway(box: Box, submission: Submission, plan: GatewayPlan, *, seed: int, hang: HangBudget,
-                cases: tuple[Case, ...] | None = None) -> GatewayRun:
+def run_gateway(
+    box: Box,
+    submission: Submission,
+    plan: GatewayPlan,
+    *,
+    seed: int,
+    hang: HangBudget,
+    cases: tuple[Case, ...] | None = None,
+) -> GatewayRun:
     """Start both servers and the gateway, run `cases` (default: the plan's) in order, stop everything; never
     raises for the candidate. A gateway that stops answering uses up `hang`, and the cases after are not run.
 
@@ -329,8 +403,9 @@ def run_gateway(box: Box, submission: Submission, plan: GatewayPlan, *, seed: in
     module's docstring)."""
     cases = plan.cases if cases is None else cases
     started = time.perf_counter()
-    main = _run_session(box, submission, plan, seed, tuple(c for c in cases if not c.quiet_probe), quiet=False,
-                        hang=hang)
+    main = _run_session(
+        box, submission, plan, seed, tuple(c for c in cases if not c.quiet_probe), quiet=False, hang=hang
+    )
     runs, inherent = dict(main.runs), main.inherent
     stdout, stderr = [main.stdout_tail[-1500:]], [main.stderr_tail[-1500:]]  # each start's tail, in order
     for case in (c for c in cases if c.quiet_probe and not main.start_problem):
@@ -340,21 +415,37 @@ def run_gateway(box: Box, submission: Submission, plan: GatewayPlan, *, seed: in
         # A start of its own: the gateway may rightly mark the route down after the first refusal.
         quiet = _run_session(box, submission, plan, seed, (case,), quiet=True, hang=hang)
         runs[case.name] = quiet.runs.get(case.name) or CaseRun(
-            case, t0=time.time(), problem=f"the gateway did not start again: {quiet.start_problem}")
+            case, t0=time.time(), problem=f"the gateway did not start again: {quiet.start_problem}"
+        )
         inherent += quiet.inherent
         marker = f"\n--- started again for {case.name}, health_interval_s {plan.quiet_interval_s:g} ---\n"
         stdout += [marker + quiet.stdout_tail[-1000:]] if quiet.stdout_tail.strip() else []
         stderr += [marker + quiet.stderr_tail[-1000:]] if quiet.stderr_tail.strip() else []
-    return GatewayRun(plan, main.argv, not main.start_problem, main.start_problem, runs, time.perf_counter() - started,
-                      inherent, "".join(stdout), "".join(stderr), seed)
+    return GatewayRun(
+        plan,
+        main.argv,
+        not main.start_problem,
+        main.start_problem,
+        runs,
+        time.perf_counter() - started,
+        inherent,
+        "".join(stdout),
+        "".join(stderr),
+        seed,
+    )
 
 
-def gateway_config(plan: GatewayPlan, local: dict[str, str], api: dict[str, str], *, quiet: bool = False) -> dict[str, Any]:
+def gateway_config(
+    plan: GatewayPlan, local: dict[str, str], api: dict[str, str], *, quiet: bool = False
+) -> dict[str, Any]:
     """The config a gateway is started with: the plan's, with both fake servers' URLs (`serve`'s answers)."""
     config: dict[str, Any] = json.loads(json.dumps(plan.config))
     config["contract"] = 1
-    config["local"].update(base_url=local["base_url"], health_url=local["url"] + "/health",
-                           health_interval_s=plan.quiet_interval_s if quiet else plan.health_interval_s)
+    config["local"].update(
+        base_url=local["base_url"],
+        health_url=local["url"] + "/health",
+        health_interval_s=plan.quiet_interval_s if quiet else plan.health_interval_s,
+    )
     config["api"]["base_url"] = api["base_url"]
     return config
 
@@ -369,8 +460,16 @@ class _SessionRun:
     stderr_tail: str
 
 
-def _run_session(box: Box, submission: Submission, plan: GatewayPlan, seed: int, cases: tuple[Case, ...], *,
-                 quiet: bool, hang: HangBudget) -> _SessionRun:
+def _run_session(
+    box: Box,
+    submission: Submission,
+    plan: GatewayPlan,
+    seed: int,
+    cases: tuple[Case, ...],
+    *,
+    quiet: bool,
+    hang: HangBudget,
+) -> _SessionRun:
     """One start of the gateway between two fresh fake servers, through `cases`; `quiet`: probing every
     quiet_interval_s, the cases start once its start-up probe has answered."""
     local_name, api_name = "gateway-local", "gateway-api"
@@ -412,8 +511,9 @@ def _run_session(box: Box, submission: Submission, plan: GatewayPlan, seed: int,
         if not session.local_stopped:
             box.stop_server(local_name)
         box.stop_server(api_name)
-    return _SessionRun(argv, start_problem, runs, inherent, getattr(result, "stdout_tail", ""),
-                       getattr(result, "stderr_tail", ""))
+    return _SessionRun(
+        argv, start_problem, runs, inherent, getattr(result, "stdout_tail", ""), getattr(result, "stderr_tail", "")
+    )
 
 
 def _await_first_probe(session: _Session, timeout_s: float = 5.0) -> None:
@@ -458,5 +558,7 @@ def _inherent(plan: GatewayPlan, case: Case, run: CaseRun, took: float) -> float
     if case.kind == "recover":
         floor += plan.notice_s + run.extra.get("recovered_after_s", 0.0)
     if run.answers:
-        floor += max((a.get("done_at", 0.0) - a.get("sent_at", 0.0)) for a in run.answers) if case.kind == "one" else 0.0
+        floor += (
+            max((a.get("done_at", 0.0) - a.get("sent_at", 0.0)) for a in run.answers) if case.kind == "one" else 0.0
+        )
     return min(took, floor)

@@ -26,34 +26,36 @@ class PlanError(ValueError):
 class Send:
     """One chat request to the gateway."""
 
-    require: Any = None          # None: no `require` field
+    require: Any = None  # None: no `require` field
     stream: bool = False
     max_tokens: int = 8
-    words: int = 6               # prompt length, in words of one token
-    fit: str | None = None       # "exact" | "over": max_tokens set from the local /tokenize count
+    words: int = 6  # prompt length, in words of one token
+    fit: str | None = None  # "exact" | "over": max_tokens set from the local /tokenize count
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
-    what: str                                    # one line for the report
+    what: str  # one line for the report
     local_faults: tuple[dict[str, Any], ...] = ()
     api_faults: tuple[dict[str, Any], ...] = ()
     local_settings: dict[str, Any] = field(default_factory=dict)
     api_settings: dict[str, Any] = field(default_factory=dict)
     send: Send = Send()
-    wait_probe: bool = False     # let the probe see the faults (the plan's notice_s) before sending
-    warm_s: float = 0.0          # healthy traffic for this long first (so a cached "healthy" is old)
-    kind: str = "one"            # one | recover | concurrent | startup | require-bad
-    stop_local: bool = False     # the local server is stopped before this case (and stays stopped)
-    quiet_probe: bool = False    # run in a start of its own, whose probe has not seen the local server stop
+    wait_probe: bool = False  # let the probe see the faults (the plan's notice_s) before sending
+    warm_s: float = 0.0  # healthy traffic for this long first (so a cached "healthy" is old)
+    kind: str = "one"  # one | recover | concurrent | startup | require-bad
+    stop_local: bool = False  # the local server is stopped before this case (and stays stopped)
+    quiet_probe: bool = False  # run in a start of its own, whose probe has not seen the local server stop
     criteria: tuple[str, ...] = ()  # criteria that judge it besides those naming it (a hidden variant's extra case)
 
     @property
     def stall_s(self) -> float:
         """The longest stall any of its faults makes (0 when none stalls)."""
-        return max((float(f.get("seconds", 0)) for f in self.local_faults + self.api_faults if "stall" in f["kind"]),
-                   default=0.0)
+        return max(
+            (float(f.get("seconds", 0)) for f in self.local_faults + self.api_faults if "stall" in f["kind"]),
+            default=0.0,
+        )
 
     @property
     def stall(self) -> bool:
@@ -62,36 +64,52 @@ class Case:
     def to_dict(self) -> dict[str, Any]:
         send = {k: v for k, v in vars(self.send).items() if v != getattr(Send(), k)}
         out: dict[str, Any] = {"name": self.name, "what": self.what, "kind": self.kind}
-        for key, value in (("local_faults", list(self.local_faults)), ("api_faults", list(self.api_faults)),
-                           ("local_settings", self.local_settings), ("api_settings", self.api_settings),
-                           ("send", send), ("wait_probe", self.wait_probe), ("warm_s", self.warm_s),
-                           ("stop_local", self.stop_local), ("quiet_probe", self.quiet_probe),
-                           ("criteria", list(self.criteria))):
+        for key, value in (
+            ("local_faults", list(self.local_faults)),
+            ("api_faults", list(self.api_faults)),
+            ("local_settings", self.local_settings),
+            ("api_settings", self.api_settings),
+            ("send", send),
+            ("wait_probe", self.wait_probe),
+            ("warm_s", self.warm_s),
+            ("stop_local", self.stop_local),
+            ("quiet_probe", self.quiet_probe),
+            ("criteria", list(self.criteria)),
+        ):
             if value:
                 out[key] = value
         return out
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> Case:
-        return cls(name=raw["name"], what=raw["what"], kind=raw.get("kind", "one"),
-                   local_faults=tuple(raw.get("local_faults") or ()), api_faults=tuple(raw.get("api_faults") or ()),
-                   local_settings=dict(raw.get("local_settings") or {}), api_settings=dict(raw.get("api_settings") or {}),
-                   send=Send(**(raw.get("send") or {})), wait_probe=bool(raw.get("wait_probe", False)),
-                   warm_s=float(raw.get("warm_s", 0.0)), stop_local=bool(raw.get("stop_local", False)),
-                   quiet_probe=bool(raw.get("quiet_probe", False)), criteria=tuple(raw.get("criteria") or ()))
+        return cls(
+            name=raw["name"],
+            what=raw["what"],
+            kind=raw.get("kind", "one"),
+            local_faults=tuple(raw.get("local_faults") or ()),
+            api_faults=tuple(raw.get("api_faults") or ()),
+            local_settings=dict(raw.get("local_settings") or {}),
+            api_settings=dict(raw.get("api_settings") or {}),
+            send=Send(**(raw.get("send") or {})),
+            wait_probe=bool(raw.get("wait_probe", False)),
+            warm_s=float(raw.get("warm_s", 0.0)),
+            stop_local=bool(raw.get("stop_local", False)),
+            quiet_probe=bool(raw.get("quiet_probe", False)),
+            criteria=tuple(raw.get("criteria") or ()),
+        )
 
 
 @dataclass(frozen=True)
 class GatewayPlan:
     """Everything the gateway section runs: config, servers, timings and the cases in order."""
 
-    port: int                    # inside the sandbox's own network namespace, below the ephemeral range
+    port: int  # inside the sandbox's own network namespace, below the ephemeral range
     start_timeout_s: float
-    quiet_interval_s: float      # the probe interval of a refused-connection start: no probe during it
+    quiet_interval_s: float  # the probe interval of a refused-connection start: no probe during it
     notice_margin_s: float
     busy_lag_s: float
     client_model: str
-    config: dict[str, Any]       # the gateway config without URLs
+    config: dict[str, Any]  # the gateway config without URLs
     local_server: dict[str, Any]
     api_server: dict[str, Any]
     cases: tuple[Case, ...]
@@ -130,11 +148,17 @@ class GatewayPlan:
         return next(c for c in self.cases if c.name == name)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"port": self.port, "start_timeout_s": self.start_timeout_s, "quiet_interval_s": self.quiet_interval_s,
-                "notice_margin_s": self.notice_margin_s, "busy_lag_s": self.busy_lag_s,
-                "client_model": self.client_model, "config": self.config,
-                "servers": {"local": self.local_server, "api": self.api_server},
-                "cases": [c.to_dict() for c in self.cases]}
+        return {
+            "port": self.port,
+            "start_timeout_s": self.start_timeout_s,
+            "quiet_interval_s": self.quiet_interval_s,
+            "notice_margin_s": self.notice_margin_s,
+            "busy_lag_s": self.busy_lag_s,
+            "client_model": self.client_model,
+            "config": self.config,
+            "servers": {"local": self.local_server, "api": self.api_server},
+            "cases": [c.to_dict() for c in self.cases],
+        }
 
 
 def read_plan(data: dict[str, Any]) -> GatewayPlan:
@@ -148,18 +172,29 @@ def read_plan(data: dict[str, Any]) -> GatewayPlan:
     prices = config.get("api", {}).get("prices", {})
     for key, setting in (("input_per_million_usd", "price_input"), ("output_per_million_usd", "price_output")):
         if prices.get(key) != api.get(setting):
-            raise PlanError(f"config.api.prices.{key} ({prices.get(key)}) differs from servers.api.{setting} "
-                            f"({api.get(setting)}): the gateway would be told another price than the API bills")
+            raise PlanError(
+                f"config.api.prices.{key} ({prices.get(key)}) differs from servers.api.{setting} "
+                f"({api.get(setting)}): the gateway would be told another price than the API bills"
+            )
     if "max_model_len" not in local:
         raise PlanError("servers.local.max_model_len: the context-length cases need it")
     stopped = [c.name for c in cases if c.stop_local]
-    after = [c.name for c in cases[len(cases) - len(stopped):]]
+    after = [c.name for c in cases[len(cases) - len(stopped) :]]
     if stopped != after:
         raise PlanError(f"cases: the cases that stop the local server ({', '.join(stopped)}) must come last")
     try:
-        plan = GatewayPlan(int(data["port"]), float(data["start_timeout_s"]), float(data["quiet_interval_s"]),
-                           float(data["notice_margin_s"]), float(data["busy_lag_s"]), str(data["client_model"]),
-                           config, local, api, cases)
+        plan = GatewayPlan(
+            int(data["port"]),
+            float(data["start_timeout_s"]),
+            float(data["quiet_interval_s"]),
+            float(data["notice_margin_s"]),
+            float(data["busy_lag_s"]),
+            str(data["client_model"]),
+            config,
+            local,
+            api,
+            cases,
+        )
         plan.health_interval_s, plan.first_byte_s  # noqa: B018 - the config must give both
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanError(f"config: {exc}") from None
@@ -169,9 +204,11 @@ def read_plan(data: dict[str, Any]) -> GatewayPlan:
 def body_for(plan: GatewayPlan, case: Case, send: Send, *, max_tokens: int | None = None) -> dict[str, Any]:
     """The chat request a case sends: a prompt naming the case, so each is its own text."""
     words = " ".join(f"w{i}" for i in range(send.words))
-    body: dict[str, Any] = {"model": plan.client_model,
-                            "max_tokens": max_tokens if max_tokens is not None else send.max_tokens,
-                            "messages": [{"role": "user", "content": f"case {case.name} {words}"}]}
+    body: dict[str, Any] = {
+        "model": plan.client_model,
+        "max_tokens": max_tokens if max_tokens is not None else send.max_tokens,
+        "messages": [{"role": "user", "content": f"case {case.name} {words}"}],
+    }
     if send.stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}

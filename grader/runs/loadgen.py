@@ -30,8 +30,15 @@ class Box(Protocol):
     def serve(self, name: str, **settings: Any) -> dict[str, Any]: ...
     def stop_server(self, name: str) -> None: ...
     def ledger(self, name: str, settle: float = ...) -> list[dict[str, Any]]: ...
-    def run(self, argv: list[str], *, timeout_s: float, env: dict[str, str] | None = ...,
-            inject: dict[str, str] | None = ..., files_back: list[str] = ...) -> Any: ...
+    def run(
+        self,
+        argv: list[str],
+        *,
+        timeout_s: float,
+        env: dict[str, str] | None = ...,
+        inject: dict[str, str] | None = ...,
+        files_back: list[str] = ...,
+    ) -> Any: ...
 
 
 @dataclass
@@ -61,22 +68,44 @@ class LoadgenRun:
         elif self.killed and self.killed.startswith("not run"):
             self.problems = [self.killed]
         elif self.exit_code != 0:
-            self.problems.insert(0, f"the command exited with {self.exit_code}" + (f" ({self.killed})" if self.killed else ""))
+            self.problems.insert(
+                0, f"the command exited with {self.exit_code}" + (f" ({self.killed})" if self.killed else "")
+            )
         self.truths = sorted((truth_of(r) for r in self.ledger), key=lambda t: t.number)
         self.pairs = match(self.requests, self.truths)
 
     def to_record(self) -> dict[str, Any]:
-        return {"scenario": self.scenario.to_dict(), "seed": self.seed, "argv": self.argv, "exit_code": self.exit_code,
-                "killed": self.killed, "stdout_tail": self.stdout_tail, "stderr_tail": self.stderr_tail,
-                "wall_s": self.wall_s, "limit_s": self.limit_s, "files": {self.results_file: self.results_text},
-                "ledger": self.ledger}
+        return {
+            "scenario": self.scenario.to_dict(),
+            "seed": self.seed,
+            "argv": self.argv,
+            "exit_code": self.exit_code,
+            "killed": self.killed,
+            "stdout_tail": self.stdout_tail,
+            "stderr_tail": self.stderr_tail,
+            "wall_s": self.wall_s,
+            "limit_s": self.limit_s,
+            "files": {self.results_file: self.results_text},
+            "ledger": self.ledger,
+        }
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> LoadgenRun:
-        (results_file, results_text), = data["files"].items()
-        return cls(Scenario.from_dict(data["scenario"]), int(data["seed"]), list(data["argv"]), data["exit_code"],
-                   data["killed"], str(data["stdout_tail"]), str(data["stderr_tail"]), float(data["wall_s"]),
-                   float(data["limit_s"]), results_file, results_text, list(data["ledger"]))
+        ((results_file, results_text),) = data["files"].items()
+        return cls(
+            Scenario.from_dict(data["scenario"]),
+            int(data["seed"]),
+            list(data["argv"]),
+            data["exit_code"],
+            data["killed"],
+            str(data["stdout_tail"]),
+            str(data["stderr_tail"]),
+            float(data["wall_s"]),
+            float(data["limit_s"]),
+            results_file,
+            results_text,
+            list(data["ledger"]),
+        )
 
     @property
     def requests(self) -> list[Any]:
@@ -99,14 +128,18 @@ class LoadgenRun:
         asked = self.scenario.loadgen["requests"]
         open_ = sum(1 for r in self.ledger if r.get("finished") is None)
         tail = (self.stderr_tail.strip() or self.stdout_tail.strip()).splitlines()[-5:]
-        return (f"the command hung: stopped after {self.limit_s:g} s, this scenario's limit. The ledger shows "
-                f"{len(self.ledger) - open_} request(s) done, {open_} still open and {max(0, asked - len(self.ledger))} "
-                f"of the {asked} asked never sent. " + ("Its last lines of output:\n  " + "\n  ".join(tail) if tail
-                                                       else "It printed nothing."))
+        return (
+            f"the command hung: stopped after {self.limit_s:g} s, this scenario's limit. The ledger shows "
+            f"{len(self.ledger) - open_} request(s) done, {open_} still open and {max(0, asked - len(self.ledger))} "
+            f"of the {asked} asked never sent. "
+            + ("Its last lines of output:\n  " + "\n  ".join(tail) if tail else "It printed nothing.")
+        )
 
     @property
     def logs(self) -> str:
-        out = f"$ {' '.join(self.argv)}\nexit code: {self.exit_code}" + (f" (killed: {self.killed})" if self.killed else "")
+        out = f"$ {' '.join(self.argv)}\nexit code: {self.exit_code}" + (
+            f" (killed: {self.killed})" if self.killed else ""
+        )
         if self.stdout_tail.strip():
             out += f"\n--- stdout (tail) ---\n{self.stdout_tail[-3000:]}"
         if self.stderr_tail.strip():
@@ -123,8 +156,10 @@ def expected_s(scenario: Scenario) -> float:
     flags = scenario.loadgen
     slots = max(1, min(flags["concurrency"], model.max_num_seqs))
     waves = -(-flags["requests"] // slots)
-    stall = max((float(f.get("seconds", 0)) for f in scenario.server.get("faults") or () if "stall" in f.get("kind", "")),
-                default=0.0)
+    stall = max(
+        (float(f.get("seconds", 0)) for f in scenario.server.get("faults") or () if "stall" in f.get("kind", "")),
+        default=0.0,
+    )
     return waves * (model.prefill_overhead + flags["max_tokens"] / model.token_rate) + stall
 
 
@@ -138,8 +173,9 @@ def not_run(scenario: Scenario, seed: int, why: str, argv: list[str]) -> Loadgen
     return LoadgenRun(scenario, seed, argv, None, f"not run: {why}", "", "", 0.0, 0.0, "results.json", None, [])
 
 
-def run_loadgen(box: Box, submission: Submission, scenario: Scenario, *, seed: int, timeout_s: float,
-                label: str | None = None) -> LoadgenRun:
+def run_loadgen(
+    box: Box, submission: Submission, scenario: Scenario, *, seed: int, timeout_s: float, label: str | None = None
+) -> LoadgenRun:
     """One run of `loadgen.command` against a fresh fake server configured as `scenario` says, stopped at
     `timeout_s`."""
     name = label or scenario.name
@@ -147,18 +183,40 @@ def run_loadgen(box: Box, submission: Submission, scenario: Scenario, *, seed: i
     output = f"loadgen-results-{name}.json"
     flags = scenario.loadgen
     argv = submission.command("loadgen") + [
-        "--base-url", server["base_url"], "--model", MODEL,
-        "--requests", str(flags["requests"]), "--concurrency", str(flags["concurrency"]),
-        "--prompt-tokens", str(flags["prompt_tokens"]), "--max-tokens", str(flags["max_tokens"]),
-        "--output", output,
+        "--base-url",
+        server["base_url"],
+        "--model",
+        MODEL,
+        "--requests",
+        str(flags["requests"]),
+        "--concurrency",
+        str(flags["concurrency"]),
+        "--prompt-tokens",
+        str(flags["prompt_tokens"]),
+        "--max-tokens",
+        str(flags["max_tokens"]),
+        "--output",
+        output,
     ]
     try:
         result = box.run(argv, timeout_s=timeout_s, files_back=[output])
         ledger = box.ledger(name, settle=2.0)
     finally:
         box.stop_server(name)
-    return LoadgenRun(scenario, seed, argv, result.exit_code, result.killed, result.stdout_tail, result.stderr_tail,
-                      result.wall_s, timeout_s, output, (result.files or {}).get(output), ledger)
+    return LoadgenRun(
+        scenario,
+        seed,
+        argv,
+        result.exit_code,
+        result.killed,
+        result.stdout_tail,
+        result.stderr_tail,
+        result.wall_s,
+        timeout_s,
+        output,
+        (result.files or {}).get(output),
+        ledger,
+    )
 
 
 def _parse(text: str | None, output: str) -> tuple[dict[str, Any] | None, list[str]]:

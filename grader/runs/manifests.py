@@ -27,8 +27,12 @@ class ManifestsRun:
     files: dict[str, str] = field(default_factory=dict)  # the candidate's manifest files, by path in the submission
 
     def to_record(self) -> dict[str, Any]:
-        return {"mode": self.mode, "report": self.report.to_dict() if self.report else None, "problem": self.problem,
-                "files": self.files}
+        return {
+            "mode": self.mode,
+            "report": self.report.to_dict() if self.report else None,
+            "problem": self.problem,
+            "files": self.files,
+        }
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> ManifestsRun:
@@ -40,7 +44,7 @@ def run_checker(submission: Submission) -> ManifestsRun:
     """The checker's report on the submission's manifests, or why it could not run at all."""
     mode, path = submission.manifests
     files = {}
-    for file in ([path] if path.is_file() else sorted(path.rglob("*.y*ml")) if path.is_dir() else []):
+    for file in [path] if path.is_file() else sorted(path.rglob("*.y*ml")) if path.is_dir() else []:
         try:
             files[file.relative_to(submission.folder).as_posix()] = file.read_text(encoding="utf-8")[:_FILE_CAP]
         except (OSError, UnicodeDecodeError, ValueError):

@@ -20,8 +20,14 @@ __all__ = ["MemoRun", "SizingRunner", "cited", "run_memo"]
 #: Runs the sizing command once on the memo's inputs: (output or None, why not, its wall time).
 SizingRunner = Callable[[dict[str, Any]], tuple[dict[str, Any] | None, str, float]]
 #: Sizing output fields a figure may be named after (and is then compared with).
-NAMED = ("peak_output_tokens_per_s", "per_stream_output_tokens_per_s", "replicas_for_load", "replicas",
-         "chats_per_month", "batch_hours")
+NAMED = (
+    "peak_output_tokens_per_s",
+    "per_stream_output_tokens_per_s",
+    "replicas_for_load",
+    "replicas",
+    "chats_per_month",
+    "batch_hours",
+)
 _TEXT_CAP = 1_000_000
 
 
@@ -49,8 +55,12 @@ class MemoRun:
 def cited(front: dict[str, Any]) -> tuple[bool, bool]:
     """Whether any figure cites the sizing command (or is named like one of its fields), and the results file."""
     figures = [f for f in front.get("figures") or [] if isinstance(f, dict)]
-    refs = [r for f in figures for r in ([f["derived_from"]] if isinstance(f.get("derived_from"), str)
-                                         else list(f.get("derived_from") or [])) if isinstance(r, str)]
+    refs = [
+        r
+        for f in figures
+        for r in ([f["derived_from"]] if isinstance(f.get("derived_from"), str) else list(f.get("derived_from") or []))
+        if isinstance(r, str)
+    ]
     sizing = any(r.startswith("sizing:") for r in refs) or any(f.get("name") in NAMED for f in figures)
     return sizing, any(r.startswith("loadgen:") for r in refs)
 

@@ -55,8 +55,9 @@ class SizingPlan:
             raise ValueError(f"{path}: sets: the hidden input sets, by name")
         if twice := sorted(set(hidden) & set(self.sets)):
             raise ValueError(f"{path}: sets.{twice[0]}: the rubric has a public set of that name")
-        plan = SizingPlan({**self.sets, **hidden}, str(data.get("perturb_base", self.perturb_base)), self.perturb,
-                          tuple(hidden))
+        plan = SizingPlan(
+            {**self.sets, **hidden}, str(data.get("perturb_base", self.perturb_base)), self.perturb, tuple(hidden)
+        )
         if problems := plan.problems():
             raise ValueError(f"{path}: {problems[0]}")
         return plan
@@ -96,13 +97,21 @@ class SizingRuns:
         return next(r for r in self.runs if r.name == self.perturb_base)
 
     def to_record(self) -> dict[str, Any]:
-        return {"sets": [dataclasses.asdict(r) for r in self.runs], "perturb_base": self.perturb_base,
-                "perturb": self.perturb, "extra": {k: dataclasses.asdict(r) for k, r in self.extra.items()}}
+        return {
+            "sets": [dataclasses.asdict(r) for r in self.runs],
+            "perturb_base": self.perturb_base,
+            "perturb": self.perturb,
+            "extra": {k: dataclasses.asdict(r) for k, r in self.extra.items()},
+        }
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> SizingRuns:
-        return cls([SizingRun(**r) for r in data["sets"]], str(data["perturb_base"]), dict(data["perturb"]),
-                   {k: SizingRun(**r) for k, r in data["extra"].items()})
+        return cls(
+            [SizingRun(**r) for r in data["sets"]],
+            str(data["perturb_base"]),
+            dict(data["perturb"]),
+            {k: SizingRun(**r) for k, r in data["extra"].items()},
+        )
 
 
 def load_sets(path: Path = HIDDEN_SETS) -> tuple[dict[str, dict[str, Any]], str, dict[str, Any]]:
@@ -128,8 +137,9 @@ def run_set(box: Box, submission: Submission, name: str, flags: dict[str, Any], 
     done = box.run(submission.command("sizing") + argv(flags), timeout_s=timeout_s, files_back=[])
     tail = done.stderr_tail[-1500:].strip()
     if done.timed_out:
-        return SizingRun(name, flags, None, f"hung: stopped after {timeout_s:g} s (the limit for one input set)", tail,
-                         done.wall_s)
+        return SizingRun(
+            name, flags, None, f"hung: stopped after {timeout_s:g} s (the limit for one input set)", tail, done.wall_s
+        )
     if done.killed:
         return SizingRun(name, flags, None, f"killed ({done.killed})", tail, done.wall_s)
     if done.exit_code != 0:
@@ -138,17 +148,35 @@ def run_set(box: Box, submission: Submission, name: str, flags: dict[str, Any], 
         data = json.loads(done.stdout_tail)
     except ValueError as exc:
         first = done.stdout_tail.strip().splitlines()[:1]
-        return SizingRun(name, flags, None, f"stdout is not one JSON object ({exc}); it begins {first[0][:80]!r}"
-                         if first else "stdout is empty", tail, done.wall_s)
+        return SizingRun(
+            name,
+            flags,
+            None,
+            f"stdout is not one JSON object ({exc}); it begins {first[0][:80]!r}" if first else "stdout is empty",
+            tail,
+            done.wall_s,
+        )
     problems = schema_errors("sizing-output", data)
     if problems:
-        return SizingRun(name, flags, data if isinstance(data, dict) else None,
-                         "does not follow sizing-output.schema.json: " + "; ".join(problems[:3]), tail, done.wall_s)
+        return SizingRun(
+            name,
+            flags,
+            data if isinstance(data, dict) else None,
+            "does not follow sizing-output.schema.json: " + "; ".join(problems[:3]),
+            tail,
+            done.wall_s,
+        )
     return SizingRun(name, flags, data, "", tail, done.wall_s)
 
 
-def run_sizing(box: Box, submission: Submission, diagnose: Iterable[tuple[str, float]], *, limits: dict[str, float],
-               plan: SizingPlan) -> SizingRuns:
+def run_sizing(
+    box: Box,
+    submission: Submission,
+    diagnose: Iterable[tuple[str, float]],
+    *,
+    limits: dict[str, float],
+    plan: SizingPlan,
+) -> SizingRuns:
     """Every set's run (each stopped at the rubric's set_s; once hung runs have used budget_s, the rest are
     not run); then, for each (criterion, rel) in `diagnose` whose figures differ from the arithmetic on some
     set, the base set once per input that criterion's figures depend on, that input moved."""
@@ -174,5 +202,3 @@ def run_sizing(box: Box, submission: Submission, diagnose: Iterable[tuple[str, f
                 if flag not in runs.extra:
                     runs.extra[flag] = one(f"{base}+{flag}", {**runs.base.flags, flag: perturb[flag]})
     return runs
-
-

@@ -43,7 +43,6 @@ class TestRun:
     def failed(self) -> list[str]:
         return sorted(k for k, v in self.tests.items() if v == "failed")
 
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TestRun:
         return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
@@ -60,7 +59,10 @@ class TestRuns:
         return all(name in self.variants for name in names)
 
     def to_record(self) -> dict[str, Any]:
-        return {"own": dataclasses.asdict(self.own), "variants": [dataclasses.asdict(v) for v in self.variants.values()]}
+        return {
+            "own": dataclasses.asdict(self.own),
+            "variants": [dataclasses.asdict(v) for v in self.variants.values()],
+        }
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> TestRuns:
@@ -72,8 +74,16 @@ def _inject() -> dict[str, str]:
     return {p.name: p.read_text(encoding="utf-8") for p in sorted(_INJECTED.glob("*.py"))}
 
 
-def _run(box: Box, submission: Submission, variant: str, *, timeout_s: float, method: str = "none",
-         no_slots: bool = False, stop_early: bool = False) -> TestRun:
+def _run(
+    box: Box,
+    submission: Submission,
+    variant: str,
+    *,
+    timeout_s: float,
+    method: str = "none",
+    no_slots: bool = False,
+    stop_early: bool = False,
+) -> TestRun:
     argv = submission.command("loadgen", "test_command")
     slug = "".join(c if c.isalnum() else "-" for c in variant)
     outcomes, marker = f".grader-tests-{slug}.json", f".grader-swapped-{slug}"  # one per run: never a stale file
@@ -95,10 +105,11 @@ def _run(box: Box, submission: Submission, variant: str, *, timeout_s: float, me
         except (json.JSONDecodeError, AttributeError):
             tests = {}
     killed = f"hung: stopped after {timeout_s:g} s" if result.killed == HUNG else result.killed
-    logs = f"$ {' '.join(argv)}   [{variant}]\nexit code: {result.exit_code}" + (f" (killed: {killed})" if killed else "")
+    logs = f"$ {' '.join(argv)}   [{variant}]\nexit code: {result.exit_code}" + (
+        f" (killed: {killed})" if killed else ""
+    )
     tail = (result.stdout_tail or "")[-2500:] + (result.stderr_tail or "")[-1500:]
-    return TestRun(variant, result.exit_code, killed, tests, bool(files.get(marker)), logs + "\n" + tail,
-                   result.wall_s)
+    return TestRun(variant, result.exit_code, killed, tests, bool(files.get(marker)), logs + "\n" + tail, result.wall_s)
 
 
 def run_tests(box: Box, submission: Submission, *, variants: tuple[str, ...], limits: dict[str, float]) -> TestRuns:
@@ -110,14 +121,20 @@ def run_tests(box: Box, submission: Submission, *, variants: tuple[str, ...], li
     early = own.exit_code == 0
     hung = own.killed is not None and own.killed.startswith("hung")
     limit = round(max(limits["min_s"], limits["per_own"] * own.wall_s), 1)
-    wanted = ([(f"percentile: {m}", {"method": m}) for m in PERCENTILE_METHODS] if "percentile" in variants else []) + \
-             ([("no slot limit", {"no_slots": True})] if "slots" in variants else [])
+    wanted = ([(f"percentile: {m}", {"method": m}) for m in PERCENTILE_METHODS] if "percentile" in variants else []) + (
+        [("no slot limit", {"no_slots": True})] if "slots" in variants else []
+    )
     for name, how in wanted:
         if hung:
-            runs.variants[name] = TestRun(name, None, "not run: the tests hung on your own code", {}, False,
-                                          f"[{name}] not run: the own-code run hung", 0.0)
+            runs.variants[name] = TestRun(
+                name,
+                None,
+                "not run: the tests hung on your own code",
+                {},
+                False,
+                f"[{name}] not run: the own-code run hung",
+                0.0,
+            )
         else:
             runs.variants[name] = _run(box, submission, name, timeout_s=limit, stop_early=early, **how)
     return runs
-
-

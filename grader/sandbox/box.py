@@ -78,15 +78,36 @@ def isolation_available() -> tuple[bool, str]:
         return False, "bubblewrap (bwrap) is not installed"
     true = shutil.which("true") or "/bin/true"
     try:
-        done = subprocess.run([bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent",
-                               "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", true],
-                              check=False, capture_output=True, text=True, timeout=20)
+        done = subprocess.run(
+            [
+                bwrap,
+                "--unshare-net",
+                "--unshare-pid",
+                "--unshare-ipc",
+                "--die-with-parent",
+                "--ro-bind",
+                "/",
+                "/",
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                "--",
+                true,
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"bwrap could not run ({exc})"
     if done.returncode != 0:
         why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return False, f"bwrap cannot create namespaces here ({why})"
-    version = subprocess.run([bwrap, "--version"], check=False, capture_output=True, text=True).stdout.strip() or "bwrap"
+    version = (
+        subprocess.run([bwrap, "--version"], check=False, capture_output=True, text=True).stdout.strip() or "bwrap"
+    )
     return True, version
 
 
@@ -104,7 +125,9 @@ class Sandbox:
     `note`); True raises SandboxError when they are unavailable; False never uses them.
     """
 
-    def __init__(self, submission_dir: str | Path, *, limits: Limits | None = None, isolate: bool | None = None) -> None:
+    def __init__(
+        self, submission_dir: str | Path, *, limits: Limits | None = None, isolate: bool | None = None
+    ) -> None:
         self.submission = Path(submission_dir)
         self.limits = limits or Limits()
         self._isolate = isolate
@@ -126,13 +149,17 @@ class Sandbox:
         self.open()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def open(self) -> None:
         if not self.submission.is_dir():
             raise SandboxError(f"{self.submission}: the submission is not a folder")
-        available, why = isolation_available() if self._isolate is not False else (False, "isolation turned off by the caller")
+        available, why = (
+            isolation_available() if self._isolate is not False else (False, "isolation turned off by the caller")
+        )
         if self._isolate and not available:
             raise SandboxRefused(f"isolation is required but unavailable: {why}")
         root = os.geteuid() == 0
@@ -149,8 +176,14 @@ class Sandbox:
         python = sys.executable
         try:
             if available:
-                argv = layout.bwrap_argv(shutil.which("bwrap") or "bwrap", kit, self.submission.resolve(),
-                                         disk_bytes=self.limits.disk_bytes, cgroups=self._cgroups, python=python)
+                argv = layout.bwrap_argv(
+                    shutil.which("bwrap") or "bwrap",
+                    kit,
+                    self.submission.resolve(),
+                    disk_bytes=self.limits.disk_bytes,
+                    cgroups=self._cgroups,
+                    python=python,
+                )
                 box_root, submission = layout.BOX_ROOT, layout.SUBMISSION_SOURCE
                 cgroup_paths = {c: f"{layout.CGROUP_MOUNTS}/{c}" for c in self._cgroups}
                 python_path, cwd = layout.KIT_COPY, None
@@ -161,18 +194,41 @@ class Sandbox:
                 cgroup_paths = {c: str(p) for c, p in self._cgroups.items()}
                 python_path, cwd = str(kit.grader.parent), str(self._tempdir)
             config = HarnessConfig(
-                box_root=box_root, submission=submission, python_bin=str(kit.python_bin),
-                stub_client=_stub_client(), limits=self.limits, run_as=run_as,
-                sweep_uid=run_as is not None, cgroup_version=cgroups.version, cgroups=cgroup_paths,
-                cgroup_controllers=list(cgroups.controllers), isolated=available)
+                box_root=box_root,
+                submission=submission,
+                python_bin=str(kit.python_bin),
+                stub_client=_stub_client(),
+                limits=self.limits,
+                run_as=run_as,
+                sweep_uid=run_as is not None,
+                cgroup_version=cgroups.version,
+                cgroups=cgroup_paths,
+                cgroup_controllers=list(cgroups.controllers),
+                isolated=available,
+            )
             self.isolated = available
-            self.enforcement = Enforcement(cgroups, run_as=run_as, rlimits=shutil.which("prlimit") is not None,
-                                           isolated=available)
+            self.enforcement = Enforcement(
+                cgroups, run_as=run_as, rlimits=shutil.which("prlimit") is not None, isolated=available
+            )
             self.note = self._describe(available, why, run_as)
-            env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONPATH": python_path,
-                   "PYTHONDONTWRITEBYTECODE": "1", CONFIG_ENV: config.to_env()}
-            self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                          text=True, encoding="utf-8", env=env, cwd=cwd, start_new_session=True)
+            env = {
+                "PATH": "/usr/local/bin:/usr/bin:/bin",
+                "LANG": "C.UTF-8",
+                "PYTHONPATH": python_path,
+                "PYTHONDONTWRITEBYTECODE": "1",
+                CONFIG_ENV: config.to_env(),
+            }
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+            )
             self._start_readers()
             self._receive("start", _START_TIMEOUT_S)
         except BaseException:
@@ -188,11 +244,19 @@ class Sandbox:
         assert self.enforcement is not None
         limits = self.enforcement.line(self.limits)
         if not isolated:
-            return (f"UNSANDBOXED: {why}; candidate code runs as this user with this user's file access "
-                    f"and network; {limits}")
-        who = f"uid {run_as}" if run_as is not None else "the grader's own uid (not root: it can read the harness's files)"
-        line = (f"{why}: own network (loopback only), PID and IPC namespaces; read-only allowlisted filesystem; "
-                f"candidate as {who}; {limits}")
+            return (
+                f"UNSANDBOXED: {why}; candidate code runs as this user with this user's file access "
+                f"and network; {limits}"
+            )
+        who = (
+            f"uid {run_as}"
+            if run_as is not None
+            else "the grader's own uid (not root: it can read the harness's files)"
+        )
+        line = (
+            f"{why}: own network (loopback only), PID and IPC namespaces; read-only allowlisted filesystem; "
+            f"candidate as {who}; {limits}"
+        )
         missing = self.enforcement.unenforced()
         return f"{NOT_ENFORCED} {'; '.join(missing)}. {line}" if missing else line
 
@@ -316,31 +380,61 @@ class Sandbox:
 
     def ledger(self, name: str, settle: float = 2.0) -> list[dict[str, Any]]:
         """The named server's ledger records (fake_server.ledger), once in-flight requests settle."""
-        records: list[dict[str, Any]] = self._request("ledger", {"name": name, "settle": settle},
-                                                      timeout_s=settle + _OP_MARGIN_S)["records"]
+        records: list[dict[str, Any]] = self._request(
+            "ledger", {"name": name, "settle": settle}, timeout_s=settle + _OP_MARGIN_S
+        )["records"]
         return records
 
     def health_checks(self, name: str, since: float = 0.0) -> list[dict[str, Any]]:
         """The named server's /health answers after Unix time `since` ({"at", "status"}, oldest first)."""
-        checks: list[dict[str, Any]] = self._request("health_checks", {"name": name, "since": since},
-                                                     timeout_s=_OP_MARGIN_S)["checks"]
+        checks: list[dict[str, Any]] = self._request(
+            "health_checks", {"name": name, "since": since}, timeout_s=_OP_MARGIN_S
+        )["checks"]
         return checks
 
-    def run(self, argv: list[str], *, timeout_s: float, env: dict[str, str] | None = None,
-            inject: dict[str, str] | None = None, files_back: tuple[str, ...] | list[str] = (), cwd: str = "work") -> RunResult:
+    def run(
+        self,
+        argv: list[str],
+        *,
+        timeout_s: float,
+        env: dict[str, str] | None = None,
+        inject: dict[str, str] | None = None,
+        files_back: tuple[str, ...] | list[str] = (),
+        cwd: str = "work",
+    ) -> RunResult:
         """Run a candidate command to its end; every process it started is gone when this returns."""
-        args = {"argv": list(argv), "timeout_s": timeout_s, "env": env or {}, "inject": inject or {},
-                "files_back": list(files_back), "cwd": cwd}
+        args = {
+            "argv": list(argv),
+            "timeout_s": timeout_s,
+            "env": env or {},
+            "inject": inject or {},
+            "files_back": list(files_back),
+            "cwd": cwd,
+        }
         return RunResult.from_dict(self._request("run", args, timeout_s=timeout_s + 2 * _OP_MARGIN_S))
 
-    def spawn(self, argv: list[str], *, timeout_s: float = 600.0, env: dict[str, str] | None = None,
-              inject: dict[str, str] | None = None, files_back: tuple[str, ...] | list[str] = (), cwd: str = "work") -> str:
+    def spawn(
+        self,
+        argv: list[str],
+        *,
+        timeout_s: float = 600.0,
+        env: dict[str, str] | None = None,
+        inject: dict[str, str] | None = None,
+        files_back: tuple[str, ...] | list[str] = (),
+        cwd: str = "work",
+    ) -> str:
         """Start a long-running candidate command (a gateway); returns its handle for stop().
 
         It is killed at `timeout_s` if not stopped before; `files_back` are read when it stops.
         """
-        args = {"argv": list(argv), "timeout_s": timeout_s, "env": env or {}, "inject": inject or {},
-                "files_back": list(files_back), "cwd": cwd}
+        args = {
+            "argv": list(argv),
+            "timeout_s": timeout_s,
+            "env": env or {},
+            "inject": inject or {},
+            "files_back": list(files_back),
+            "cwd": cwd,
+        }
         handle: str = self._request("spawn", args, timeout_s=_OP_MARGIN_S)["handle"]
         return handle
 
@@ -350,8 +444,9 @@ class Sandbox:
 
     def http_many(self, requests: list[dict[str, Any]], *, timeout_s: float = 30.0) -> list[dict[str, Any]]:
         """Several requests sent at once from inside the namespace; answers in the same order."""
-        answers: list[dict[str, Any]] = self._request("http_many", {"requests": requests, "timeout_s": timeout_s},
-                                                      timeout_s=2 * timeout_s + _OP_MARGIN_S)
+        answers: list[dict[str, Any]] = self._request(
+            "http_many", {"requests": requests, "timeout_s": timeout_s}, timeout_s=2 * timeout_s + _OP_MARGIN_S
+        )
         return answers
 
     def write_file(self, name: str, text: str) -> str:
@@ -360,12 +455,30 @@ class Sandbox:
         return path
 
     def wait_port(self, port: int, timeout_s: float = 10.0) -> bool:
-        return bool(self._request("wait_port", {"port": port, "timeout_s": timeout_s},
-                                  timeout_s=timeout_s + _OP_MARGIN_S)["open"])
+        return bool(
+            self._request("wait_port", {"port": port, "timeout_s": timeout_s}, timeout_s=timeout_s + _OP_MARGIN_S)[
+                "open"
+            ]
+        )
 
-    def http(self, method: str, url: str, *, headers: dict[str, str] | None = None, json: Any = None,
-             stream: bool = False, timeout_s: float = 30.0) -> dict[str, Any]:
+    def http(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        json: Any = None,
+        stream: bool = False,
+        timeout_s: float = 30.0,
+    ) -> dict[str, Any]:
         """Send a request from inside the namespace to a loopback URL (a candidate's gateway)."""
-        args = {"method": method, "url": url, "headers": headers or {}, "json": json, "stream": stream, "timeout_s": timeout_s}
+        args = {
+            "method": method,
+            "url": url,
+            "headers": headers or {},
+            "json": json,
+            "stream": stream,
+            "timeout_s": timeout_s,
+        }
         answer: dict[str, Any] = self._request("http", args, timeout_s=2 * timeout_s + _OP_MARGIN_S)
         return answer

@@ -70,7 +70,7 @@ def _mounts() -> list[tuple[str, str, str, set[str]]]:
 
 
 def _join(mount: str, root: str, path: str) -> Path:
-    rel = path[len(root):] if root != "/" and path.startswith(root) else path
+    rel = path[len(root) :] if root != "/" and path.startswith(root) else path
     return Path(mount) / rel.lstrip("/")
 
 
@@ -108,8 +108,9 @@ def _create_v1(name: str, own: dict[str, str], mounts: list[tuple[str, str, str,
 
 
 def _create_v2(name: str, own: dict[str, str], mounts: list[tuple[str, str, str, set[str]]]) -> SandboxCgroups:
-    mount = next((m for m in mounts if m[0] == "cgroup2" and Path(m[2]) == _ROOT), None) or \
-        next((m for m in mounts if m[0] == "cgroup2"), None)
+    mount = next((m for m in mounts if m[0] == "cgroup2" and Path(m[2]) == _ROOT), None) or next(
+        (m for m in mounts if m[0] == "cgroup2"), None
+    )
     if mount is None or "" not in own:
         return SandboxCgroups(why="no cgroup v2 mount for this process")
     parent = _join(mount[2], mount[1], own[""])
@@ -138,8 +139,10 @@ def _delegate(parent: Path, folder: Path) -> tuple[tuple[str, ...], str]:
     wanted = [c for c in CONTROLLERS if c in offered]
     problems = []
     if absent:
-        problems.append(f"cgroup v2 has no {' or '.join(absent)} controller under {parent} "
-                        f"(it offers: {' '.join(offered) or 'none'})")
+        problems.append(
+            f"cgroup v2 has no {' or '.join(absent)} controller under {parent} "
+            f"(it offers: {' '.join(offered) or 'none'})"
+        )
     if wanted:
         try:
             enabled = (parent / "cgroup.subtree_control").read_text().split()
@@ -149,7 +152,9 @@ def _delegate(parent: Path, folder: Path) -> tuple[tuple[str, ...], str]:
         except OSError as exc:
             reason = exc.strerror or str(exc)
             if exc.errno == errno.EBUSY:  # v2's rule: no controllers for the children of a cgroup with processes
-                reason += f"; {parent} holds processes (run the grader in a cgroup of its own, e.g. systemd-run --scope)"
+                reason += (
+                    f"; {parent} holds processes (run the grader in a cgroup of its own, e.g. systemd-run --scope)"
+                )
             problems.append(f"cannot enable {' and '.join(wanted)} for {folder} ({reason})")
             wanted = []
     return tuple(wanted), "; ".join(problems)
@@ -209,8 +214,16 @@ class JobCgroup:
     still holds every process the command starts, so that `remove` ends them all.
     """
 
-    def __init__(self, version: int, roots: dict[str, str], name: str, *, pids: int, memory_bytes: int,
-                 controllers: Iterable[str] = CONTROLLERS) -> None:
+    def __init__(
+        self,
+        version: int,
+        roots: dict[str, str],
+        name: str,
+        *,
+        pids: int,
+        memory_bytes: int,
+        controllers: Iterable[str] = CONTROLLERS,
+    ) -> None:
         self.version = version
         self.controllers = tuple(controllers)
         self.folders = [Path(root) / name for root in roots.values()]

@@ -55,8 +55,7 @@ class Enforcement:
         "cleanup" is how every process a command started is ended when it ends.
         """
         rlimit = "rlimit" if self.rlimits else "none"
-        processes = self._cgroup() if self._controlled("pids") else (
-            rlimit if self.run_as is not None else "none")
+        processes = self._cgroup() if self._controlled("pids") else (rlimit if self.run_as is not None else "none")
         if self.cgroups.version is not None:
             cleanup = self._cgroup()
         elif self.run_as is not None and self.isolated:
@@ -76,12 +75,19 @@ class Enforcement:
     def unenforced(self) -> list[str]:
         """The limits nothing holds, each with why."""
         why = {
-            "processes": ("the grader is not root, so the candidate shares its uid and RLIMIT_NPROC would count "
-                          "the grader's own processes" if self.run_as is None and self.rlimits else "prlimit is not installed"),
+            "processes": (
+                "the grader is not root, so the candidate shares its uid and RLIMIT_NPROC would count "
+                "the grader's own processes"
+                if self.run_as is None and self.rlimits
+                else "prlimit is not installed"
+            ),
             "cleanup": "no cgroup and no uid of its own: a process that leaves the command's process group outlives it",
         }
-        return [f"{name} ({why.get(name, 'prlimit is not installed')})" for name, holder in self.holders().items()
-                if holder == "none"]
+        return [
+            f"{name} ({why.get(name, 'prlimit is not installed')})"
+            for name, holder in self.holders().items()
+            if holder == "none"
+        ]
 
     def line(self, limits: Limits) -> str:
         """The limits and what holds each, for the sandbox's note (one line)."""
@@ -95,10 +101,14 @@ class Enforcement:
             ("disk", "rlimit"): "rlimit (RLIMIT_FSIZE: each file)",
             ("open files", "rlimit"): "rlimit (RLIMIT_NOFILE)",
         }
-        amounts = {"processes": f"processes {limits.pids}", "memory": f"memory {limits.memory_bytes >> 20} MiB",
-                   "CPU": f"CPU {limits.cpu_s} s", "disk": f"disk {limits.disk_bytes >> 20} MiB",
-                   "open files": f"open files {limits.open_files}",
-                   "output": f"output {limits.output_bytes >> 20} MiB and wall clock"}
+        amounts = {
+            "processes": f"processes {limits.pids}",
+            "memory": f"memory {limits.memory_bytes >> 20} MiB",
+            "CPU": f"CPU {limits.cpu_s} s",
+            "disk": f"disk {limits.disk_bytes >> 20} MiB",
+            "open files": f"open files {limits.open_files}",
+            "output": f"output {limits.output_bytes >> 20} MiB and wall clock",
+        }
         parts = [f"{amounts[name]} by {detail.get((name, held[name]), held[name])}" for name in amounts]
         cleanup = held["cleanup"] + (" (cgroup.kill)" if held["cleanup"] == "cgroup v2" else "")
         text = f"limits: {', '.join(parts)}; every process a command started is killed at its end by {cleanup}"

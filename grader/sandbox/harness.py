@@ -38,15 +38,22 @@ class Harness:
             "set_faults": lambda a: self.servers.set_faults(_req(a, "name"), _req(a, "faults")),
             "reset": lambda a: self.servers.reset(_req(a, "name")),
             "stop_server": lambda a: self.servers.stop(_req(a, "name")),
-            "health_checks": lambda a: {"checks": self.servers.health_checks(_req(a, "name"), _number(a, "since", 0.0))},
+            "health_checks": lambda a: {
+                "checks": self.servers.health_checks(_req(a, "name"), _number(a, "since", 0.0))
+            },
             "ledger": lambda a: {"records": self.servers.ledger(_req(a, "name"), _number(a, "settle", 2.0))},
             "run": self._run,
             "spawn": self._spawn,
             "stop": self._stop,
             "wait_port": lambda a: wait_port(_req(a, "port"), _number(a, "timeout_s", 10.0)),
-            "http": lambda a: http_request(a.get("method", "GET"), _req(a, "url"), headers=a.get("headers"),
-                                           json=a.get("json"), stream=bool(a.get("stream")),
-                                           timeout_s=_number(a, "timeout_s", 30.0)),
+            "http": lambda a: http_request(
+                a.get("method", "GET"),
+                _req(a, "url"),
+                headers=a.get("headers"),
+                json=a.get("json"),
+                stream=bool(a.get("stream")),
+                timeout_s=_number(a, "timeout_s", 30.0),
+            ),
             "http_many": lambda a: http_many(_req(a, "requests"), timeout_s=_number(a, "timeout_s", 30.0)),
             "write_file": self._write_file,
         }

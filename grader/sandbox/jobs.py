@@ -69,7 +69,7 @@ class JobSpec:
         if not isinstance(cwd, str) or not (cwd == "work" or cwd.startswith("work/")):
             raise ValueError(f"cwd must be 'work' or a folder under it (got {cwd!r})")
         if cwd != "work":
-            _check_relative(cwd[len("work/"):], "cwd")
+            _check_relative(cwd[len("work/") :], "cwd")
         return cls(argv=argv, cwd=cwd, env=env, timeout_s=float(timeout), inject=inject, files_back=files_back)
 
 
@@ -85,7 +85,9 @@ class JobContext:
         self.config = config
         self.root = Path(config.box_root)
         self.work = self.root / "work"
-        self.tools = {name: shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin") for name in ("sh", "prlimit", "setpriv")}
+        self.tools = {
+            name: shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin") for name in ("sh", "prlimit", "setpriv")
+        }
         self.live: dict[str, Job] = {}
         self.counter = 0
         self.lock = threading.Lock()
@@ -102,8 +104,13 @@ class JobContext:
         if cgroup is not None:
             prefix += [self._tool("sh"), "-c", _JOIN_CGROUPS, "sandbox-join", *cgroup.procs_files, "--"]
         if self.tools["prlimit"]:
-            prefix += [self._tool("prlimit"), f"--cpu={limits.cpu_s}:{limits.cpu_s + _CPU_HARD_EXTRA_S}", f"--fsize={limits.disk_bytes}",
-                       f"--nofile={limits.open_files}", "--core=0"]
+            prefix += [
+                self._tool("prlimit"),
+                f"--cpu={limits.cpu_s}:{limits.cpu_s + _CPU_HARD_EXTRA_S}",
+                f"--fsize={limits.disk_bytes}",
+                f"--nofile={limits.open_files}",
+                "--core=0",
+            ]
             held = cgroup.controllers if cgroup is not None else ()
             # Weaker stand-ins where no controller holds the limit: the address space of each process,
             # and NPROC, which counts every process of the uid (so only for the candidate's own uid).
@@ -113,8 +120,16 @@ class JobContext:
                 prefix += [f"--nproc={limits.pids}"]
             prefix.append("--")
         if cfg.run_as is not None:
-            prefix += [self._tool("setpriv"), f"--reuid={cfg.run_as}", f"--regid={cfg.run_as}", "--clear-groups",
-                       "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
+            prefix += [
+                self._tool("setpriv"),
+                f"--reuid={cfg.run_as}",
+                f"--regid={cfg.run_as}",
+                "--clear-groups",
+                "--no-new-privs",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--",
+            ]
         return prefix
 
     def _tool(self, name: str) -> str:
@@ -134,9 +149,22 @@ class JobContext:
             return
         deadline = time.monotonic() + 10
         while _live_pids_of(uid) and time.monotonic() < deadline:
-            subprocess.run([self._tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--",
-                            self._tool("sh"), "-c", "kill -KILL -1"], stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            subprocess.run(
+                [
+                    self._tool("setpriv"),
+                    f"--reuid={uid}",
+                    f"--regid={uid}",
+                    "--clear-groups",
+                    "--",
+                    self._tool("sh"),
+                    "-c",
+                    "kill -KILL -1",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
             time.sleep(0.01)
 
 
@@ -175,18 +203,32 @@ class Job:
 
     def start(self) -> None:
         cfg = self.ctx.config
-        cwd = self.ctx.work if self.spec.cwd == "work" else self.ctx.work / self.spec.cwd[len("work/"):]
+        cwd = self.ctx.work if self.spec.cwd == "work" else self.ctx.work / self.spec.cwd[len("work/") :]
         if not cwd.is_dir():
             raise ValueError(f"cwd {self.spec.cwd!r} is not a folder of the work folder")
         env = self._environment()
         if cfg.cgroup_version is not None:
-            self.cgroup = JobCgroup(cfg.cgroup_version, cfg.cgroups, self.name, pids=cfg.limits.pids,
-                                    memory_bytes=cfg.limits.memory_bytes, controllers=cfg.cgroup_controllers)
+            self.cgroup = JobCgroup(
+                cfg.cgroup_version,
+                cfg.cgroups,
+                self.name,
+                pids=cfg.limits.pids,
+                memory_bytes=cfg.limits.memory_bytes,
+                controllers=cfg.cgroup_controllers,
+            )
         try:
             argv = [*self.ctx.launcher(self.cgroup), *self.spec.argv]
             self.started = time.monotonic()
-            self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+            )
         except BaseException:
             if self.cgroup is not None:
                 self.cgroup.remove()
@@ -197,7 +239,12 @@ class Job:
     def _environment(self) -> dict[str, str]:
         cfg = self.ctx.config
         path = os.pathsep.join(p for p in [cfg.python_bin, "/usr/local/bin", "/usr/bin", "/bin"] if p)
-        env = {"PATH": path, "HOME": str(self.ctx.root / "home"), "TMPDIR": str(self.ctx.root / "tmp"), "LANG": "C.UTF-8"}
+        env = {
+            "PATH": path,
+            "HOME": str(self.ctx.root / "home"),
+            "TMPDIR": str(self.ctx.root / "tmp"),
+            "LANG": "C.UTF-8",
+        }
         python_path = []
         if self.spec.inject:
             folder = self.ctx.root / "inject" / self.name
@@ -306,11 +353,17 @@ class Job:
         files = {rel: self._read_back(rel) for rel in self.spec.files_back}
         return RunResult(
             exit_code=returncode if returncode >= 0 and killed is None else None,
-            timed_out=self.killed == "wall timeout", killed=killed,
+            timed_out=self.killed == "wall timeout",
+            killed=killed,
             stdout_tail=self.tails["stdout"].decode("utf-8", "replace"),
             stderr_tail=self.tails["stderr"].decode("utf-8", "replace"),
-            stdout_bytes=self.counts["stdout"], stderr_bytes=self.counts["stderr"],
-            wall_s=round(wall, 3), files=files, signal=sig, limits_hit=limits_hit)
+            stdout_bytes=self.counts["stdout"],
+            stderr_bytes=self.counts["stderr"],
+            wall_s=round(wall, 3),
+            files=files,
+            signal=sig,
+            limits_hit=limits_hit,
+        )
 
     def _drain(self) -> None:
         """Read what is left in the pipes now that every writer is dead (bounded by the tail)."""

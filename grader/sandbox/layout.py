@@ -21,7 +21,16 @@ import fake_server
 import grader
 from grader.shared.kit_files import kit_dir
 
-__all__ = ["BOX_ROOT", "CGROUP_MOUNTS", "HIDDEN", "KIT_COPY", "SUBMISSION_SOURCE", "KitPaths", "bwrap_argv", "kit_paths"]
+__all__ = [
+    "BOX_ROOT",
+    "CGROUP_MOUNTS",
+    "HIDDEN",
+    "KIT_COPY",
+    "SUBMISSION_SOURCE",
+    "KitPaths",
+    "bwrap_argv",
+    "kit_paths",
+]
 
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 BOX_ROOT = "/tmp"  # the size-limited tmpfs: work/, home/, tmp/, inject/ live here
@@ -62,8 +71,13 @@ def kit_paths() -> KitPaths:
     # ask kit_files, as every reader of them does, so both installs show candidates the same data.
     found = [kit_dir("chart"), kit_dir("schemas")]
     extras = tuple(dict.fromkeys(p.resolve() for p in found if p.is_dir()))
-    return KitPaths(fake_server=fs, grader=gr, python_prefixes=unique,
-                    python_bin=Path(sys.executable).parent.absolute(), extras=extras)
+    return KitPaths(
+        fake_server=fs,
+        grader=gr,
+        python_prefixes=unique,
+        python_bin=Path(sys.executable).parent.absolute(),
+        extras=extras,
+    )
 
 
 def _system_binds() -> list[str]:
@@ -86,22 +100,42 @@ def _ancestors(paths: list[Path]) -> list[str]:
     return list(out)
 
 
-def bwrap_argv(bwrap: str, kit: KitPaths, submission: Path, *, disk_bytes: int,
-               cgroups: dict[str, Path], python: str) -> list[str]:
+def bwrap_argv(
+    bwrap: str, kit: KitPaths, submission: Path, *, disk_bytes: int, cgroups: dict[str, Path], python: str
+) -> list[str]:
     """The full bubblewrap command line. It holds paths only, never a secret (any process may read it)."""
-    args = [bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox",
-            "--die-with-parent", "--new-session",
-            *_system_binds(),
-            "--proc", "/proc", "--dev", "/dev",
-            "--size", str(disk_bytes), "--perms", "1777", "--tmpfs", BOX_ROOT,
-            "--perms", "0700", "--dir", HIDDEN]
+    args = [
+        bwrap,
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--hostname",
+        "sandbox",
+        "--die-with-parent",
+        "--new-session",
+        *_system_binds(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(disk_bytes),
+        "--perms",
+        "1777",
+        "--tmpfs",
+        BOX_ROOT,
+        "--perms",
+        "0700",
+        "--dir",
+        HIDDEN,
+    ]
     binds = kit.candidate_binds()
     for folder in _ancestors(binds):  # bubblewrap would make them 0700, hiding what they hold
         args += ["--perms", "0755", "--dir", folder]
     for path in binds:
         args += ["--ro-bind", str(path), str(path)]
-    args += ["--ro-bind", str(kit.grader), f"{KIT_COPY}/grader",
-             "--ro-bind", str(submission), SUBMISSION_SOURCE]
+    args += ["--ro-bind", str(kit.grader), f"{KIT_COPY}/grader", "--ro-bind", str(submission), SUBMISSION_SOURCE]
     for controller, cgroup in cgroups.items():
         args += ["--bind", str(cgroup), f"{CGROUP_MOUNTS}/{controller}"]
     if any(kit.grader.is_relative_to(path) for path in binds):

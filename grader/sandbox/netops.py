@@ -34,8 +34,15 @@ def _loopback_url(url: Any) -> httpx.URL:
     return parsed
 
 
-def http_request(method: str, url: str, *, headers: dict[str, str] | None = None, json: Any = None,
-                 stream: bool = False, timeout_s: float = 30.0) -> dict[str, Any]:
+def http_request(
+    method: str,
+    url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    json: Any = None,
+    stream: bool = False,
+    timeout_s: float = 30.0,
+) -> dict[str, Any]:
     """Send one request and report status, headers, body and (for SSE) each event with its time.
 
     Transport failures are answered, not raised: `error` names them and `status` is None.
@@ -47,8 +54,10 @@ def http_request(method: str, url: str, *, headers: dict[str, str] | None = None
     deadline = time.monotonic() + timeout_s
     body = bytearray()
     try:
-        with httpx.Client(timeout=timeout_s, trust_env=False) as client, \
-                client.stream(method.upper(), target, headers=headers or {}, json=json) as response:
+        with (
+            httpx.Client(timeout=timeout_s, trust_env=False) as client,
+            client.stream(method.upper(), target, headers=headers or {}, json=json) as response,
+        ):
             out["status"] = response.status_code
             out["headers"] = dict(response.headers)
             if stream:
@@ -98,8 +107,14 @@ def http_many(requests: Any, *, timeout_s: float = 30.0) -> list[dict[str, Any]]
         _loopback_url(r.get("url"))
 
     def one(r: dict[str, Any]) -> dict[str, Any]:
-        return http_request(r.get("method", "GET"), r["url"], headers=r.get("headers"), json=r.get("json"),
-                            stream=bool(r.get("stream")), timeout_s=timeout_s)
+        return http_request(
+            r.get("method", "GET"),
+            r["url"],
+            headers=r.get("headers"),
+            json=r.get("json"),
+            stream=bool(r.get("stream")),
+            timeout_s=timeout_s,
+        )
 
     with ThreadPoolExecutor(max_workers=len(requests)) as pool:
         return list(pool.map(one, requests))

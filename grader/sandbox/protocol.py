@@ -14,8 +14,16 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CONFIG_ENV", "FILE_BACK_BYTES", "TAIL_BYTES", "HarnessConfig", "Limits", "RunResult", "SandboxError",
-           "SandboxRefused"]
+__all__ = [
+    "CONFIG_ENV",
+    "FILE_BACK_BYTES",
+    "TAIL_BYTES",
+    "HarnessConfig",
+    "Limits",
+    "RunResult",
+    "SandboxError",
+    "SandboxRefused",
+]
 
 CONFIG_ENV = "GRADER_SANDBOX_CONFIG"
 TAIL_BYTES = 64 * 1024  # the last bytes of each output stream kept for the report

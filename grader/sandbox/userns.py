@@ -49,9 +49,11 @@ def unmapped(uid: int) -> str:
             maps.append(f"{kind}s {_describe(ranges)}")
     if not missing:
         return ""
-    return (f"cannot give the candidate an id of its own, so no candidate code was run: {' and '.join(missing)} {uid} "
-            f"{'are' if len(missing) > 1 else 'is'} not mapped in this user namespace (it maps {' and '.join(maps)}). "
-            "Map it: a Kubernetes pod with hostUsers: false maps 65,536 uids; elsewhere run the grader under "
-            "`unshare --user --map-users=100000,0,65536 --map-groups=100000,0,65536 --setuid 0 --setgid 0` "
-            "(Debian's uidmap, with root:100000:65536 in /etc/subuid and /etc/subgid) or rootless podman "
-            "with subordinate ids")
+    return (
+        f"cannot give the candidate an id of its own, so no candidate code was run: {' and '.join(missing)} {uid} "
+        f"{'are' if len(missing) > 1 else 'is'} not mapped in this user namespace (it maps {' and '.join(maps)}). "
+        "Map it: a Kubernetes pod with hostUsers: false maps 65,536 uids; elsewhere run the grader under "
+        "`unshare --user --map-users=100000,0,65536 --map-groups=100000,0,65536 --setuid 0 --setgid 0` "
+        "(Debian's uidmap, with root:100000:65536 in /etc/subuid and /etc/subgid) or rootless podman "
+        "with subordinate ids"
+    )

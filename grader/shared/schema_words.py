@@ -15,8 +15,15 @@ import jsonschema
 
 __all__ = ["article", "explain", "problems_of", "schema_problems", "where"]
 
-_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "mapping",
-          type(None): "null"}
+_TYPES = {
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "list",
+    dict: "mapping",
+    type(None): "null",
+}
 _SCHEMA_TYPES = {"object": "mapping", "array": "list"}
 
 

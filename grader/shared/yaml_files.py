@@ -80,9 +80,11 @@ def split_front_matter(text: str, *, source: str) -> FrontMatter:
     if data is None:
         raise YamlError(f"{source}: lines 1-{end + 1}: the front matter is empty; it must list the memo's figures")
     if not isinstance(data, dict):
-        raise YamlError(f"{source}: line 2: the front matter must be a YAML mapping (contract:, figures:, ...), "
-                        f"not {type(data).__name__}")
-    return FrontMatter(data, "\n".join(lines[end + 1:]), end + 2)
+        raise YamlError(
+            f"{source}: line 2: the front matter must be a YAML mapping (contract:, figures:, ...), "
+            f"not {type(data).__name__}"
+        )
+    return FrontMatter(data, "\n".join(lines[end + 1 :]), end + 2)
 
 
 def _no_front(source: str, lines: list[str]) -> NoReturn:

@@ -13,11 +13,28 @@ from grader.criteria.verdict import Verdict
 from grader.grading.outcome import Evidence
 from grader.runs.gateway import CaseRun, GatewayRun
 
-__all__ = ["COLUMNS", "answer_content", "answer_events", "answer_header", "answer_route", "case_evidence", "case_timeline",
-           "has_error_body", "is_complete", "is_stream", "judge_cases", "parse_json", "record_how", "record_whole",
-           "statuses_of", "success_records", "too_busy"]
+__all__ = [
+    "COLUMNS",
+    "answer_content",
+    "answer_events",
+    "answer_header",
+    "answer_route",
+    "case_evidence",
+    "case_timeline",
+    "has_error_body",
+    "is_complete",
+    "is_stream",
+    "judge_cases",
+    "parse_json",
+    "record_how",
+    "record_whole",
+    "statuses_of",
+    "success_records",
+    "too_busy",
+]
 
 COLUMNS = ["case", "at (s)", "who", "what"]
+
 
 def parse_json(text: Any) -> Any:
     try:
@@ -84,8 +101,11 @@ def answer_route(run: CaseRun, answer: dict[str, Any]) -> str:
 def record_whole(record: dict[str, Any]) -> bool:
     """The server sent a whole answer: 200, and no fault that ended or broke the stream."""
     fault = (record.get("fault") or {}).get("kind")
-    return (record.get("status") == 200 and fault not in ("cut", "no_done", "stream_error", "malformed_chunk")
-            and record.get("finish_reason") not in ("abort", "error"))
+    return (
+        record.get("status") == 200
+        and fault not in ("cut", "no_done", "stream_error", "malformed_chunk")
+        and record.get("finish_reason") not in ("abort", "error")
+    )
 
 
 def success_records(run: CaseRun) -> dict[str, list[dict[str, Any]]]:
@@ -106,13 +126,15 @@ def success_records(run: CaseRun) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-
 def record_how(record: dict[str, Any]) -> str:
     fault = (record.get("fault") or {}).get("kind")
     chunks = sum(1 for c in record.get("chunks") or [] if c[1] == "content")
-    return (f"HTTP {record.get('status')}" + (f", fault {fault}" if fault else "")
-            + (f", ended {record['finish_reason']}" if record.get("finish_reason") else "")
-            + (f", {chunks} content chunks" if chunks else ""))
+    return (
+        f"HTTP {record.get('status')}"
+        + (f", fault {fault}" if fault else "")
+        + (f", ended {record['finish_reason']}" if record.get("finish_reason") else "")
+        + (f", {chunks} content chunks" if chunks else "")
+    )
 
 
 def case_timeline(run: CaseRun, *, limit: int = 12) -> list[list[Any]]:
@@ -120,23 +142,39 @@ def case_timeline(run: CaseRun, *, limit: int = 12) -> list[list[Any]]:
     for i, body in enumerate(run.sent[:limit]):
         answer = run.answers[i] if i < len(run.answers) else {}
         sent_at = answer.get("sent_at", run.t0)
-        what = (f"POST /v1/chat/completions stream={bool(body.get('stream'))} max_tokens={body.get('max_tokens')}"
-                + (f" require={json.dumps(body['require'])}" if "require" in body else ""))
+        what = f"POST /v1/chat/completions stream={bool(body.get('stream'))} max_tokens={body.get('max_tokens')}" + (
+            f" require={json.dumps(body['require'])}" if "require" in body else ""
+        )
         rows.append([run.case.name, round(sent_at - run.t0, 3), "client -> gateway", what])
     for route, records in (("local", run.local), ("api", run.api)):
         for record in records[:limit]:
-            rows.append([run.case.name, round(float(record.get("arrival", run.t0)) - run.t0, 3), f"{route} ledger", record_how(record)])
+            rows.append(
+                [
+                    run.case.name,
+                    round(float(record.get("arrival", run.t0)) - run.t0, 3),
+                    f"{route} ledger",
+                    record_how(record),
+                ]
+            )
     if run.local_stopped:
         rows.append([run.case.name, 0.0, "local ledger", "server stopped: connections refused"])
     for i, answer in enumerate(run.answers[:limit]):
         events = answer_events(answer)
         tail = events[-1][1][:70] if events else (answer.get("body") or "")[:70]
         at = answer["done_at"] - run.t0 if "done_at" in answer else None
-        rows.append([run.case.name, round(at, 3) if at is not None else "", "gateway -> client",
-                     f"HTTP {answer.get('status')} route={answer_header(answer, 'x-gateway-route')} "
-                     f"attempts={answer_header(answer, 'x-gateway-attempts')!r}" + (f" {len(events)} events" if events else "")
-                     + f"; ends {tail!r}" + (f"; transport: {answer['error']}" if answer.get("error") else "")])
-    rows[len(run.sent[:limit]):] = sorted(rows[len(run.sent[:limit]):], key=lambda r: (r[1] if r[1] != "" else 1e9))
+        rows.append(
+            [
+                run.case.name,
+                round(at, 3) if at is not None else "",
+                "gateway -> client",
+                f"HTTP {answer.get('status')} route={answer_header(answer, 'x-gateway-route')} "
+                f"attempts={answer_header(answer, 'x-gateway-attempts')!r}"
+                + (f" {len(events)} events" if events else "")
+                + f"; ends {tail!r}"
+                + (f"; transport: {answer['error']}" if answer.get("error") else ""),
+            ]
+        )
+    rows[len(run.sent[:limit]) :] = sorted(rows[len(run.sent[:limit]) :], key=lambda r: r[1] if r[1] != "" else 1e9)
     return rows
 
 
@@ -147,9 +185,15 @@ def case_evidence(gw: GatewayRun, runs: Iterable[CaseRun], reported: str = "", t
     return Evidence(sent=sent, reported=reported, truth=truth, columns=list(COLUMNS), rows=rows, logs=gw.logs)
 
 
-def judge_cases(gw: GatewayRun, names: tuple[str, ...], per_case: Callable[[CaseRun], list[str]], *,
-                reported: str = "", truth: str = "", evidence: tuple[Callable[[CaseRun], bool], str] | None = None,
-                ) -> Verdict:
+def judge_cases(
+    gw: GatewayRun,
+    names: tuple[str, ...],
+    per_case: Callable[[CaseRun], list[str]],
+    *,
+    reported: str = "",
+    truth: str = "",
+    evidence: tuple[Callable[[CaseRun], bool], str] | None = None,
+) -> Verdict:
     """Run `per_case` over the named cases; pass when none has a problem. `evidence`: (a test, what it looks
     for) when a rule could hold for want of anything to judge: no case passing the test is a failure."""
     if not gw.started:
@@ -157,7 +201,7 @@ def judge_cases(gw: GatewayRun, names: tuple[str, ...], per_case: Callable[[Case
     runs = [gw.cases[n] for n in names if n in gw.cases]
     missing = [n for n in names if n not in gw.cases]
     problems = [f"{n}: not run" for n in missing]
-    unsure: list[str] = []    # problems found where the machine was too busy to tell
+    unsure: list[str] = []  # problems found where the machine was too busy to tell
     doubtful: list[str] = []  # right answers to a case whose premise was never seen to hold
     reasons: list[str] = []
     for run in runs:
@@ -180,18 +224,28 @@ def judge_cases(gw: GatewayRun, names: tuple[str, ...], per_case: Callable[[Case
     if evidence is not None and not any(evidence[0](run) for run in runs if not run.problem):
         problems.append(f"nothing to judge: no case shows {evidence[1]}")
     ok = not problems and not unsure
-    output = (f"all {len(runs)} cases right" if ok else f"{len(problems + unsure)} problem(s):\n- "
-              + "\n- ".join((problems + unsure)[:12]))
+    output = (
+        f"all {len(runs)} cases right"
+        if ok
+        else f"{len(problems + unsure)} problem(s):\n- " + "\n- ".join((problems + unsure)[:12])
+    )
     doubt = bool(unsure or doubtful) and not problems
     if doubt:
         output += "".join(f"\n({why})" for why in dict.fromkeys(reasons))
     # Only where the machine was too busy to tell: borderline, so the cases run again.
-    return Verdict(ok, output, margin=1.0 if doubt else None, busy=reasons[0] if doubt else None,
-                   evidence=case_evidence(gw, runs, reported, truth))
+    return Verdict(
+        ok,
+        output,
+        margin=1.0 if doubt else None,
+        busy=reasons[0] if doubt else None,
+        evidence=case_evidence(gw, runs, reported, truth),
+    )
 
 
-BUSY = ("(the gateway fell back where no fault was set: a local first byte took longer than first_byte_s "
-        "on a machine too busy to tell right from wrong)")
+BUSY = (
+    "(the gateway fell back where no fault was set: a local first byte took longer than first_byte_s "
+    "on a machine too busy to tell right from wrong)"
+)
 
 
 def too_busy(run: CaseRun) -> bool:
@@ -206,9 +260,11 @@ def unanswered(run: CaseRun) -> str | None:
     for answer in run.answers:
         if answer.get("status") is None and "timed out" in str(answer.get("error") or "").lower():
             waited = float(answer.get("done_at", 0.0)) - float(answer.get("sent_at", 0.0))
-            return (f"the gateway hung: no answer after {waited:.1f} s (the grader stops waiting there); the local "
-                    f"ledger shows {len(run.local)} request(s) (HTTP {statuses_of(run.local)}), the API ledger "
-                    f"{len(run.api)} (HTTP {statuses_of(run.api)})")
+            return (
+                f"the gateway hung: no answer after {waited:.1f} s (the grader stops waiting there); the local "
+                f"ledger shows {len(run.local)} request(s) (HTTP {statuses_of(run.local)}), the API ledger "
+                f"{len(run.api)} (HTTP {statuses_of(run.api)})"
+            )
     return None
 
 

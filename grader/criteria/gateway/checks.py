@@ -37,20 +37,26 @@ PerCase = Callable[[CaseRun], list[str]]
 
 def _cases(criterion_id: str, per_case: PerCase) -> None:
     """Register a check that runs `per_case` over the cases the criterion's entry names."""
+
     def judge(gw: GatewayRun, criterion: Criterion) -> Verdict:
         return judge_cases(gw, criterion.cases, per_case)
+
     check("gateway", criterion_id)(judge)
 
 
 # -- the checks --------------------------------------------------------------------------------
+
 
 def _served_by(route: str) -> Callable[[CaseRun], list[str]]:
     def check(run: CaseRun) -> list[str]:
         answer = run.answers[0] if run.answers else {}
         out = []
         if not is_complete(run, answer):
-            out.append(f"the client got HTTP {answer.get('status')}" + (" without a whole stream ending in [DONE]"
-                                                                         if is_stream(run) else "") + f", expected a whole answer from the {route} route")
+            out.append(
+                f"the client got HTTP {answer.get('status')}"
+                + (" without a whole stream ending in [DONE]" if is_stream(run) else "")
+                + f", expected a whole answer from the {route} route"
+            )
         records = run.api if route == "api" else run.local
         if not any(r.get("status") == 200 for r in records):
             out.append(f"the {route} ledger shows no answered request (statuses: {statuses_of(records)})")
@@ -58,6 +64,7 @@ def _served_by(route: str) -> Callable[[CaseRun], list[str]]:
         if route == "local" and other:
             out.append(f"the API ledger shows {len(other)} request(s); the API must not be asked")
         return out
+
     return check
 
 
@@ -76,9 +83,12 @@ def _timeout(gw: GatewayRun, criterion: Criterion) -> Verdict:
 
     def per_case(run: CaseRun) -> list[str]:
         if run.case.stall_s < limit:
-            return [p + f" (its first byte came after {run.case.stall_s:g} s, within first_byte_s {limit:g} s)"
-                    for p in _served_by("local")(run)]
+            return [
+                p + f" (its first byte came after {run.case.stall_s:g} s, within first_byte_s {limit:g} s)"
+                for p in _served_by("local")(run)
+            ]
         return _fallback(run)
+
     return judge_cases(gw, criterion.cases, per_case, truth=f"first_byte_s of the local route: {limit:g} s")
 
 
@@ -86,9 +96,12 @@ def _no_local(check: Callable[[CaseRun], list[str]]) -> Callable[[CaseRun], list
     def wrapped(run: CaseRun) -> list[str]:
         out = check(run)
         if run.local:
-            out.append(f"the local ledger shows {len(run.local)} attempt(s) (HTTP {statuses_of(run.local)}); "
-                       "the local route must be skipped without sending")
+            out.append(
+                f"the local ledger shows {len(run.local)} attempt(s) (HTTP {statuses_of(run.local)}); "
+                "the local route must be skipped without sending"
+            )
         return out
+
     return wrapped
 
 
@@ -97,9 +110,13 @@ def _passed_through(run: CaseRun) -> list[str]:
     fault = run.case.local_faults[0]
     out = []
     if answer.get("status") != fault["status"]:
-        out.append(f"the client got HTTP {answer.get('status')}, expected the local route's {fault['status']} unchanged")
+        out.append(
+            f"the client got HTTP {answer.get('status')}, expected the local route's {fault['status']} unchanged"
+        )
     body = parse_json(answer.get("body"))
-    message = body.get("error", {}).get("message") if isinstance(body, dict) and isinstance(body.get("error"), dict) else None
+    message = (
+        body.get("error", {}).get("message") if isinstance(body, dict) and isinstance(body.get("error"), dict) else None
+    )
     if fault.get("message") and message != fault["message"]:
         out.append(f"the body's error.message is {message!r}, expected the local server's {fault['message']!r}")
     if run.api:
@@ -113,13 +130,15 @@ def _committed(run: CaseRun) -> list[str]:
     text, _ = answer_content(answer)
     out = []
     if answer.get("status") != 200 or not text:
-        out.append(f"expected HTTP 200 with the content sent before the failure (got HTTP {answer.get('status')}, "
-                   f"{len(text)} characters of content)")
+        out.append(
+            f"expected HTTP 200 with the content sent before the failure (got HTTP {answer.get('status')}, "
+            f"{len(text)} characters of content)"
+        )
     if any(d.strip() == "[DONE]" for _, d in events):
         out.append("the client's stream has [DONE]: an unfinished answer must not look complete")
     last = parse_json(events[-1][1]) if events else None
     if not (isinstance(last, dict) and "error" in last):
-        out.append("the client's stream does not end with an error event (data: {\"error\": ...})")
+        out.append('the client\'s stream does not end with an error event (data: {"error": ...})')
     if not run.case.api_faults and run.api:  # the failure is the local stream's: the API is never asked
         out.append(f"the API ledger shows {len(run.api)} request(s): no fallback after the first byte")
     return out
@@ -134,9 +153,12 @@ def _refused_with(status: int, *, no_local: bool = False) -> Callable[[CaseRun],
         if run.api:
             out.append(f"the API ledger shows {len(run.api)} request(s): require: local must never reach the API")
         if no_local and run.local:
-            out.append(f"the local ledger shows {len(run.local)} attempt(s): the route is known to be down or too "
-                       "small, so nothing may be sent to it")
+            out.append(
+                f"the local ledger shows {len(run.local)} attempt(s): the route is known to be down or too "
+                "small, so nothing may be sent to it"
+            )
         return out
+
     return check
 
 
@@ -156,8 +178,10 @@ def _require_bad(run: CaseRun) -> list[str]:
     out = []
     for body, answer in zip(run.sent, run.answers, strict=False):
         if answer.get("status") != 400 or not has_error_body(answer):
-            out.append(f"require: {json.dumps(body.get('require'))} got HTTP {answer.get('status')}, expected 400 "
-                       "with an OpenAI-style error body")
+            out.append(
+                f"require: {json.dumps(body.get('require'))} got HTTP {answer.get('status')}, expected 400 "
+                "with an OpenAI-style error body"
+            )
     if run.local or run.api:
         out.append(f"sent on although refused (local ledger {len(run.local)}, API ledger {len(run.api)})")
     return out
@@ -198,18 +222,25 @@ def _health(gw: GatewayRun, criterion: Criterion) -> Verdict:
         after = run.extra.get("recovered_after_s")
         margin = float("inf") if after is None else within(after, 0.0, abs_s=bound)
         if after is None:
-            return [(f"the local route did not serve again within {run.answers[-1]['done_at'] - run.t0 if run.answers else 0:.2f} s "
-                    f"of /health turning healthy ({len(run.answers)} tries; allowed: {bound:g} s)")]
+            return [
+                (
+                    f"the local route did not serve again within {run.answers[-1]['done_at'] - run.t0 if run.answers else 0:.2f} s "
+                    f"of /health turning healthy ({len(run.answers)} tries; allowed: {bound:g} s)"
+                )
+            ]
         if after > bound:
             return [f"the local route served again {after:.3f} s after /health turned healthy (allowed: {bound:g} s)"]
         return []
 
-    verdict = judge_cases(gw, criterion.cases, per_case,
-                          truth=f"recovery bound: health_interval_s {interval:g} s + {extra:g} s")
+    verdict = judge_cases(
+        gw, criterion.cases, per_case, truth=f"recovery bound: health_interval_s {interval:g} s + {extra:g} s"
+    )
     verdict.margin = margin if margin is not None and margin != float("inf") else None
     for rec in (gw.cases[n] for n in criterion.cases if n in gw.cases and gw.cases[n].case.kind == "recover"):
         if "recovered_after_s" in rec.extra:
-            verdict.output += f"\nserved locally again {rec.extra['recovered_after_s']:.3f} s after /health turned healthy"
+            verdict.output += (
+                f"\nserved locally again {rec.extra['recovered_after_s']:.3f} s after /health turned healthy"
+            )
     return verdict
 
 
@@ -222,10 +253,18 @@ def _no_twice(gw: GatewayRun, criterion: Criterion) -> Verdict:
     names = tuple(n for n, r in gw.cases.items() if _single(r))
 
     def per_case(run: CaseRun) -> list[str]:
-        return [f"the {route} ledger shows {len(records)} requests for one client request (HTTP {statuses_of(records)})"
-                for route, records in (("local", run.local), ("api", run.api)) if len(records) > 1]
-    return judge_cases(gw, names, per_case, evidence=(lambda run: bool(run.local or run.api),
-                                                      "a request the gateway sent to either route"))
+        return [
+            f"the {route} ledger shows {len(records)} requests for one client request (HTTP {statuses_of(records)})"
+            for route, records in (("local", run.local), ("api", run.api))
+            if len(records) > 1
+        ]
+
+    return judge_cases(
+        gw,
+        names,
+        per_case,
+        evidence=(lambda run: bool(run.local or run.api), "a request the gateway sent to either route"),
+    )
 
 
 @check("gateway", "gateway.streaming", needs=("abs_s",))
@@ -240,8 +279,12 @@ def _streaming(gw: GatewayRun, criterion: Criterion) -> Verdict:
         route = "api" if run.case.local_faults else "local"  # a local fault sends the stream to the API
         records = [r for r in (run.local if route == "local" else run.api) if r.get("status") == 200]
         if not is_complete(run, answer) or not records:
-            return [(f"expected a whole stream from the {route} route (HTTP {answer.get('status')}, "
-                    f"{len(records)} answered ledger records)")]
+            return [
+                (
+                    f"expected a whole stream from the {route} route (HTTP {answer.get('status')}, "
+                    f"{len(records)} answered ledger records)"
+                )
+            ]
         sent = [c[0] for c in records[-1].get("chunks") or [] if c[1] == "content" and c[2]]
         _, first = answer_content(answer)
         if not sent or first is None:
@@ -249,11 +292,17 @@ def _streaming(gw: GatewayRun, criterion: Criterion) -> Verdict:
         delay = first - sent[0]
         span = sent[-1] - sent[0]
         worst = max(worst, within(delay, 0.0, abs_s=allowed))
-        lines.append(f"{run.case.name}: first content {delay * 1000:.0f} ms after the {route} server sent it "
-                     f"(its stream took {span:.2f} s)")
+        lines.append(
+            f"{run.case.name}: first content {delay * 1000:.0f} ms after the {route} server sent it "
+            f"(its stream took {span:.2f} s)"
+        )
         if delay > allowed:
-            return [(f"the first content reached the client {delay:.3f} s after the server sent it (allowed "
-                    f"{allowed:g} s): the stream was held back")]
+            return [
+                (
+                    f"the first content reached the client {delay:.3f} s after the server sent it (allowed "
+                    f"{allowed:g} s): the stream was held back"
+                )
+            ]
         return []
 
     verdict = judge_cases(gw, criterion.cases, per_case)
@@ -277,16 +326,24 @@ def _headers_true(run: CaseRun, models: dict[str, str]) -> list[str]:
         if route != expected_route:
             out.append(f"x-gateway-route is {route!r}; the ledgers show {expected_route!r}")
         if (attempts or "") not in allowed:
-            out.append(f"x-gateway-attempts is {attempts!r}; the ledgers show {' or '.join(repr(a) for a in sorted(allowed))}")
+            out.append(
+                f"x-gateway-attempts is {attempts!r}; the ledgers show {' or '.join(repr(a) for a in sorted(allowed))}"
+            )
         if answer.get("status") == 200 and expected_route in models:
             model = models[expected_route]
             if is_stream(run, i):
-                seen = {c.get("model") for c in (parse_json(d) for _, d in answer_events(answer)) if isinstance(c, dict) and "model" in c}
+                seen = {
+                    c.get("model")
+                    for c in (parse_json(d) for _, d in answer_events(answer))
+                    if isinstance(c, dict) and "model" in c
+                }
             else:
                 body = parse_json(answer.get("body"))
                 seen = {body.get("model")} if isinstance(body, dict) else {None}
             if seen != {model}:
-                out.append(f"the answer names model {sorted(map(str, seen))}; the {expected_route} route's model is {model!r}")
+                out.append(
+                    f"the answer names model {sorted(map(str, seen))}; the {expected_route} route's model is {model!r}"
+                )
         if run.case.kind not in ("one", "recover"):
             break
     return out
@@ -296,9 +353,15 @@ def _headers_true(run: CaseRun, models: dict[str, str]) -> list[str]:
 def _headers(gw: GatewayRun, criterion: Criterion) -> Verdict:
     names = tuple(n for n, r in gw.cases.items() if r.case.kind in ("one", "recover"))
     models = {"local": gw.plan.local_model, "api": gw.plan.api_model}
-    return judge_cases(gw, names, lambda run: _headers_true(run, models),
-                       evidence=(lambda run: any(a.get("status") == 200 and (run.local or run.api) for a in run.answers),
-                                 "an answer a route served"))
+    return judge_cases(
+        gw,
+        names,
+        lambda run: _headers_true(run, models),
+        evidence=(
+            lambda run: any(a.get("status") == 200 and (run.local or run.api) for a in run.answers),
+            "an answer a route served",
+        ),
+    )
 
 
 def _concurrency(run: CaseRun) -> list[str]:
@@ -314,10 +377,14 @@ def _concurrency(run: CaseRun) -> list[str]:
         if not expected or text != expected:
             mixed += 1
     if mixed:
-        out.append(f"{mixed} stream(s) differ from the text the local server sends for the same request alone "
-                   "(missing, reordered or mixed content)")
+        out.append(
+            f"{mixed} stream(s) differ from the text the local server sends for the same request alone "
+            "(missing, reordered or mixed content)"
+        )
     if len(run.local) != len(run.sent) or run.api:
-        out.append(f"the ledgers show {len(run.local)} local and {len(run.api)} API requests for {len(run.sent)} streams")
+        out.append(
+            f"the ledgers show {len(run.local)} local and {len(run.api)} API requests for {len(run.sent)} streams"
+        )
     return out
 
 
@@ -345,5 +412,3 @@ _cases("gateway.require-local-too-long", _refused_with(400, no_local=True))
 _cases("gateway.context-check", _context)
 _cases("gateway.all-failed", _all_failed)
 _cases("gateway.concurrency", _concurrency)
-
-

@@ -60,8 +60,11 @@ def stats_problems(run: CaseRun) -> list[str]:
         before, after = run.stats_before["routes"][route], run.stats_after["routes"][route]
         delta = {k: after[k] - before[k] for k in ("requests", "failures", "fallbacks")}
         n_ok = len([r for r in successes[route] if r not in run.extra.get(f"warm_{route}", [])])
-        expected = {"requests": len(records), "failures": len(records) - n_ok,
-                    "fallbacks": 1 if route == "local" and single and run.local and run.api else 0}
+        expected = {
+            "requests": len(records),
+            "failures": len(records) - n_ok,
+            "fallbacks": 1 if route == "local" and single and run.local and run.api else 0,
+        }
         for key, value in expected.items():
             if delta[key] != value:
                 out.append(f"{route}.{key} went up by {delta[key]}; the ledgers show {value}")
@@ -71,8 +74,12 @@ def stats_problems(run: CaseRun) -> list[str]:
 @check("gateway", "gateway.stats-counts")
 def stats_counts(gw: GatewayRun, criterion: Criterion) -> Verdict:
     names = tuple(n for n, r in gw.cases.items() if r.case.kind in ("one", "recover", "concurrent", "require-bad"))
-    return judge_cases(gw, names, stats_problems, evidence=(lambda run: bool(run.local or run.api),
-                                                            "an attempt on either route to count"))
+    return judge_cases(
+        gw,
+        names,
+        stats_problems,
+        evidence=(lambda run: bool(run.local or run.api), "an attempt on either route to count"),
+    )
 
 
 def cost_problems(run: CaseRun, price_out: float) -> list[str]:
@@ -87,14 +94,23 @@ def cost_problems(run: CaseRun, price_out: float) -> list[str]:
     # its cost may be counted or not. Every other attempt's cost must be.
     billed = sum(float(r.get("cost_usd") or 0.0) for r in run.api)
     told = sum(float(r.get("cost_usd") or 0.0) for r in run.api if r.get("chunks") or not r.get("stream"))
-    told -= sum(float(r.get("cost_usd") or 0.0) for r in run.api
-                if not r.get("chunks") and not r.get("stream") and r.get("finish_reason") == "abort")
-    cut = sum(1 for r in run.api if r.get("finish_reason") in ("abort", "error") or (r.get("fault") or {}).get("kind") == "cut")
+    told -= sum(
+        float(r.get("cost_usd") or 0.0)
+        for r in run.api
+        if not r.get("chunks") and not r.get("stream") and r.get("finish_reason") == "abort"
+    )
+    cut = sum(
+        1
+        for r in run.api
+        if r.get("finish_reason") in ("abort", "error") or (r.get("fault") or {}).get("kind") == "cut"
+    )
     allowed = 1e-9 + cut * price_out / 1e6
     if not told - allowed <= spent <= billed + allowed:
         truth = f"{billed:.9f}" if abs(billed - told) < 1e-12 else f"{told:.9f} to {billed:.9f}"
-        out.append(f"api.cost_usd went up by {spent:.9f}; the API ledger's cost_usd is {truth} "
-                   f"(allowed difference {allowed:.9f})")
+        out.append(
+            f"api.cost_usd went up by {spent:.9f}; the API ledger's cost_usd is {truth} "
+            f"(allowed difference {allowed:.9f})"
+        )
     if local[1]["cost_usd"] != local[0]["cost_usd"]:  # type: ignore[index]
         out.append("local.cost_usd changed; the local route costs nothing")
     return out
@@ -104,11 +120,17 @@ def cost_problems(run: CaseRun, price_out: float) -> list[str]:
 def stats_cost(gw: GatewayRun, criterion: Criterion) -> Verdict:
     names = tuple(n for n, r in gw.cases.items() if r.case.kind in ("one", "concurrent", "recover"))
     price = gw.plan.price_out
-    return judge_cases(gw, names, lambda run: cost_problems(run, price),
-                       truth=f"API prices: output {price:g} USD per million tokens; a stream cut mid-way may be "
-                             "one output token under the ledger",
-                       evidence=(lambda run: any(float(r.get("cost_usd") or 0) > 0 for r in run.api),
-                                 "an API attempt that cost anything"))
+    return judge_cases(
+        gw,
+        names,
+        lambda run: cost_problems(run, price),
+        truth=f"API prices: output {price:g} USD per million tokens; a stream cut mid-way may be "
+        "one output token under the ledger",
+        evidence=(
+            lambda run: any(float(r.get("cost_usd") or 0) > 0 for r in run.api),
+            "an API attempt that cost anything",
+        ),
+    )
 
 
 @check("gateway", "gateway.stats-latency", needs=("abs_s", "rel"))
@@ -123,9 +145,12 @@ def stats_latency(gw: GatewayRun, criterion: Criterion) -> Verdict:
     for route in ("local", "api"):
         # Each success's latency as the gateway sees it lies between the server's (arrival to last chunk) and
         # the grader's client's (sent to last byte); so does each nearest-rank percentile of them.
-        latencies = sorted(float(r["finished"]) - float(r["arrival"])
-                           for run in runs for r in success_records(run)[route]
-                           if r.get("finished") is not None and r.get("arrival") is not None)
+        latencies = sorted(
+            float(r["finished"]) - float(r["arrival"])
+            for run in runs
+            for r in success_records(run)[route]
+            if r.get("finished") is not None and r.get("arrival") is not None
+        )
         uppers = sorted(d for run in runs for d in client_durations(run, route))
         reported = route_stats(last, route)
         if reported is None:
@@ -134,7 +159,9 @@ def stats_latency(gw: GatewayRun, criterion: Criterion) -> Verdict:
             break
         got = reported["latency_s"]
         if got.get("n") != len(latencies):
-            problems.append(f"{route}.latency_s.n is {got.get('n')}; the ledgers show {len(latencies)} successful attempts")
+            problems.append(
+                f"{route}.latency_s.n is {got.get('n')}; the ledgers show {len(latencies)} successful attempts"
+            )
             continue
         for key, p in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)):
             truth = nearest_rank(latencies, p) if latencies else None
@@ -155,19 +182,29 @@ def stats_latency(gw: GatewayRun, criterion: Criterion) -> Verdict:
             margin = within(error, truth, abs_s=criterion.tol("abs_s"), rel=criterion.tol("rel"))
             worst = max(worst, margin)
             if margin > 1:
-                problems.append(f"{route}.latency_s.{key} is {value:.4f} s; the ledgers give {truth:.4f} s and the "
-                                f"grader's client {upper:.4f} s (allowed {criterion.tolerance_text} outside)")
+                problems.append(
+                    f"{route}.latency_s.{key} is {value:.4f} s; the ledgers give {truth:.4f} s and the "
+                    f"grader's client {upper:.4f} s (allowed {criterion.tolerance_text} outside)"
+                )
     if not problems and not any(success_records(run)[route] for run in runs for route in ("local", "api")):
         problems.append("nothing to judge: no case shows a successful attempt, so no latency to compare")
     ok = not problems
     unsure = bool(problems) and any(too_busy(r) for r in runs)  # a busy fallback moves these counts too
     if unsure:
         problems.append(BUSY)
-    evidence = Evidence(sent=f"every case's successful attempts ({len(runs)} cases)",
-                        truth="ledger latency: arrival to the last chunk sent, successful attempts only",
-                        columns=["when", "route", "percentile", "/stats / ledgers"], rows=rows, logs=gw.logs)
-    return Verdict(ok, "latency percentiles agree with the ledgers" if ok else "\n".join(problems),
-                   margin=1.0 if unsure else worst, evidence=evidence)
+    evidence = Evidence(
+        sent=f"every case's successful attempts ({len(runs)} cases)",
+        truth="ledger latency: arrival to the last chunk sent, successful attempts only",
+        columns=["when", "route", "percentile", "/stats / ledgers"],
+        rows=rows,
+        logs=gw.logs,
+    )
+    return Verdict(
+        ok,
+        "latency percentiles agree with the ledgers" if ok else "\n".join(problems),
+        margin=1.0 if unsure else worst,
+        evidence=evidence,
+    )
 
 
 def client_durations(run: CaseRun, route: str) -> list[float]:

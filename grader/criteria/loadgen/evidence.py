@@ -12,8 +12,16 @@ from grader.runs.loadgen import LoadgenRun
 
 __all__ = ["fmt", "num", "run_evidence", "ttft_plot", "unusable"]
 
-_COLUMNS = ["#", "id", "outcome (you / ledger)", "failure (you / allowed)", "TTFT s (you / ledger)",
-            "tokens (you / ledger)", "TPS (you / ledger)", "paired by"]
+_COLUMNS = [
+    "#",
+    "id",
+    "outcome (you / ledger)",
+    "failure (you / allowed)",
+    "TTFT s (you / ledger)",
+    "tokens (you / ledger)",
+    "TPS (you / ledger)",
+    "paired by",
+]
 
 
 def num(value: Any) -> float | None:
@@ -29,7 +37,8 @@ def _row(i: int, pair: Pair) -> list[Any]:
     rep, tru = pair.reported or {}, pair.truth
     rid = rep.get("id") or (tru.id if tru else None)
     return [
-        rep.get("index", i), (rid or "-")[:18],
+        rep.get("index", i),
+        (rid or "-")[:18],
         f"{rep.get('outcome', '-')} / {tru.outcome if tru else '-'}",
         f"{rep.get('failure') or '-'} / {','.join(sorted(tru.reasons)) if tru and tru.reasons else '-'}",
         f"{fmt(rep.get('ttft_s'))} / {fmt(tru.ttft_s) if tru else '-'}",
@@ -41,10 +50,19 @@ def _row(i: int, pair: Pair) -> list[Any]:
 
 def run_evidence(run: LoadgenRun, reported: str = "", truth: str = "", plots: list[Plot] | None = None) -> Evidence:
     flags = run.scenario.loadgen
-    sent = (f"scenario `{run.scenario.name}`: {run.scenario.description} Load: {flags['requests']} requests at "
-            f"concurrency {flags['concurrency']}, ~{flags['prompt_tokens']} prompt tokens, max_tokens {flags['max_tokens']}.")
-    return Evidence(sent=sent, reported=reported, truth=truth, columns=list(_COLUMNS),
-                    rows=[_row(i, p) for i, p in enumerate(run.pairs)], plots=plots or [], logs=run.logs)
+    sent = (
+        f"scenario `{run.scenario.name}`: {run.scenario.description} Load: {flags['requests']} requests at "
+        f"concurrency {flags['concurrency']}, ~{flags['prompt_tokens']} prompt tokens, max_tokens {flags['max_tokens']}."
+    )
+    return Evidence(
+        sent=sent,
+        reported=reported,
+        truth=truth,
+        columns=list(_COLUMNS),
+        rows=[_row(i, p) for i, p in enumerate(run.pairs)],
+        plots=plots or [],
+        logs=run.logs,
+    )
 
 
 def unusable(run: LoadgenRun) -> Verdict | None:
@@ -55,16 +73,26 @@ def unusable(run: LoadgenRun) -> Verdict | None:
     unpaired = [p for p in run.pairs if p.how == "unmatched"]
     if unpaired:
         ids = ", ".join(str((p.reported or {}).get("id") or (p.truth.id if p.truth else "?")) for p in unpaired[:4])
-        return Verdict(False, f"{len(unpaired)} request(s) could not be paired with the ledger (reported ids "
-                              f"that the server never sent, or requests the server saw that you did not report): {ids}",
-                       evidence=run_evidence(run))
+        return Verdict(
+            False,
+            f"{len(unpaired)} request(s) could not be paired with the ledger (reported ids "
+            f"that the server never sent, or requests the server saw that you did not report): {ids}",
+            evidence=run_evidence(run),
+        )
     return None
 
 
 def ttft_plot(run: LoadgenRun) -> Plot:
-    points = [(p.truth.ttft_s, num((p.reported or {}).get("ttft_s")))
-              for p in run.pairs if p.truth and p.truth.ttft_s is not None]
-    return Plot("scatter", "TTFT per request", "ledger TTFT (s)", "your TTFT (s)",
-                {"requests": [(x, y) for x, y in points if y is not None]}, diagonal=True)
-
-
+    points = [
+        (p.truth.ttft_s, num((p.reported or {}).get("ttft_s")))
+        for p in run.pairs
+        if p.truth and p.truth.ttft_s is not None
+    ]
+    return Plot(
+        "scatter",
+        "TTFT per request",
+        "ledger TTFT (s)",
+        "your TTFT (s)",
+        {"requests": [(x, y) for x, y in points if y is not None]},
+        diagonal=True,
+    )

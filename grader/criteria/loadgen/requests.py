@@ -45,11 +45,16 @@ def _ttft_problem(index: Any, rep: dict[str, Any], tru: Truth, criterion: Criter
     start_margin = lead / criterion.tol("send_lead_s") if lead >= 0 else within(lead, 0.0, abs_s=criterion.tol("abs_s"))
     margin = max(stop_margin, start_margin)
     if stop_margin > 1:
-        return margin, (f"request {index}: TTFT {ttft:.4f} s stops {stopped * 1000:+.0f} ms from the first content "
-                        f"chunk the server sent (ledger TTFT {tru.ttft_s:.4f} s)")
+        return margin, (
+            f"request {index}: TTFT {ttft:.4f} s stops {stopped * 1000:+.0f} ms from the first content "
+            f"chunk the server sent (ledger TTFT {tru.ttft_s:.4f} s)"
+        )
     if start_margin > 1:
-        when = (f"{lead * 1000:.0f} ms before the server saw the request (a wait of your own counted in TTFT?)"
-                if lead >= 0 else f"{-lead * 1000:.0f} ms after the server saw the request (the clock started late)")
+        when = (
+            f"{lead * 1000:.0f} ms before the server saw the request (a wait of your own counted in TTFT?)"
+            if lead >= 0
+            else f"{-lead * 1000:.0f} ms after the server saw the request (the clock started late)"
+        )
         return margin, f"request {index}: `start` is {when}"
     return margin, None
 
@@ -66,8 +71,10 @@ def check_ttft(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
                 continue
             if rep.get("outcome") != "ok" or num(rep.get("ttft_s")) is None:
                 outcome_problems = True
-                problems.append(f"request {rep.get('index')}: the ledger shows a full answer, you reported "
-                                f"outcome {rep.get('outcome')!r} with TTFT {rep.get('ttft_s')!r}")
+                problems.append(
+                    f"request {rep.get('index')}: the ledger shows a full answer, you reported "
+                    f"outcome {rep.get('outcome')!r} with TTFT {rep.get('ttft_s')!r}"
+                )
                 continue
             compared += 1
             margin, problem = _ttft_problem(rep.get("index"), rep, tru, criterion)
@@ -76,12 +83,21 @@ def check_ttft(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
                 problems.append(problem)
     if not compared and not problems:
         problems.append("no successful request to compare")
-    tol = (f"{criterion.tol('abs_s') * 1000:g} ms for when it stops; `start` at most "
-           f"{criterion.tol('send_lead_s') * 1000:g} ms before the server's arrival")
-    out = (f"TTFT of {compared} request(s) agrees with the ledger (worst {worst:.2f} of the tolerance: {tol})"
-           if not problems else f"{len(problems)} problem(s); tolerance {tol}:\n" + "\n".join(problems[:8]))
-    return Verdict(not problems, out, margin=None if outcome_problems else worst,
-                   evidence=run_evidence(runs[0], plots=[ttft_plot(r) for r in runs]))
+    tol = (
+        f"{criterion.tol('abs_s') * 1000:g} ms for when it stops; `start` at most "
+        f"{criterion.tol('send_lead_s') * 1000:g} ms before the server's arrival"
+    )
+    out = (
+        f"TTFT of {compared} request(s) agrees with the ledger (worst {worst:.2f} of the tolerance: {tol})"
+        if not problems
+        else f"{len(problems)} problem(s); tolerance {tol}:\n" + "\n".join(problems[:8])
+    )
+    return Verdict(
+        not problems,
+        out,
+        margin=None if outcome_problems else worst,
+        evidence=run_evidence(runs[0], plots=[ttft_plot(r) for r in runs]),
+    )
 
 
 def _outcomes(run: LoadgenRun, criterion: Criterion) -> Verdict:
@@ -97,14 +113,18 @@ def _outcomes(run: LoadgenRun, criterion: Criterion) -> Verdict:
             problems.append(f"{where}: outcome {rep.get('outcome')!r}, should be {tru.outcome!r}")
         elif tru.outcome == "failed":
             if rep.get("failure") not in tru.reasons:
-                problems.append(f"{where}: failure {rep.get('failure')!r}, should be {' or '.join(sorted(tru.reasons))}")
+                problems.append(
+                    f"{where}: failure {rep.get('failure')!r}, should be {' or '.join(sorted(tru.reasons))}"
+                )
             if "http_status" in tru.reasons and rep.get("status") != tru.status:
                 problems.append(f"{where}: status {rep.get('status')!r}, the server answered {tru.status}")
         if tru.outcome != "ok":
             if rep.get("ttft_s") is not None or rep.get("tps") is not None:
                 problems.append(f"{where}: a {tru.outcome} request has no TTFT or TPS sample")
             if rep.get("output_tokens") != 0:
-                problems.append(f"{where}: a {tru.outcome} request has 0 output tokens, you reported {rep.get('output_tokens')!r}")
+                problems.append(
+                    f"{where}: a {tru.outcome} request has 0 output tokens, you reported {rep.get('output_tokens')!r}"
+                )
     expected = run.scenario.loadgen["requests"]
     if len(run.pairs) != expected:
         problems.append(f"{len(run.pairs)} requests in the results and ledger together; {expected} were asked for")
@@ -117,10 +137,16 @@ def check_runs(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
     problems = list(run.problems)
     if run.results is not None and len(run.requests) != run.scenario.loadgen["requests"]:
-        problems.append(f"{len(run.requests)} request records; {run.scenario.loadgen['requests']} requests were asked for")
+        problems.append(
+            f"{len(run.requests)} request records; {run.scenario.loadgen['requests']} requests were asked for"
+        )
     if len(run.truths) != run.scenario.loadgen["requests"]:
         problems.append(f"the server saw {len(run.truths)} requests; {run.scenario.loadgen['requests']} were asked for")
-    out = "exit 0, a results file that follows the contract, one record per request" if not problems else "\n".join(problems[:10])
+    out = (
+        "exit 0, a results file that follows the contract, one record per request"
+        if not problems
+        else "\n".join(problems[:10])
+    )
     return Verdict(not problems, out, evidence=run_evidence(run))
 
 
@@ -140,8 +166,11 @@ def check_reasoning_empty(runs: list[LoadgenRun], criterion: Criterion) -> Verdi
         problems.append(f"summary.ttft_s: no TTFT sample exists, so n is 0 and every percentile null; got {ttft}")
     if summary.get("output_tokens") != 0:
         problems.append(f"summary.output_tokens: {summary.get('output_tokens')!r}; empty answers have none")
-    return Verdict(not problems, "\n".join(problems) or "empty answers are `empty`, with no TTFT and no tokens",
-                   evidence=verdict.evidence)
+    return Verdict(
+        not problems,
+        "\n".join(problems) or "empty answers are `empty`, with no TTFT and no tokens",
+        evidence=verdict.evidence,
+    )
 
 
 @check("loadgen", "loadgen.multi-token")
@@ -163,13 +192,18 @@ def _token_problems(run: LoadgenRun) -> list[str]:
             continue
         compared += 1
         if rep.get("output_tokens") != tru.tokens:
-            problems.append(f"request {rep.get('index')}: {rep.get('output_tokens')!r} output tokens; usage says "
-                            f"{tru.tokens}" + (" (completion minus reasoning tokens)" if tru.reasoning_tokens else ""))
+            problems.append(
+                f"request {rep.get('index')}: {rep.get('output_tokens')!r} output tokens; usage says "
+                f"{tru.tokens}" + (" (completion minus reasoning tokens)" if tru.reasoning_tokens else "")
+            )
         elif rep.get("tokens_from") != "usage":
-            problems.append(f"request {rep.get('index')}: tokens_from {rep.get('tokens_from')!r}; the stream carried usage")
+            problems.append(
+                f"request {rep.get('index')}: tokens_from {rep.get('tokens_from')!r}; the stream carried usage"
+            )
     if not compared:
-        problems.append(f"the ledger shows no successful request in `{run.scenario.name}`: there are no output tokens "
-                        "to compare")
+        problems.append(
+            f"the ledger shows no successful request in `{run.scenario.name}`: there are no output tokens to compare"
+        )
     return problems
 
 
@@ -194,18 +228,29 @@ def check_queueing(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
     if (bad := unusable(run)) is not None:
         return bad
-    yours = [v for r in run.requests if isinstance(r, dict) and r.get("outcome") == "ok"
-             and (v := num(r.get("ttft_s"))) is not None]
+    yours = [
+        v
+        for r in run.requests
+        if isinstance(r, dict) and r.get("outcome") == "ok" and (v := num(r.get("ttft_s"))) is not None
+    ]
     # Each request's truth runs from your send time (trusted within send_lead_s of the server's
     # arrival) to the first content chunk the server sent.
-    truth = [p.truth.first_content - _send_time(p.reported or {}, p.truth, criterion.tol("send_lead_s")) for p in run.pairs
-             if p.truth is not None and p.truth.first_content is not None]
+    truth = [
+        p.truth.first_content - _send_time(p.reported or {}, p.truth, criterion.tol("send_lead_s"))
+        for p in run.pairs
+        if p.truth is not None and p.truth.first_content is not None
+    ]
     p_yours, p_truth = nearest_rank(yours, 90), nearest_rank(truth, 90)
-    evidence = run_evidence(run, reported=f"p90 TTFT {fmt(p_yours)} s over {len(yours)} requests",
-                         truth=f"p90 TTFT {fmt(p_truth)} s over {len(truth)} requests (sent to first content)",
-                         plots=[ttft_plot(run)])
+    evidence = run_evidence(
+        run,
+        reported=f"p90 TTFT {fmt(p_yours)} s over {len(yours)} requests",
+        truth=f"p90 TTFT {fmt(p_truth)} s over {len(truth)} requests (sent to first content)",
+        plots=[ttft_plot(run)],
+    )
     if p_yours is None or p_truth is None or len(yours) != len(truth):
-        return Verdict(False, f"{len(yours)} successful TTFT samples reported; the ledger has {len(truth)}", evidence=evidence)
+        return Verdict(
+            False, f"{len(yours)} successful TTFT samples reported; the ledger has {len(truth)}", evidence=evidence
+        )
     margin = within(p_yours - p_truth, p_truth, abs_s=criterion.tol("abs_s"))
     out = f"p90 TTFT {p_yours:.4f} s; ledger {p_truth:.4f} s; tolerance {criterion.tolerance_text}"
     return Verdict(margin <= 1, out, margin=margin, evidence=evidence)
@@ -220,17 +265,29 @@ def check_concurrency(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     intervals = [(t.arrival, t.end) for t in run.truths]
     peak = max_in_flight(intervals)
     t0 = min((a for a, _ in intervals), default=0.0)
-    plot = Plot("step", "Requests in flight at the server", "seconds since the first arrival", "in flight",
-                {"ledger": [(t - t0, float(level)) for t, level in in_flight_series(intervals)],
-                 "limit": [(0.0, float(limit)), (max((e for _, e in intervals), default=t0) - t0, float(limit))]})
+    plot = Plot(
+        "step",
+        "Requests in flight at the server",
+        "seconds since the first arrival",
+        "in flight",
+        {
+            "ledger": [(t - t0, float(level)) for t, level in in_flight_series(intervals)],
+            "limit": [(0.0, float(limit)), (max((e for _, e in intervals), default=t0) - t0, float(limit))],
+        },
+    )
     evidence = run_evidence(run, reported=f"--concurrency {limit}", truth=f"at most {peak} in flight", plots=[plot])
     if len(run.truths) != run.scenario.loadgen["requests"]:
-        return Verdict(False, f"the server saw {len(run.truths)} requests; {run.scenario.loadgen['requests']} were asked for",
-                       evidence=evidence)
+        return Verdict(
+            False,
+            f"the server saw {len(run.truths)} requests; {run.scenario.loadgen['requests']} were asked for",
+            evidence=evidence,
+        )
     if peak == limit:
         return Verdict(True, f"{peak} in flight at the busiest moment, as asked", evidence=evidence)
     why = "more than the limit" if peak > limit else "the limit was never reached"
-    return Verdict(False, f"{peak} in flight at the busiest moment with --concurrency {limit}: {why}", evidence=evidence)
+    return Verdict(
+        False, f"{peak} in flight at the busiest moment with --concurrency {limit}: {why}", evidence=evidence
+    )
 
 
 @check("loadgen", "loadgen.tps", needs=("rel",))
@@ -252,17 +309,26 @@ def check_tps(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
         worst = max(worst, margin)
         if margin > 1:
             problems.append(f"request {rep.get('index')}: TPS {tps:.1f}, ledger {tru.tps:.1f}")
-    plot = Plot("scatter", "Per-request TPS", "ledger TPS (tokens/s)", "your TPS (tokens/s)", {"requests": points}, diagonal=True)
+    plot = Plot(
+        "scatter",
+        "Per-request TPS",
+        "ledger TPS (tokens/s)",
+        "your TPS (tokens/s)",
+        {"requests": points},
+        diagonal=True,
+    )
     evidence = run_evidence(run, plots=[plot])
     if not points and not problems:
         problems.append("no successful request with two content chunks to compare")
-    out = (f"TPS of {len(points)} request(s) within {criterion.tolerance_text} of the ledger" if not problems
-           else f"tolerance {criterion.tolerance_text}:\n" + "\n".join(problems[:8]))
+    out = (
+        f"TPS of {len(points)} request(s) within {criterion.tolerance_text} of the ledger"
+        if not problems
+        else f"tolerance {criterion.tolerance_text}:\n" + "\n".join(problems[:8])
+    )
     return Verdict(not problems, out, margin=worst if points else None, evidence=evidence)
 
 
-@check("loadgen", "loadgen.cut", "loadgen.no-done", "loadgen.stream-error", "loadgen.malformed",
-       "loadgen.http-errors")
+@check("loadgen", "loadgen.cut", "loadgen.no-done", "loadgen.stream-error", "loadgen.malformed", "loadgen.http-errors")
 def check_failures(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     return _outcomes(runs[0], criterion)
 
@@ -272,10 +338,13 @@ def check_sse_framing(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     verdicts = [(run, _outcomes(run, criterion)) for run in runs]
     bad = [f"{run.scenario.name}: {v.output}" for run, v in verdicts if not v.passed]
     tokens = [check_multi_token([run], criterion) for run in runs]
-    bad += [f"{run.scenario.name}: {v.output}" for run, v in zip(runs, tokens) if not v.passed and v.output not in " ".join(bad)]
+    bad += [
+        f"{run.scenario.name}: {v.output}"
+        for run, v in zip(runs, tokens)
+        if not v.passed and v.output not in " ".join(bad)
+    ]
     if bad:
         return Verdict(False, "\n".join(bad[:8]), evidence=verdicts[0][1].evidence)
     ttft = check_ttft(runs, criterion)
     ttft.output = "every framing parsed; " + ttft.output
     return ttft
-

@@ -27,13 +27,19 @@ def check_throughput(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
         return bad
     tokens = sum(t.tokens for t in run.truths if t.outcome == "ok")
     if not tokens:
-        return Verdict(False, f"the ledger shows no successful request in `{run.scenario.name}`: there is no "
-                              "throughput to judge", evidence=run_evidence(run))
+        return Verdict(
+            False,
+            f"the ledger shows no successful request in `{run.scenario.name}`: there is no throughput to judge",
+            evidence=run_evidence(run),
+        )
     wall = max(t.end for t in run.truths) - min(t.arrival for t in run.truths)
     truth = tokens / wall if wall > 0 else 0.0
     yours = num(run.summary.get("throughput_tokens_per_s"))
-    evidence = run_evidence(run, reported=f"throughput {fmt(yours)} tokens/s",
-                         truth=f"{tokens} tokens of successful requests over {wall:.3f} s = {truth:.1f} tokens/s")
+    evidence = run_evidence(
+        run,
+        reported=f"throughput {fmt(yours)} tokens/s",
+        truth=f"{tokens} tokens of successful requests over {wall:.3f} s = {truth:.1f} tokens/s",
+    )
     if yours is None:
         return Verdict(False, "summary.throughput_tokens_per_s is missing", evidence=evidence)
     margin = within(yours - truth, truth, rel=criterion.tol("rel"))
@@ -64,8 +70,10 @@ def _percentile_problems(name: str, reported: Any, values: list[float], criterio
 
 def _usable(runs: list[LoadgenRun]) -> tuple[list[LoadgenRun], list[str]]:
     """The runs with a results file, and a problem line for each without one."""
-    return ([r for r in runs if r.results is not None],
-            [f"{r.scenario.name}: {'; '.join(r.problems) or 'no results'}" for r in runs if r.results is None])
+    return (
+        [r for r in runs if r.results is not None],
+        [f"{r.scenario.name}: {'; '.join(r.problems) or 'no results'}" for r in runs if r.results is None],
+    )
 
 
 def _worst(runs: list[LoadgenRun], problems: dict[str, list[str]]) -> LoadgenRun:
@@ -87,17 +95,21 @@ def check_percentiles(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     for run in usable:
         ttfts, tpss = _ok_samples(run, "ttft_s"), _ok_samples(run, "tps")
         samples += len(ttfts)
-        per_run[run.scenario.name] = (_percentile_problems("ttft_s", run.summary.get("ttft_s"), ttfts, criterion)
-                                      + _percentile_problems("tps", run.summary.get("tps"), tpss, criterion))
+        per_run[run.scenario.name] = _percentile_problems(
+            "ttft_s", run.summary.get("ttft_s"), ttfts, criterion
+        ) + _percentile_problems("tps", run.summary.get("tps"), tpss, criterion)
         problems += [f"{run.scenario.name}: {line}" for line in per_run[run.scenario.name]]
     if not samples and not problems:
         problems.append("no run has a successful request with a TTFT: there are no percentiles to judge")
     shown = _worst(usable or runs, per_run)
     ttfts = _ok_samples(shown, "ttft_s") if shown.results is not None else []
-    evidence = run_evidence(shown, reported=f"ttft_s {shown.summary.get('ttft_s')}; tps {shown.summary.get('tps')}",
-                            truth=f"nearest rank of your own successful records in `{shown.scenario.name}`: TTFT p50 "
-                                  f"{fmt(nearest_rank(ttfts, 50))}, p90 {fmt(nearest_rank(ttfts, 90))}, "
-                                  f"p99 {fmt(nearest_rank(ttfts, 99))} (n = {len(ttfts)})")
+    evidence = run_evidence(
+        shown,
+        reported=f"ttft_s {shown.summary.get('ttft_s')}; tps {shown.summary.get('tps')}",
+        truth=f"nearest rank of your own successful records in `{shown.scenario.name}`: TTFT p50 "
+        f"{fmt(nearest_rank(ttfts, 50))}, p90 {fmt(nearest_rank(ttfts, 90))}, "
+        f"p99 {fmt(nearest_rank(ttfts, 99))} (n = {len(ttfts)})",
+    )
     ok = f"in all {len(runs)} runs the percentiles are the nearest-rank values of your successful records, with n"
     return Verdict(not problems, "\n".join(problems[:12]) or ok, evidence=evidence)
 
@@ -116,13 +128,19 @@ def _summary_problems(run: LoadgenRun, criterion: Criterion) -> list[str]:
     ends = [v for r in records if (v := num(r.get("end"))) is not None]
     wall = max(ends) - min(starts) if starts and ends else None
     got_wall, got_tp = num(summary.get("wall_s")), num(summary.get("throughput_tokens_per_s"))
-    if wall is None or got_wall is None or within(got_wall - wall, wall, abs_s=criterion.tol("abs_s"),
-                                                  rel=criterion.tol("rel")) > 1:
-        problems.append(f"summary.wall_s: {summary.get('wall_s')!r}; first start to last end of your records is "
-                        f"{fmt(wall)} s")
+    if (
+        wall is None
+        or got_wall is None
+        or within(got_wall - wall, wall, abs_s=criterion.tol("abs_s"), rel=criterion.tol("rel")) > 1
+    ):
+        problems.append(
+            f"summary.wall_s: {summary.get('wall_s')!r}; first start to last end of your records is {fmt(wall)} s"
+        )
     elif got_tp is None or within(got_tp - tokens / got_wall, tokens / got_wall, rel=criterion.tol("rel")) > 1:
-        problems.append(f"summary.throughput_tokens_per_s: {summary.get('throughput_tokens_per_s')!r}; "
-                        f"output_tokens / wall_s = {tokens / got_wall:.6g}")
+        problems.append(
+            f"summary.throughput_tokens_per_s: {summary.get('throughput_tokens_per_s')!r}; "
+            f"output_tokens / wall_s = {tokens / got_wall:.6g}"
+        )
     return problems
 
 
@@ -135,5 +153,8 @@ def check_summary(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     if not any(run.requests for run in usable) and not problems:
         problems.append("no run has a request record: there is no summary to judge")
     shown = _worst(usable or runs, per_run)
-    return Verdict(not problems, "\n".join(problems[:12]) or f"in all {len(runs)} runs the summary agrees with your records",
-                   evidence=run_evidence(shown, reported=str(shown.summary)))
+    return Verdict(
+        not problems,
+        "\n".join(problems[:12]) or f"in all {len(runs)} runs the summary agrees with your records",
+        evidence=run_evidence(shown, reported=str(shown.summary)),
+    )

@@ -33,23 +33,39 @@ class Check:
     run: Callable[[Context], list[Finding]]
 
 
-def server_finding(server: ServingContainer, passed: bool, message: str,
-                   rel: PathKey = (), fix: str = "") -> Finding:
+def server_finding(server: ServingContainer, passed: bool, message: str, rel: PathKey = (), fix: str = "") -> Finding:
     """A finding about a field of the serving container (`rel` is relative to it)."""
-    return Finding(passed=passed, message=message, resource=server.doc.ref,
-                   path=server.field_path(*rel), fix="" if passed else fix,
-                   file=server.doc.file, line=server.line(*rel))
+    return Finding(
+        passed=passed,
+        message=message,
+        resource=server.doc.ref,
+        path=server.field_path(*rel),
+        fix="" if passed else fix,
+        file=server.doc.file,
+        line=server.line(*rel),
+    )
 
 
 def doc_finding(doc: Document, passed: bool, message: str, path: PathKey = (), fix: str = "") -> Finding:
     """A finding about a field of any document."""
-    return Finding(passed=passed, message=message, resource=doc.ref, path=fmt_path(path) if path else None,
-                   fix="" if passed else fix, file=doc.file, line=doc.line_of(path))
+    return Finding(
+        passed=passed,
+        message=message,
+        resource=doc.ref,
+        path=fmt_path(path) if path else None,
+        fix="" if passed else fix,
+        file=doc.file,
+        line=doc.line_of(path),
+    )
 
 
 def no_server() -> list[Finding]:
     """The one finding of every checklist item when there is nothing to check."""
-    return [Finding(passed=False,
-                    message="no serving container found: no Deployment, StatefulSet or Pod runs "
-                            "`vllm serve`, vLLM's api_server module, a *vllm* image or `fake-server`",
-                    fix="include the Deployment that runs vLLM in the manifests")]
+    return [
+        Finding(
+            passed=False,
+            message="no serving container found: no Deployment, StatefulSet or Pod runs "
+            "`vllm serve`, vLLM's api_server module, a *vllm* image or `fake-server`",
+            fix="include the Deployment that runs vLLM in the manifests",
+        )
+    ]

@@ -50,12 +50,21 @@ def _broken(pdb: Document) -> Finding | None:
     """A PDB whose selector is missing or empty is wrong whatever else is in the manifests."""
     selector = _selector(pdb)
     if selector is None:
-        return doc_finding(pdb, False, "no selector: in policy/v1 a PodDisruptionBudget without one matches no pods, "
-                           "so it protects nothing", ("spec", "selector"),
-                           "set spec.selector.matchLabels to the server pods' labels")
+        return doc_finding(
+            pdb,
+            False,
+            "no selector: in policy/v1 a PodDisruptionBudget without one matches no pods, so it protects nothing",
+            ("spec", "selector"),
+            "set spec.selector.matchLabels to the server pods' labels",
+        )
     if not selector.get("matchLabels") and not selector.get("matchExpressions"):
-        return doc_finding(pdb, False, "empty selector: in policy/v1 it matches every pod in the namespace",
-                           ("spec", "selector"), "set spec.selector.matchLabels to the server pods' labels")
+        return doc_finding(
+            pdb,
+            False,
+            "empty selector: in policy/v1 it matches every pod in the namespace",
+            ("spec", "selector"),
+            "set spec.selector.matchLabels to the server pods' labels",
+        )
     return None
 
 
@@ -71,20 +80,34 @@ def run(ctx: Context) -> list[Finding]:
         same_ns = [p for p in usable if p.namespace is None or ns is None or p.namespace == ns]
         matching = [p for p in same_ns if selector_matches(_selector(p) or {}, labels)]
         for pdb in matching:
-            findings.append(doc_finding(pdb, True, f"selects the pods of {server.doc.ref} ({_fmt(labels)})",
-                                        ("spec", "selector")))
+            findings.append(
+                doc_finding(pdb, True, f"selects the pods of {server.doc.ref} ({_fmt(labels)})", ("spec", "selector"))
+            )
         if matching:
             continue
         for pdb in same_ns:
             selected = _fmt(as_dict(as_dict(_selector(pdb)).get("matchLabels")))
-            findings.append(doc_finding(pdb, False, f"selector {selected} "
-                                        f"does not match the pods of {server.doc.ref}, labelled {_fmt(labels)}",
-                                        ("spec", "selector"), f"set spec.selector.matchLabels to {_fmt(labels)}"))
+            findings.append(
+                doc_finding(
+                    pdb,
+                    False,
+                    f"selector {selected} does not match the pods of {server.doc.ref}, labelled {_fmt(labels)}",
+                    ("spec", "selector"),
+                    f"set spec.selector.matchLabels to {_fmt(labels)}",
+                )
+            )
         if not same_ns and len(usable) == len(pdbs):  # broken PDBs have already said why
             where = f" in namespace {ns}" if pdbs else ""
-            findings.append(doc_finding(server.doc, False, f"no PodDisruptionBudget{where}: a node drain or a "
-                                        "cluster-autoscaler scale-down may evict the only replica", (),
-                                        "add a policy/v1 PodDisruptionBudget selecting the server pods' labels"))
+            findings.append(
+                doc_finding(
+                    server.doc,
+                    False,
+                    f"no PodDisruptionBudget{where}: a node drain or a "
+                    "cluster-autoscaler scale-down may evict the only replica",
+                    (),
+                    "add a policy/v1 PodDisruptionBudget selecting the server pods' labels",
+                )
+            )
     return findings
 
 

@@ -44,31 +44,51 @@ def _one(server: ServingContainer) -> Finding:
     limits, requests = as_dict(resources.get("limits")), as_dict(resources.get("requests"))
     names = sorted(k for k in {*limits, *requests} if _GPU.match(str(k)))
     if not names:
-        return server_finding(server, False, "no GPU in resources: the pod can land on a node without one, "
-                              "and vLLM then fails to start", ("resources", "limits"),
-                              'set resources.limits["nvidia.com/gpu"]: 1 and the same request')
+        return server_finding(
+            server,
+            False,
+            "no GPU in resources: the pod can land on a node without one, and vLLM then fails to start",
+            ("resources", "limits"),
+            'set resources.limits["nvidia.com/gpu"]: 1 and the same request',
+        )
     name = names[0]
     if name not in limits:
-        return server_finding(server, False, f"{name} is requested but not limited; Kubernetes rejects an "
-                              "extended resource without a limit", ("resources", "limits"),
-                              f'set resources.limits["{name}"] equal to the request')
+        return server_finding(
+            server,
+            False,
+            f"{name} is requested but not limited; Kubernetes rejects an extended resource without a limit",
+            ("resources", "limits"),
+            f'set resources.limits["{name}"] equal to the request',
+        )
     limit = _count(limits[name])
     if limit is None or limit < 1:
-        return server_finding(server, False, f"{name} limit {limits[name]!r} is not a whole number of GPUs",
-                              ("resources", "limits", name), f'set resources.limits["{name}"] to 1 or more')
+        return server_finding(
+            server,
+            False,
+            f"{name} limit {limits[name]!r} is not a whole number of GPUs",
+            ("resources", "limits", name),
+            f'set resources.limits["{name}"] to 1 or more',
+        )
     if name in requests and _count(requests[name]) != limit:
-        return server_finding(server, False, f"{name} request {requests[name]!r} differs from the limit {limit}; "
-                              "Kubernetes requires them equal", ("resources", "requests", name),
-                              f'set resources.requests["{name}"] to {limit}, or drop it (it defaults to the limit)')
+        return server_finding(
+            server,
+            False,
+            f"{name} request {requests[name]!r} differs from the limit {limit}; Kubernetes requires them equal",
+            ("resources", "requests", name),
+            f'set resources.requests["{name}"] to {limit}, or drop it (it defaults to the limit)',
+        )
     need, said = _parallelism(server)
     if need > limit:
-        return server_finding(server, False, f"{' x '.join(said)} needs {need} GPUs but the pod has {limit}",
-                              ("resources", "limits", name),
-                              f'set resources.limits["{name}"] to {need}, or lower the parallelism')
+        return server_finding(
+            server,
+            False,
+            f"{' x '.join(said)} needs {need} GPUs but the pod has {limit}",
+            ("resources", "limits", name),
+            f'set resources.limits["{name}"] to {need}, or lower the parallelism',
+        )
     note = f"; {' x '.join(said)} uses {need} of them" if need < limit and said else ""
     request_note = "request equal" if name in requests else "request defaults to the limit"
-    return server_finding(server, True, f"{limit} x {name} limit ({request_note}){note}",
-                          ("resources", "limits", name))
+    return server_finding(server, True, f"{limit} x {name} limit ({request_note}){note}", ("resources", "limits", name))
 
 
 def run(ctx: Context) -> list[Finding]:

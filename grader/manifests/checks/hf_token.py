@@ -61,9 +61,18 @@ def _decoded(doc: Document, path: PathKey, text: str) -> str:
 
 
 def _committed_tokens(docs: list[Document]) -> list[Finding]:
-    return [doc_finding(doc, False, "a Hugging Face token is committed in the manifests", path,
-                        "revoke the token, remove it, and create the Secret out of band (kubectl create secret)")
-            for doc in docs for path, text in _strings(doc.data, ()) if _TOKEN.search(_decoded(doc, path, text))]
+    return [
+        doc_finding(
+            doc,
+            False,
+            "a Hugging Face token is committed in the manifests",
+            path,
+            "revoke the token, remove it, and create the Secret out of band (kubectl create secret)",
+        )
+        for doc in docs
+        for path, text in _strings(doc.data, ())
+        if _TOKEN.search(_decoded(doc, path, text))
+    ]
 
 
 def _one(server: ServingContainer) -> Finding:
@@ -72,33 +81,56 @@ def _one(server: ServingContainer) -> Finding:
             continue
         name = item["name"]
         if "value" in item:
-            return server_finding(server, False, f"{name} is a literal value in the manifest, readable by anyone who "
-                                  "can read the Deployment or the repository", ("env", i, "value"), _FIX)
+            return server_finding(
+                server,
+                False,
+                f"{name} is a literal value in the manifest, readable by anyone who "
+                "can read the Deployment or the repository",
+                ("env", i, "value"),
+                _FIX,
+            )
         source = as_dict(item.get("valueFrom"))
         if "configMapKeyRef" in source:
-            return server_finding(server, False, f"{name} comes from a ConfigMap, which is not for secrets",
-                                  ("env", i, "valueFrom"), _FIX)
+            return server_finding(
+                server, False, f"{name} comes from a ConfigMap, which is not for secrets", ("env", i, "valueFrom"), _FIX
+            )
         ref = source.get("secretKeyRef")
         if not isinstance(ref, dict) or not ref.get("name") or not ref.get("key"):
-            return server_finding(server, False, f"{name} has no valueFrom.secretKeyRef with a name and a key",
-                                  ("env", i), _FIX)
+            return server_finding(
+                server, False, f"{name} has no valueFrom.secretKeyRef with a name and a key", ("env", i), _FIX
+            )
         if ref.get("optional") is True:
-            return server_finding(server, False, f"{name} is optional: without the Secret the server starts with no "
-                                  "token instead of failing", ("env", i, "valueFrom", "secretKeyRef", "optional"),
-                                  "remove optional: true")
-        return server_finding(server, True, f"{name} from Secret '{ref['name']}' key '{ref['key']}' (secretKeyRef)",
-                              ("env", i, "valueFrom", "secretKeyRef"))
+            return server_finding(
+                server,
+                False,
+                f"{name} is optional: without the Secret the server starts with no token instead of failing",
+                ("env", i, "valueFrom", "secretKeyRef", "optional"),
+                "remove optional: true",
+            )
+        return server_finding(
+            server,
+            True,
+            f"{name} from Secret '{ref['name']}' key '{ref['key']}' (secretKeyRef)",
+            ("env", i, "valueFrom", "secretKeyRef"),
+        )
     env_from = enumerate(as_list(server.container.get("envFrom")))
-    secret_refs = [(i, as_dict(e)["secretRef"].get("name")) for i, e in env_from
-                   if isinstance(as_dict(e).get("secretRef"), dict)]
+    secret_refs = [
+        (i, as_dict(e)["secretRef"].get("name")) for i, e in env_from if isinstance(as_dict(e).get("secretRef"), dict)
+    ]
     if secret_refs:
         i, secret = secret_refs[0]
-        return server_finding(server, False, f"no HF_TOKEN by name, only envFrom Secret '{secret}': whether it sets "
-                              "HF_TOKEN depends on a key the manifests cannot show, and a misspelt key starts the "
-                              "server without a token", ("envFrom", i, "secretRef"),
-                              f"add env HF_TOKEN with valueFrom.secretKeyRef {{name: {secret}, key: <key>}}")
-    return server_finding(server, False, "no HF_TOKEN: gated models (Llama, Gemma, ...) cannot be downloaded",
-                          ("env",), _FIX)
+        return server_finding(
+            server,
+            False,
+            f"no HF_TOKEN by name, only envFrom Secret '{secret}': whether it sets "
+            "HF_TOKEN depends on a key the manifests cannot show, and a misspelt key starts the "
+            "server without a token",
+            ("envFrom", i, "secretRef"),
+            f"add env HF_TOKEN with valueFrom.secretKeyRef {{name: {secret}, key: <key>}}",
+        )
+    return server_finding(
+        server, False, "no HF_TOKEN: gated models (Llama, Gemma, ...) cannot be downloaded", ("env",), _FIX
+    )
 
 
 def run(ctx: Context) -> list[Finding]:

@@ -25,8 +25,14 @@ from .base import Check, Context, doc_finding, no_server, server_finding
 __all__ = ["CHECK", "length_statements"]
 
 #: Names (normalised to snake_case) that state a context length in other configuration.
-_LENGTH_NAMES = ("max_model_len", "max_context_len", "max_context_length", "context_length",
-                 "context_window", "max_context_tokens")
+_LENGTH_NAMES = (
+    "max_model_len",
+    "max_context_len",
+    "max_context_length",
+    "context_length",
+    "context_window",
+    "max_context_tokens",
+)
 
 
 def _norm(name: str) -> str:
@@ -109,36 +115,70 @@ def _chunked_prefill_off(server: ServingContainer) -> bool:
 def _one(server: ServingContainer, docs: list[Document], servers: list[ServingContainer]) -> list[Finding]:
     given = server.flag("--max-model-len")
     if not given:
-        return [server_finding(server, False, "no --max-model-len: vLLM takes the model's maximum context, which "
-                               "the sizing did not plan for", ("args",), "add --max-model-len N to the args")]
+        return [
+            server_finding(
+                server,
+                False,
+                "no --max-model-len: vLLM takes the model's maximum context, which the sizing did not plan for",
+                ("args",),
+                "add --max-model-len N to the args",
+            )
+        ]
     lengths = [parse_length(g.value or "") for g in given]
     for occurrence, length in zip(given, lengths, strict=True):
         if length is None:
-            return [server_finding(server, False, f"--max-model-len {occurrence.value!r} is not a token count; the "
-                                   "length is then decided at startup, not in the manifest", occurrence.path,
-                                   "give --max-model-len a number of tokens, e.g. 8192")]
+            return [
+                server_finding(
+                    server,
+                    False,
+                    f"--max-model-len {occurrence.value!r} is not a token count; the "
+                    "length is then decided at startup, not in the manifest",
+                    occurrence.path,
+                    "give --max-model-len a number of tokens, e.g. 8192",
+                )
+            ]
     if len(set(lengths)) > 1:
         shown = ", ".join(g.value or "" for g in given)
-        return [server_finding(server, False, f"--max-model-len is given {len(given)} times ({shown}); "
-                               f"the last ({given[-1].value}) wins and the others are dead configuration",
-                               given[0].path, "keep one --max-model-len")]
+        return [
+            server_finding(
+                server,
+                False,
+                f"--max-model-len is given {len(given)} times ({shown}); "
+                f"the last ({given[-1].value}) wins and the others are dead configuration",
+                given[0].path,
+                "keep one --max-model-len",
+            )
+        ]
     length = lengths[-1]
     assert length is not None  # every occurrence parsed, checked above
     findings = []
     batched = server.flag("--max-num-batched-tokens")
     budget = parse_length(batched[-1].value or "") if batched else None
     if budget is not None and budget < length and _chunked_prefill_off(server):
-        findings.append(server_finding(server, False, f"--max-num-batched-tokens {budget} is below --max-model-len "
-                                       f"{length} with chunked prefill off; vLLM refuses to start", batched[-1].path,
-                                       f"raise --max-num-batched-tokens to {length} or enable chunked prefill"))
+        findings.append(
+            server_finding(
+                server,
+                False,
+                f"--max-num-batched-tokens {budget} is below --max-model-len "
+                f"{length} with chunked prefill off; vLLM refuses to start",
+                batched[-1].path,
+                f"raise --max-num-batched-tokens to {length} or enable chunked prefill",
+            )
+        )
     agreeing = []
     for doc in docs:
         own = {s.path for s in servers if s.doc is doc}
         for path, stated in length_statements(doc, own):
             if stated != length:
-                findings.append(doc_finding(doc, False, f"states a context length of {stated}, but "
-                                            f"{server.doc.ref} serves --max-model-len {length}", path,
-                                            f"make them equal ({length})"))
+                findings.append(
+                    doc_finding(
+                        doc,
+                        False,
+                        f"states a context length of {stated}, but {server.doc.ref} serves --max-model-len {length}",
+                        path,
+                        f"make them equal ({length})",
+                    )
+                )
             else:
                 agreeing.append(f"{doc.ref} {fmt_path(path)}")
     if findings:

@@ -19,18 +19,32 @@ def _one(server: ServingContainer) -> Finding:
     resources = as_dict(server.container.get("resources"))
     limits, requests = as_dict(resources.get("limits")), as_dict(resources.get("requests"))
     if "memory" not in limits:
-        return server_finding(server, False, "no memory limit: host memory use is unbounded and the node's OOM "
-                              "killer, not this pod's limit, decides what dies", ("resources", "limits"),
-                              "set resources.limits.memory (e.g. equal to the request)")
+        return server_finding(
+            server,
+            False,
+            "no memory limit: host memory use is unbounded and the node's OOM "
+            "killer, not this pod's limit, decides what dies",
+            ("resources", "limits"),
+            "set resources.limits.memory (e.g. equal to the request)",
+        )
     limit = parse_quantity(limits["memory"])
     if limit is None or limit <= 0:
-        return server_finding(server, False, f"memory limit {limits['memory']!r} is not a positive quantity",
-                              ("resources", "limits", "memory"), "write it as a quantity such as 32Gi")
+        return server_finding(
+            server,
+            False,
+            f"memory limit {limits['memory']!r} is not a positive quantity",
+            ("resources", "limits", "memory"),
+            "write it as a quantity such as 32Gi",
+        )
     request = parse_quantity(requests.get("memory")) if "memory" in requests else None
     if request is not None and request > limit:
-        return server_finding(server, False,
-                              f"memory request {requests['memory']} exceeds the limit {limits['memory']}",
-                              ("resources", "requests", "memory"), "lower the request to the limit or below")
+        return server_finding(
+            server,
+            False,
+            f"memory request {requests['memory']} exceeds the limit {limits['memory']}",
+            ("resources", "requests", "memory"),
+            "lower the request to the limit or below",
+        )
     shown = f" (request {requests['memory']})" if "memory" in requests else ""
     return server_finding(server, True, f"memory limit {limits['memory']}{shown}", ("resources", "limits", "memory"))
 

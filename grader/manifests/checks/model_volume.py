@@ -61,15 +61,22 @@ def _one(server: ServingContainer, claims: set[str]) -> Finding:
     volumes = {str(v.get("name")): v for v in dicts(server.pod_spec.get("volumes"))}
     templates = _claim_templates(server)
     mounts = [m for m in dicts(server.container.get("volumeMounts")) if isinstance(m.get("mountPath"), str)]
-    pvc_mounts = [m["mountPath"] for m in mounts if str(m.get("name")) in templates
-                  or "persistentVolumeClaim" in volumes.get(str(m.get("name")), {})]
+    pvc_mounts = [
+        m["mountPath"]
+        for m in mounts
+        if str(m.get("name")) in templates or "persistentVolumeClaim" in volumes.get(str(m.get("name")), {})
+    ]
     covering = sorted((m for m in mounts if _under(path, m["mountPath"])), key=lambda m: len(m["mountPath"]))
     if not covering:
         others = f"; PVC mounts: {', '.join(pvc_mounts)}" if pvc_mounts else "; no PVC is mounted"
-        return server_finding(server, False, f"weights at {path} ({how}) are on no volume: they are downloaded "
-                              f"again on every start{others}", where or ("volumeMounts",),
-                              f"mount a PersistentVolumeClaim at {path}, or point "
-                              f"{how if how.startswith('--') else '--download-dir'} at a PVC mount")
+        return server_finding(
+            server,
+            False,
+            f"weights at {path} ({how}) are on no volume: they are downloaded again on every start{others}",
+            where or ("volumeMounts",),
+            f"mount a PersistentVolumeClaim at {path}, or point "
+            f"{how if how.startswith('--') else '--download-dir'} at a PVC mount",
+        )
     mount = covering[-1]
     name = str(mount.get("name"))
     if name in templates:
@@ -79,15 +86,27 @@ def _one(server: ServingContainer, claims: set[str]) -> Finding:
         claim = f"PVC '{claim_name}'" + ("" if claim_name in claims else " (not in these manifests: it must exist)")
     else:
         kind = _volume_kind(volumes[name]) if name in volumes else "an undeclared volume"
-        return server_finding(server, False, f"weights at {path} ({how}) are on volume '{name}' ({kind}), which "
-                              "does not outlive the pod", where or ("volumeMounts",),
-                              f"back volume '{name}' with a persistentVolumeClaim")
+        return server_finding(
+            server,
+            False,
+            f"weights at {path} ({how}) are on volume '{name}' ({kind}), which does not outlive the pod",
+            where or ("volumeMounts",),
+            f"back volume '{name}' with a persistentVolumeClaim",
+        )
     if mount.get("readOnly") is True and how != "the model path":
-        return server_finding(server, False, f"{claim} is mounted readOnly at {mount['mountPath']}, but the server "
-                              f"downloads into {path}", ("volumeMounts",),
-                              "drop readOnly, or serve a model path already on the volume")
-    return server_finding(server, True, f"weights at {path} ({how}) are on {claim} mounted at {mount['mountPath']}",
-                          where or ("volumeMounts",))
+        return server_finding(
+            server,
+            False,
+            f"{claim} is mounted readOnly at {mount['mountPath']}, but the server downloads into {path}",
+            ("volumeMounts",),
+            "drop readOnly, or serve a model path already on the volume",
+        )
+    return server_finding(
+        server,
+        True,
+        f"weights at {path} ({how}) are on {claim} mounted at {mount['mountPath']}",
+        where or ("volumeMounts",),
+    )
 
 
 def run(ctx: Context) -> list[Finding]:
