@@ -28,11 +28,12 @@ _SKIPPED = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache")
 
 
 def digest(folder: Path) -> str:
-    """The sha256 of a submission's files: their paths and bytes, in path order (caches left out)."""
+    """The sha256 of a submission's files: their paths and bytes, in path order (caches left out, and the
+    starter's brief, which no grade reads)."""
     h = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         rel = path.relative_to(folder)
-        if any(part in _SKIPPED for part in rel.parts) or path.suffix == ".pyc":
+        if any(part in _SKIPPED for part in rel.parts) or path.suffix == ".pyc" or rel.as_posix() == "TASK.md":
             continue
         h.update(rel.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -146,11 +147,8 @@ def replay(
     seed: int = 0,
     case: str | None = None,
     rubric: Path | None = None,
-    echo: Callable[[str], None] = print,
 ) -> Replayed:
     """Run and judge one criterion again, in the sandbox; its reports and records go to `out`."""
-    import time
-
     from grader.grading.grade import GradeRun, grade
 
     loaded = load_rubric(rubric)
@@ -163,20 +161,22 @@ def replay(
     done = Replayed(criterion, judged.status, judged.score, judged.output, seconds=time.perf_counter() - started)
     book = RecordBook.read(out / "runs") if (out / "runs" / "index.json").is_file() else RecordBook(None)
     section = SECTIONS[criterion.deliverable]
-    records = [r for key, r in sorted(book.records.items()) if r["section"] == criterion.deliverable]
-    objects = [section.load(r) for r in records]
+    records = {key: r for key, r in sorted(book.records.items()) if r["section"] == criterion.deliverable}
     folder = out / "by-hand"
     done.lines, done.failing = _side_by_side(
         book, loaded, replace(criterion, cases=cases) if cases else criterion, judged
     )
     if criterion.deliverable == "loadgen":
-        done.by_hand = _loadgen_by_hand(objects, submission, folder)
-    elif criterion.deliverable == "gateway" and objects:
-        public = objects[0]
-        done.by_hand = _gateway_by_hand(public, submission, folder, [n for n in done.failing if n in public.cases])
+        done.by_hand = _loadgen_by_hand([section.load(r) for r in records.values()], submission, folder)
+    elif criterion.deliverable == "gateway" and records:
+        # the run of the first failing case: the public one, or a hidden variant's (named "case (variant N)")
+        first = done.failing[0] if done.failing else ""
+        name, _, variant = first.partition(" (variant ")
+        key = f"gateway.v{variant.rstrip(')')}" if variant else "gateway"
+        run = section.load(records.get(key) or next(iter(records.values())))
+        done.by_hand = _gateway_by_hand(run, submission, folder, [name] if name in run.cases else [])
     else:
-        done.by_hand = [f"cd {shlex.quote(str(submission))}"] + _other_by_hand(criterion, records)
-    del echo
+        done.by_hand = [f"cd {shlex.quote(str(submission))}"] + _other_by_hand(criterion, list(records.values()))
     return done
 
 
