@@ -128,6 +128,19 @@ def test_chart_findings_name_the_file_in_the_repository(tmp_path):
     assert "vllm/templates" not in done.stdout
 
 
+def test_grader_check_says_what_the_grade_runs_that_it_does_not(tmp_path):
+    """The self-check is not the exam: before and after it runs, it says the grade also runs hidden criteria,
+    unseen variants and unseen sizing inputs, and its report says "public criteria only"."""
+    sub = tmp_path / "sub"
+    shutil.copytree(ROOT / "submissions" / "reference", sub, ignore=shutil.ignore_patterns("__pycache__"))
+    done = _cli("grader", "check", str(sub), "--only", "manifests", "--out", str(tmp_path / "out"), timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    before, after = done.stdout.index("The grade also runs what this check does not"), done.stdout.index("Not run here:")
+    assert before < done.stdout.index("TOTAL") < after
+    assert "unseen variants of each scenario" in done.stdout and "unseen sizing input sets" in done.stdout
+    assert "(public criteria only)" in (tmp_path / "out" / "report.html").read_text()
+
+
 def test_grader_contract_checks_scripts_and_names_the_file_it_checked(tmp_path):
     sub = tmp_path / "sub"
     shutil.copytree(ROOT / "starter", sub, ignore=shutil.ignore_patterns("__pycache__"))
