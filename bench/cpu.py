@@ -1,9 +1,9 @@
-"""CPU per stream of the fake server in its three timing modes, side by side in one run.
+"""CPU per stream of the fake server in its timing modes, side by side in one run.
 
 For each token rate and timing mode (`loop`: the event loop's timer; `auto`, the default: the
-kernel's high-resolution timer; `precise`: a spin for the last fraction of a millisecond) it
-starts `fake-server serve` as its own process (pinned to CPU 0; this client on CPU 1), sends one
-streamed request long enough to last `--seconds`, and reports:
+kernel's high-resolution timer) it starts `fake-server serve` as its own process (pinned to CPU
+0; this client on CPU 1), sends one streamed request long enough to last `--seconds`, and
+reports:
 
 * CPU: the server process's user + system time (from /proc/PID/stat) over the stream, from its
   first chunk to its last, divided by that wall time: the share of one core one stream costs;
@@ -19,7 +19,7 @@ streamed request long enough to last `--seconds`, and reports:
 With `--repeat N` every rate runs its modes N times, in a rotating order, and the table shows
 each figure's median over the runs the rest of the machine left alone (all rows are in the JSON).
 
-    python -m bench.cpu                      # 20, 200 and 1,000 tok/s, the three modes
+    python -m bench.cpu                      # 20, 200 and 1,000 tok/s, both modes
 Results go to bench/results/cpu.json and a Markdown table on stdout.
 """
 
@@ -43,7 +43,7 @@ from fake_server import serve_subprocess
 
 from .fidelity import BUSY_LIMIT, RESULTS, OtherLoad, _cpu_seconds, _step_timer, measured, nearest_rank
 
-MODES = ("loop", "auto", "precise")
+MODES = ("loop", "auto")
 
 
 @dataclass

@@ -2,10 +2,9 @@
 baseline, in one run.
 
 For each load (concurrent streams at a set token rate) it starts the fake server once per timing
-mode (`auto`, the default: the kernel's high-resolution timer; `loop`: the event loop's timer;
-`precise`: a spin for the last fraction of a millisecond) and then the naive sleep-per-request
-server (`bench/naive_server.py`), each as a subprocess, drives each with the same raw load client
-(`bench/load_client.py`, its own process) and reports:
+mode (`auto`, the default: the kernel's high-resolution timer; `loop`: the event loop's timer)
+and then the naive sleep-per-request server (`bench/naive_server.py`), each as a subprocess,
+drives each with the same raw load client (`bench/load_client.py`, its own process) and reports:
 
 * gap error: p50/p99 of |gap between consecutive content chunks of a stream - set gap|, from the
   fake server's ledger (send times); for the baseline, which has no ledger, from the client;
@@ -20,7 +19,7 @@ server (`bench/naive_server.py`), each as a subprocess, drives each with the sam
   was above BUSY_LIMIT is taken again once the machine is quiet (up to five times in all,
   `attempts`).
 
-    python -m bench.fidelity                 # full run: 16, 256 and 1,024 streams, three modes
+    python -m bench.fidelity                 # full run: 16, 256 and 1,024 streams, both modes
     python -m bench.fidelity --quick         # 16 and 128 streams, for a smoke check
 Results go to bench/results/fidelity.json and a Markdown table on stdout.
 """
@@ -290,7 +289,7 @@ def measure_naive(streams: int, rate: float, max_tokens: int) -> Row:
 
 
 def timer_lateness(steps: int = 200, period: float = 0.02) -> dict[str, float]:
-    """p50 and p99 lateness (ms) of the engine's three clocks on an idle loop: the floor under
+    """p50 and p99 lateness (ms) of the engine's clocks on an idle loop: the floor under
     every timing figure on this machine."""
     import asyncio
 
@@ -313,7 +312,7 @@ def timer_lateness(steps: int = 200, period: float = 0.02) -> dict[str, float]:
     return out
 
 
-MODES = ("auto", "loop", "precise")
+MODES = ("auto", "loop")
 
 
 def table(rows: list[Row]) -> str:

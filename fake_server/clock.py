@@ -9,17 +9,17 @@ several steps back to back while the writers wait.
 The `timing` setting chooses the clock:
 
 - `auto` (the default) sleeps on the kernel's high-resolution timer (timers.py: timerfd on Linux,
-  a kqueue timer on macOS), which the event loop reads like a socket. It wakes a few hundredths
-  of a millisecond after the deadline, with no busy-wait. Where there is no such timer it is
-  `loop`; where setting one up fails, it is `loop` too, with a one-line warning.
+  a kqueue timer on macOS), which the event loop reads like a socket. On a quiet machine it wakes
+  0.1-0.3 ms after the deadline, with no busy-wait. Where there is no such timer it is `loop`;
+  where setting one up fails, or it fails later, it is `loop` too, with a one-line warning.
 - `loop` sleeps on the event loop's own timer. epoll's timeout is whole milliseconds, so it wakes
-  up to about a millisecond late, which the next step's shorter wait absorbs. (`cheap`, its
-  former name, is still accepted.)
-- `precise` sleeps on the loop's timer until `margin` before the deadline and spins (yielding)
-  for the rest, with a margin it adapts to the lateness it has seen: the last few hundredths of a
-  millisecond, at the price of a busy core for that margin of every step.
+  up to about a millisecond late, which the next step's shorter wait absorbs.
 
-Each clock names what it waits on (`kind`): `timerfd`, `kqueue`, `loop`, or `spin`.
+Former names are still accepted: `cheap` (the loop's timer) is `loop`, and `precise`, which spun
+for the last fraction of a millisecond, is `auto`: the timer is within a fifth of a millisecond of
+what the spin gave, for a few percent of a core instead of up to a whole one (bench/README.md).
+
+Each clock names what it waits on (`kind`): `timerfd`, `kqueue` or `loop`.
 """
 
 from __future__ import annotations
@@ -28,14 +28,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
 
 from .timers import KernelTimer, open_timer
 
-__all__ = ["TIMING_ALIASES", "TIMING_MODES", "LoopClock", "PreciseClock", "StepClock", "TimerClock", "clock_for"]
+__all__ = ["TIMING_ALIASES", "TIMING_MODES", "LoopClock", "StepClock", "TimerClock", "clock_for"]
 
-TIMING_MODES = ("auto", "loop", "precise")
-TIMING_ALIASES = {"cheap": "loop"}  # former names, still accepted
+TIMING_MODES = ("auto", "loop")
+TIMING_ALIASES = {"cheap": "loop", "precise": "auto"}  # former names, still accepted
 
 _log = logging.getLogger("fake_server")
 
@@ -91,38 +90,12 @@ class TimerClock:
             self._timer.close()
 
 
-class PreciseClock:
-    """Timer waits to `margin` before the deadline, then a yielding spin to the deadline."""
-
-    kind = "spin"
-    reanchor = 0.002
-
-    def __init__(self) -> None:
-        self.margin = 0.001
-        self._recent: deque[float] = deque(maxlen=64)
-
-    async def sleep_until(self, deadline: float) -> None:
-        coarse = deadline - self.margin
-        if coarse - time.perf_counter() > 0:
-            await asyncio.sleep(coarse - time.perf_counter())
-            self._recent.append(max(0.0, time.perf_counter() - coarse))
-            self.margin = min(0.004, max(0.0003, max(self._recent) + 0.0002))
-        await asyncio.sleep(0)
-        while time.perf_counter() < deadline:
-            await asyncio.sleep(0)
-
-    def close(self) -> None:
-        pass
-
-
-StepClock = LoopClock | TimerClock | PreciseClock
+StepClock = LoopClock | TimerClock
 
 
 def clock_for(mode: str) -> StepClock:
     """The clock of a timing mode. `auto` never fails: without a usable timer it is the loop's."""
     mode = TIMING_ALIASES.get(mode, mode)
-    if mode == "precise":
-        return PreciseClock()
     if mode == "loop":
         return LoopClock()
     if mode != "auto":

@@ -70,6 +70,6 @@ class ServerControl:
             raise SettingsError(f"ledger: `settle` must be between 0 and {MAX_SETTLE:g} seconds, got {settle!r}")
         gen = self.state.ledger.generation if generation is None else generation
         records = self.state.ledger.records(settle, generation=gen)
-        # The header says what each model's steps waited on (timerfd, kqueue, loop or spin).
+        # The header says what each model's steps wait on (timerfd, kqueue or loop).
         timers = {name: engine.step_timer for name, engine in self.state.named_engines()}
         return {"step_timer": timers, "generation": gen, "records": [r.to_dict() for r in records if r.number > since]}

@@ -110,7 +110,7 @@ class Engine:
 
     @property
     def step_timer(self) -> str:
-        """What the step loop waits on: timerfd, kqueue, loop (the event loop's timer) or spin."""
+        """What the step loop waits on: timerfd, kqueue or loop (the event loop's timer)."""
         return self._clock.kind
 
     def _close_retired(self) -> None:

@@ -247,7 +247,7 @@ class _EngineCollector(Collector):
             kv.add_metric([name], engine.kv.usage())
         timer = InfoMetricFamily(
             "fake_server:step_timer",
-            "What the engine's steps wait on: timerfd, kqueue, loop (the event loop's timer) or spin.",
+            "What the engine's steps wait on: timerfd, kqueue or loop (the event loop's timer).",
             labels=["model_name"],
         )
         for name, engine in engines:

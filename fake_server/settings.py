@@ -122,7 +122,7 @@ class ModelSettings:
     )
     timing: str = _opt(
         "auto",
-        "How the engine waits for a step's end: 'auto' on the kernel's high-resolution timer (timerfd on Linux, kqueue on macOS; a fraction of a millisecond late, no busy-wait), else as 'loop'; 'loop' on the event loop's timer (up to ~1 ms late; 'cheap' is its former name); 'precise' spins for the last fraction of a millisecond (a busy core).",
+        "How the engine waits for a step's end: 'auto' on the kernel's high-resolution timer (timerfd on Linux, kqueue on macOS; 0.1-0.3 ms late, no busy-wait), else as 'loop'; 'loop' on the event loop's timer (up to ~1 ms late). Former names: 'cheap' is 'loop', 'precise' is 'auto'.",
         choices=TIMING_MODES,
         aliases=TIMING_ALIASES,
     )

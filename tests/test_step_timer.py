@@ -4,8 +4,8 @@ On Linux the default is a timerfd. These tests check that it wakes at its deadli
 and sooner after it than the loop's timer, measured side by side), that the server says which
 timer it uses (start-up line, /metrics, the ledger's header), that a timer that cannot be set up,
 or fails later, means the loop's timer with one warning and a server that still serves, that no
-descriptor outlives a server, and that the former mode name `cheap` is still accepted. Bounds are
-loose: the machine may be busy.
+descriptor outlives a server, and that the former mode names `cheap` and `precise` are still
+accepted. Bounds are loose: the machine may be busy.
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ def test_the_server_says_it_waits_on_the_timerfd():
         assert _timer_label(server.metrics()) == "timerfd"
         header = httpx.get(server.base_url + "/admin/ledger", timeout=10).json()
         assert header["step_timer"] == {"fake-model": "timerfd"} and len(header["records"]) == 1
-    with serve(admin=True, timing="precise") as server:
-        assert _timer_label(server.metrics()) == "spin"
+    with serve(admin=True, timing="loop") as server:
+        assert _timer_label(server.metrics()) == "loop"
 
 
 @linux_only
@@ -156,17 +156,19 @@ def test_no_descriptor_outlives_a_server_or_a_replaced_timer():
         with serve(token_rate=500) as server:
             assert httpx.post(server.openai_base_url + "/chat/completions", json=BODY, timeout=10).status_code == 200
             if round_ == 1:  # timers replaced at run time are closed too
-                for timing in ("loop", "auto", "precise", "auto"):
+                for timing in ("loop", "auto", "cheap", "auto"):
                     server.configure(timing=timing)
                     assert httpx.post(server.openai_base_url + "/chat/completions", json=BODY, timeout=10).status_code == 200
     assert _open_fds() == before
 
 
-def test_the_former_name_cheap_still_means_the_loop_timer(tmp_path):
+def test_former_names_still_work_cheap_is_the_loop_timer_and_precise_the_timer(tmp_path):
     assert build_settings(timing="cheap").model.timing == "loop"
+    assert build_settings(timing="precise").model.timing == "auto"
     assert build_settings().model.timing == "auto"
     scenario = tmp_path / "old.yaml"
-    scenario.write_text("timing: cheap\n")
-    assert build_settings(scenario).model.timing == "loop"
-    with pytest.raises(SettingsError, match="auto, loop, precise"):
+    scenario.write_text("timing: cheap\nmodels:\n  other: {timing: precise}\n")
+    settings = build_settings(scenario)
+    assert settings.model.timing == "loop" and settings.extra_models["other"].timing == "auto"
+    with pytest.raises(SettingsError, match="must be one of auto, loop"):
         build_settings(timing="fast")
