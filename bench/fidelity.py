@@ -293,7 +293,7 @@ def timer_lateness(steps: int = 200, period: float = 0.02) -> dict[str, float]:
     every timing figure on this machine."""
     import asyncio
 
-    from fake_server.clock import clock_for
+    from fake_server.engine.clock import clock_for
 
     async def run(mode: str) -> tuple[float, float]:
         clock = clock_for(mode)

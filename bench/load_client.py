@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from fake_server.runner import new_loop
+from fake_server.hosting.launch import new_loop
 
 _ID = re.compile(rb'"id":\s*"([^"]+)"')
 

@@ -22,7 +22,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
 
-from fake_server.runner import bind, new_loop
+from fake_server.hosting.launch import bind, new_loop
 
 
 def make_app(token_rate: float) -> Starlette:

@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 
 from fake_server import serve_subprocess
-from fake_server.runner import ledger_lines
+from fake_server.hosting.launch import ledger_lines
 
 MODEL = "fake-model"
 RSS_MARGIN_MIB = 8.0  # growth allowed after the warm-up: allocator noise, not a per-request leak

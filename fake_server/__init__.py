@@ -15,10 +15,10 @@ The pytest plugin (`fake_server.pytest_plugin`, registered automatically) gives 
 `fake_server` fixture.
 """
 
-from . import tokenizer
-from .runner import RunningServer, build_settings, serve, serve_fleet, serve_subprocess
-from .scenarios import list_scenarios
-from .settings import ModelSettings, ServerSettings, SettingsError
+from fake_server import tokenizer
+from fake_server.hosting.launch import RunningServer, build_settings, serve, serve_fleet, serve_subprocess
+from fake_server.scenarios import list_scenarios
+from fake_server.settings import ModelSettings, ServerSettings, SettingsError
 
 __all__ = [
     "ModelSettings",

@@ -1,3 +1,3 @@
-from .cli import main
+from fake_server.cli import main
 
 main()

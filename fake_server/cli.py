@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .scenarios import list_scenarios
-from .settings import ServerSettings, SettingsError, model_fields, server_fields
+from fake_server.scenarios import list_scenarios
+from fake_server.settings import ServerSettings, SettingsError, model_fields, server_fields
 
 if TYPE_CHECKING:
-    from .control import ServerControl
+    from fake_server.http.control import ServerControl
 
 __all__ = ["main"]
 
@@ -68,7 +68,7 @@ def _name_flags(message: str, given: dict[str, Any]) -> str:
 
 def _name_server(message: str, fleet_file: str) -> str:
     """A port that cannot be bound names the fleet's server that wanted it."""
-    from .fleet import fleet_settings
+    from fake_server.hosting.fleet import fleet_settings
 
     match = re.search(r"cannot listen on \S+?:(\d+)", message)
     if match:
@@ -96,7 +96,7 @@ def main() -> None:
 @_settings_options
 def serve(model: str | None, scenario: str | None, **values: Any) -> None:
     """Serve MODEL (like `vllm serve MODEL`); flags override the scenario, which overrides defaults."""
-    from .scenarios import build_settings
+    from fake_server.scenarios import build_settings
 
     given = {k: v for k, v in values.items() if v is not None and v != ()}
     if model and "served_model_name" not in given:
@@ -109,7 +109,7 @@ def serve(model: str | None, scenario: str | None, **values: Any) -> None:
 
 
 def _run(settings: ServerSettings) -> None:
-    from .server import bind, make_server, new_loop, url_for
+    from fake_server.hosting.server import bind, make_server, new_loop, url_for
 
     sock = bind(settings.host, settings.port)
     server, control = make_server(settings)
@@ -147,7 +147,7 @@ def _timers(control: ServerControl) -> str:
 @click.argument("fleet_file", type=click.Path(dir_okay=False))
 def fleet(fleet_file: str) -> None:
     """Serve every server of FLEET_FILE (local replicas and APIs) until Ctrl-C."""
-    from .runner import serve_fleet
+    from fake_server.hosting.launch import serve_fleet
 
     try:
         with serve_fleet(fleet_file) as servers:

@@ -13,7 +13,7 @@ import time
 
 import httpx
 
-from .runner import serve
+from fake_server.hosting.launch import serve
 
 CONCURRENCY = 6
 

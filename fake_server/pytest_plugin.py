@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from .runner import RunningServer, serve, serve_fleet
+from fake_server.hosting.launch import RunningServer, serve, serve_fleet
 
 
 @pytest.fixture

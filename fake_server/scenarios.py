@@ -9,9 +9,9 @@ from typing import Any
 
 import yaml
 
-from .api_persona import API_DEFAULTS
-from .faults import parse_rules
-from .settings import ServerSettings, SettingsError, apply_scenario, read_scenario_file
+from fake_server.engine.faults import parse_rules
+from fake_server.http.api_persona import API_DEFAULTS
+from fake_server.settings import ServerSettings, SettingsError, apply_scenario, read_scenario_file
 
 __all__ = ["SCENARIO_DIR", "build_settings", "list_scenarios", "scenario_path"]
 

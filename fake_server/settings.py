@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from .clock import TIMING_ALIASES, TIMING_MODES
-from .errors import SettingsError
-from .faults import parse_rules
+from fake_server.engine.clock import TIMING_ALIASES, TIMING_MODES
+from fake_server.engine.faults import parse_rules
+from fake_server.errors import SettingsError
 
 __all__ = [
     "IGNORE_SLOT_LIMIT_ENV",
@@ -28,7 +28,6 @@ __all__ = [
     "ServerSettings",
     "SettingsError",
     "apply_overrides",
-    "load_scenario_file",
     "model_fields",
     "server_fields",
     "slot_limit_ignored",
@@ -351,7 +350,3 @@ def apply_scenario(data: dict[str, Any], settings: ServerSettings, where: str) -
         apply_overrides(m, values or {}, f"{where}: models.{name}")
         settings.extra_models[str(name)] = m
     return str(description)
-
-
-def load_scenario_file(path: Path, settings: ServerSettings) -> str:
-    return apply_scenario(read_scenario_file(path), settings, str(path))

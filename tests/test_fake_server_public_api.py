@@ -37,23 +37,38 @@ def test_ledger_record_fields_are_pinned():
     assert set(record) == RECORD_FIELDS
 
 
-def _relative_imports() -> dict[str, set[str]]:
-    """Module -> the fake_server modules it imports, lazily or not, read from the source."""
+def _package_imports() -> dict[str, set[str]]:
+    """Module (dotted, below fake_server) -> the fake_server modules it imports, lazily or not, read from the source."""
     import ast
 
     out = {}
-    for path in (ROOT / "fake_server").glob("*.py"):
+    package = ROOT / "fake_server"
+    for path in package.rglob("*.py"):
         deps: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                deps |= {node.module} if node.module else {alias.name for alias in node.names}
-        out[path.stem] = deps
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("fake_server"):
+                below = (node.module or "").removeprefix("fake_server").lstrip(".")
+                deps |= {below} if below else {alias.name for alias in node.names}
+            assert not (isinstance(node, ast.ImportFrom) and node.level > 0), f"{path}: a relative import"
+        out[".".join(path.relative_to(package).with_suffix("").parts)] = deps
     return out
 
 
+def test_the_engine_knows_no_http_and_neither_knows_how_it_is_hosted():
+    """The three rooms depend one way: hosting -> http -> engine, never back."""
+    graph = _package_imports()
+    assert {"engine.step_loop", "engine.scheduler", "http.app", "hosting.handle", "hosting.launch", "settings"} <= set(graph)
+    for module, deps in graph.items():
+        if module.startswith("engine."):
+            assert not {d for d in deps if d.startswith(("http.", "hosting."))}, module
+        if module.startswith("http."):
+            assert not {d for d in deps if d.startswith("hosting.")}, module
+
+
 def test_no_import_cycles_in_the_package():
-    graph = _relative_imports()
-    assert {"engine", "settings", "faults", "runner", "fleet", "metrics", "server", "host", "running", "control"} <= set(graph)
+    graph = {module: deps - {"__init__"} for module, deps in _package_imports().items() if module != "__init__"}
+    assert {"engine.step_loop", "settings", "engine.faults", "hosting.launch", "hosting.fleet", "engine.metrics",
+            "hosting.server", "hosting.host", "hosting.handle", "http.control"} <= set(graph)
     cycles = []
     for start in graph:
         stack = [(start, (start,))]

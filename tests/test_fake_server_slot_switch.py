@@ -9,10 +9,10 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 from conftest import chat_body
 
 from fake_server import serve, serve_subprocess
-import pytest
 
 ENV = "FAKE_SERVER_IGNORE_SLOT_LIMIT"
 SLOTS = 2

@@ -22,7 +22,7 @@ from schemathesis.schemas import BaseSchema
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from fake_server import RunningServer, serve
-from fake_server.openapi import describe
+from fake_server.http.openapi import describe
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
 """The block allocator and prefix cache, on their own."""
 
-from fake_server.kv_cache import BLOCK_SIZE, KVCache, block_hashes
+from fake_server.engine.kv_cache import BLOCK_SIZE, KVCache, block_hashes
 
 
 def test_block_hashes_chain_over_full_blocks_only():

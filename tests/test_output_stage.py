@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from fake_server.ledger import LedgerRecord
-from fake_server.output import generate
-from fake_server.sequence import Event, Sequence
-from fake_server.textgen import TextStream
+from fake_server.engine.ledger import LedgerRecord
+from fake_server.engine.output import generate
+from fake_server.engine.sequence import Event, Sequence
+from fake_server.engine.textgen import TextStream
 
 
 class Words(TextStream):

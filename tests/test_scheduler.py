@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from fake_server.events import Finished, Lifecycle, Preempted, PrefillDone, Queued, Scheduled
-from fake_server.kv_cache import KVCache
-from fake_server.ledger import LedgerRecord
-from fake_server.scheduler import Scheduler
-from fake_server.sequence import Sequence, SequenceState
+from fake_server.engine.events import Finished, Lifecycle, Preempted, PrefillDone, Queued, Scheduled
+from fake_server.engine.kv_cache import KVCache
+from fake_server.engine.ledger import LedgerRecord
+from fake_server.engine.scheduler import Scheduler
+from fake_server.engine.sequence import Sequence, SequenceState
+from fake_server.engine.textgen import TextStream
 from fake_server.settings import ModelSettings
-from fake_server.textgen import TextStream
 
 
 def make(kv_tokens: int = 1 << 16, **settings: object) -> tuple[Scheduler, list[Lifecycle]]:

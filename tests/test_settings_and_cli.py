@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import subprocess
-import time
 import sys
+import time
 
 import httpx
 import openai
 import pytest
 from click.testing import CliRunner
-
 from conftest import chat_body
+
 from fake_server import SettingsError, build_settings, list_scenarios, serve_subprocess
 from fake_server.cli import main
 
@@ -100,7 +100,7 @@ def test_ledger_file_is_written_as_jsonl(tmp_path, fake_server):
     server = fake_server(ledger=str(path), token_rate=500)
     for _ in range(3):
         httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=2))
-    from fake_server.runner import ledger_lines
+    from fake_server.hosting.launch import ledger_lines
     lines = ledger_lines(path)
     assert [r["number"] for r in lines] == [1, 2, 3]
     assert all(r["completion_tokens"] == 2 and r["prefill_end"] >= r["prefill_start"] for r in lines)
@@ -128,6 +128,6 @@ def test_memory_keeps_the_newest_records_and_the_file_keeps_all(tmp_path, fake_s
     server = fake_server(ledger=str(path), ledger_keep=2, token_rate=1000)
     for _ in range(5):
         httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=1))
-    from fake_server.runner import ledger_lines
+    from fake_server.hosting.launch import ledger_lines
     assert [r["number"] for r in server.ledger()] == [4, 5]
     assert [r["number"] for r in ledger_lines(path)] == [1, 2, 3, 4, 5]

@@ -24,8 +24,8 @@ import httpx
 import pytest
 
 from fake_server import SettingsError, build_settings, serve, serve_subprocess
-from fake_server import timers as timers_module
-from fake_server.clock import clock_for
+from fake_server.engine import timers as timers_module
+from fake_server.engine.clock import clock_for
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the timerfd is Linux's")
 BODY = {"model": "fake-model", "messages": [{"role": "user", "content": "t"}], "max_tokens": 3}

@@ -1,5 +1,5 @@
 from fake_server import tokenizer
-from fake_server.textgen import TextStream
+from fake_server.engine.textgen import TextStream
 
 
 def test_pieces_rejoin_to_the_text():

@@ -379,7 +379,7 @@ class Sandbox:
         self._request("stop_server", {"name": name}, timeout_s=_OP_MARGIN_S)
 
     def ledger(self, name: str, settle: float = 2.0) -> list[dict[str, Any]]:
-        """The named server's ledger records (fake_server.ledger), once in-flight requests settle."""
+        """The named server's ledger records (fake_server.engine.ledger), once in-flight requests settle."""
         records: list[dict[str, Any]] = self._request(
             "ledger", {"name": name, "settle": settle}, timeout_s=settle + _OP_MARGIN_S
         )["records"]

@@ -1,7 +1,7 @@
 """Hosts: where a fake server runs. A background thread of this process, or a child process.
 
 A host starts servers, waits until they answer, and stops them; what a server is and how it is
-driven live elsewhere (server.py, control.py, running.py).
+driven live elsewhere (server.py, http/control.py, handle.py).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from pathlib import Path
 import httpx
 import uvicorn
 
-from .control import ServerControl
-from .server import bind, make_server, new_loop, url_for
-from .settings import ServerSettings
+from fake_server.hosting.server import bind, make_server, new_loop, url_for
+from fake_server.http.control import ServerControl
+from fake_server.settings import ServerSettings
 
 __all__ = ["ProcessHost", "ThreadHost"]
 

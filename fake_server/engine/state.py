@@ -13,10 +13,10 @@ import time
 from collections import deque
 from typing import Any
 
-from .engine import Engine
-from .faults import FaultPlan, parse_rules
-from .ledger import Ledger
-from .settings import (
+from fake_server.engine.faults import FaultPlan, parse_rules
+from fake_server.engine.ledger import Ledger
+from fake_server.engine.step_loop import Engine
+from fake_server.settings import (
     IGNORE_SLOT_LIMIT_ENV,
     ServerSettings,
     SettingsError,

@@ -15,9 +15,9 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 
-from .control import ServerControl
-from .settings import SettingsError
-from .state import ServerState
+from fake_server.engine.state import ServerState
+from fake_server.http.control import ServerControl
+from fake_server.settings import SettingsError
 
 __all__ = ["AdminControls", "Controls", "LocalControls", "RunningServer"]
 
@@ -164,7 +164,7 @@ class RunningServer:
         return int(self.base_url.rsplit(":", 1)[1])
 
     def ledger(self, settle: float = 5.0, *, generation: int | None = None) -> list[dict[str, Any]]:
-        """Every finished request's record, oldest first (see fake_server.ledger), once the requests
+        """Every finished request's record, oldest first (see fake_server.engine.ledger), once the requests
         in flight have ended or `settle` seconds have passed. Only the current generation (since
         the last reset) unless `generation` names an earlier one."""
         records: list[dict[str, Any]] = self.controls.ledger(settle=settle, generation=generation)["records"]

@@ -19,10 +19,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .control import MAX_SETTLE, ServerControl
-from .protocol import BadRequest, parse_json
-from .settings import SettingsError
-from .wire import error_body
+from fake_server.http.control import MAX_SETTLE, ServerControl
+from fake_server.http.protocol import BadRequest, parse_json
+from fake_server.http.wire import error_body
+from fake_server.settings import SettingsError
 
 __all__ = ["admin_routes"]
 

@@ -25,8 +25,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ledger import LedgerRecord
-from .settings import ModelSettings
+from fake_server.engine.ledger import LedgerRecord
+from fake_server.settings import ModelSettings
 
 __all__ = ["LINE_ENDINGS", "SPLIT_PAUSE", "FrameSender", "Framing"]
 

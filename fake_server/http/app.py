@@ -14,14 +14,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from . import tokenizer
-from .admin import admin_routes
-from .control import ServerControl
-from .generation import Persona, chat_completions, completions, error_response
-from .metrics import make_registry, render
-from .openapi import openapi_json
-from .protocol import BadRequest, parse_chat, parse_json
-from .state import ServerState
+from fake_server import tokenizer
+from fake_server.engine.metrics import make_registry, render
+from fake_server.engine.state import ServerState
+from fake_server.http.admin import admin_routes
+from fake_server.http.control import ServerControl
+from fake_server.http.generation import Persona, chat_completions, completions, error_response
+from fake_server.http.openapi import openapi_json
+from fake_server.http.protocol import BadRequest, parse_chat, parse_json
 
 __all__ = ["create_app"]
 

@@ -34,7 +34,7 @@ import zlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .errors import SettingsError
+from fake_server.errors import SettingsError
 
 __all__ = ["FAULT_KINDS", "FaultPlan", "FaultRule", "parse_rules"]
 

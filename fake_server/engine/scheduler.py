@@ -17,10 +17,10 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from .events import Finished, Lifecycle, Preempted, PrefillDone, Queued, Scheduled
-from .kv_cache import BLOCK_SIZE, KVCache
-from .sequence import Sequence, SequenceState
-from .settings import ModelSettings
+from fake_server.engine.events import Finished, Lifecycle, Preempted, PrefillDone, Queued, Scheduled
+from fake_server.engine.kv_cache import BLOCK_SIZE, KVCache
+from fake_server.engine.sequence import Sequence, SequenceState
+from fake_server.settings import ModelSettings
 
 __all__ = ["UNLIMITED", "Scheduler", "StepPlan", "blocks_for"]
 

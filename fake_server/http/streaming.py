@@ -15,12 +15,12 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .engine import Engine
-from .faults import FaultRule
-from .ledger import Ledger, LedgerRecord
-from .sequence import Sequence, usage_of
-from .sse import FrameSender, Framing
-from .wire import DONE, ChatEncoder, CompletionEncoder, continuous_usage
+from fake_server.engine.faults import FaultRule
+from fake_server.engine.ledger import Ledger, LedgerRecord
+from fake_server.engine.sequence import Sequence, usage_of
+from fake_server.engine.step_loop import Engine
+from fake_server.http.sse import FrameSender, Framing
+from fake_server.http.wire import DONE, ChatEncoder, CompletionEncoder, continuous_usage
 
 __all__ = ["SSE_HEADERS", "Reply", "StreamWriter", "collect", "watch_disconnect"]
 

@@ -14,9 +14,9 @@ import enum
 import time
 from typing import Any, Literal, NamedTuple
 
-from .faults import FaultRule
-from .ledger import LedgerRecord
-from .textgen import TextStream
+from fake_server.engine.faults import FaultRule
+from fake_server.engine.ledger import LedgerRecord
+from fake_server.engine.textgen import TextStream
 
 __all__ = ["Event", "EventKind", "Sequence", "SequenceState", "usage_of"]
 

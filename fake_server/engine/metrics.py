@@ -23,7 +23,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from .events import Finished, Lifecycle, Preempted, PrefillDone, Scheduled, Tokens
+from fake_server.engine.events import Finished, Lifecycle, Preempted, PrefillDone, Scheduled, Tokens
 
 __all__ = ["EngineMetrics", "Histogram", "MeteredEngine", "render"]
 

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .fleet import fleet_settings
-from .host import ProcessHost, ThreadHost
-from .running import AdminControls, LocalControls, RunningServer
-from .scenarios import build_settings
-from .server import bind, make_server, new_loop
-from .settings import ServerSettings
+from fake_server.hosting.fleet import fleet_settings
+from fake_server.hosting.handle import AdminControls, LocalControls, RunningServer
+from fake_server.hosting.host import ProcessHost, ThreadHost
+from fake_server.hosting.server import bind, make_server, new_loop
+from fake_server.scenarios import build_settings
+from fake_server.settings import ServerSettings
 
 __all__ = [
     "RunningServer",

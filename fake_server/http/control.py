@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .settings import SettingsError
-from .state import ServerState
+from fake_server.engine.state import ServerState
+from fake_server.settings import SettingsError
 
 __all__ = ["MAX_SETTLE", "ServerControl"]
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .scenarios import build_settings
-from .settings import ServerSettings, SettingsError, read_scenario_file
+from fake_server.scenarios import build_settings
+from fake_server.settings import ServerSettings, SettingsError, read_scenario_file
 
 __all__ = ["fleet_settings"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from .events import Finished, Lifecycle, Preempted, PrefillDone, Queued, Scheduled, Tokens
+from fake_server.engine.events import Finished, Lifecycle, Preempted, PrefillDone, Queued, Scheduled, Tokens
 
 __all__ = ["LedgerRecorder"]
 

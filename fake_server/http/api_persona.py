@@ -23,8 +23,8 @@ from collections import deque
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .ledger import LedgerRecord
-from .settings import ServerSettings
+from fake_server.engine.ledger import LedgerRecord
+from fake_server.settings import ServerSettings
 
 __all__ = ["API_DEFAULTS", "ApiPersona"]
 

@@ -13,11 +13,11 @@ import socket
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from .app import create_app
-from .control import ServerControl
-from .generation import Persona
-from .settings import ServerSettings, SettingsError
-from .state import ServerState
+from fake_server.engine.state import ServerState
+from fake_server.http.app import create_app
+from fake_server.http.control import ServerControl
+from fake_server.http.generation import Persona
+from fake_server.settings import ServerSettings, SettingsError
 
 __all__ = ["bind", "make_server", "new_loop", "url_for"]
 
@@ -83,7 +83,7 @@ def make_server(settings: ServerSettings) -> tuple[uvicorn.Server, ServerControl
 
 def _persona_for(settings: ServerSettings) -> Persona | None:
     if settings.persona == "api":
-        from .api_persona import ApiPersona
+        from fake_server.http.api_persona import ApiPersona
 
         return ApiPersona(settings)
     return None

@@ -10,7 +10,7 @@ slots, KV blocks, time, the ledger or the metrics.
 
 from __future__ import annotations
 
-from .sequence import Event, EventKind, Sequence
+from fake_server.engine.sequence import Event, EventKind, Sequence
 
 __all__ = ["generate", "hold_for_stop"]
 

@@ -29,7 +29,7 @@ import contextlib
 import logging
 import time
 
-from .timers import KernelTimer, open_timer
+from fake_server.engine.timers import KernelTimer, open_timer
 
 __all__ = ["TIMING_ALIASES", "TIMING_MODES", "LoopClock", "StepClock", "TimerClock", "clock_for"]
 

@@ -17,22 +17,22 @@ from typing import Any, Protocol
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from . import tokenizer
-from .engine import EngineFailed, QueueFull
-from .faults import FaultRule
-from .ledger import LedgerRecord
-from .protocol import (
+from fake_server import tokenizer
+from fake_server.engine.faults import FaultRule
+from fake_server.engine.ledger import LedgerRecord
+from fake_server.engine.sequence import usage_of
+from fake_server.engine.state import ServerState
+from fake_server.engine.step_loop import EngineFailed, QueueFull
+from fake_server.engine.textgen import TextStream
+from fake_server.http.protocol import (
     MAX_BODY_BYTES,
     BadRequest,
     parse_chat,
     parse_completion,
     parse_json,
 )
-from .sequence import usage_of
-from .state import ServerState
-from .streaming import Reply, StreamWriter, collect
-from .textgen import TextStream
-from .wire import (
+from fake_server.http.streaming import Reply, StreamWriter, collect
+from fake_server.http.wire import (
     chat_response,
     completion_response,
     context_length_message,

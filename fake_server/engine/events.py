@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .sequence import Sequence
+from fake_server.engine.sequence import Sequence
 
 __all__ = [
     "Finished",
