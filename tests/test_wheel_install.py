@@ -33,6 +33,8 @@ def _build_wheel(dest: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for name in ("fake_server", "grader", "schemas", "chart"):
         shutil.copytree(ROOT / name, src / name, ignore=ignore)
+    (src / "starter").mkdir()
+    shutil.copy2(ROOT / "starter" / "api_client.py", src / "starter" / "api_client.py")
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                            "--no-index", "--wheel-dir", str(dest / "dist"), str(src)],
                           capture_output=True, text=True, timeout=300, check=False)
@@ -76,7 +78,7 @@ def test_the_wheel_carries_schemas_chart_scenarios_and_rubric(installed):
     for needed in ("grader/_kit/schemas/contract/submission.schema.json", "grader/_kit/chart/Chart.yaml",
                    "grader/_kit/chart/templates/deployment.yaml", "grader/_kit/schemas/grader/rubric.schema.json",
                    "fake_server/scenarios/baseline.yaml", "grader/rubric.yaml",
-                   "grader/runs/injected/sitecustomize.py"):
+                   "grader/runs/injected/sitecustomize.py", "grader/_kit/starter/api_client.py"):
         assert needed in names
     assert not any(n.startswith(("submissions/", "tests/", "starter/")) for n in names)
     metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
@@ -125,14 +127,19 @@ def test_grader_contract_and_manifests_work_from_an_unrelated_folder(installed):
 
     chart = _run(installed, "python", "-c", "from grader.shared.kit_files import chart_dir; print(chart_dir())").stdout.strip()
     assert Path(chart).is_relative_to(installed["purelib"])
-    done = _run(installed, "grader", "manifests", chart, "--values", "starter/manifests/values.yaml", timeout=300)
-    assert done.returncode == 1, done.stdout + done.stderr  # the skeleton fails the checklist on purpose
+    shutil.copy2(ROOT / "submissions" / "reference" / "manifests" / "values.yaml", installed["cwd"] / "complete.yaml")
+    done = _run(installed, "grader", "manifests", chart, "--values", "complete.yaml", timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS  schema-valid" in done.stdout and "no schema for" not in done.stdout
-    assert "FAIL  pdb-selects-pods" in done.stdout and "Traceback" not in done.stderr
+
+    done = _run(installed, "grader", "manifests", chart, "--values", "starter/manifests/values.yaml", timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr  # the skeleton's placeholders fail on purpose
+    assert "FAIL  render" in done.stdout and "at starter/manifests/values.yaml:" in done.stdout
+    assert "Traceback" not in done.stderr
 
     shutil.copytree(chart, installed["cwd"] / "chart", dirs_exist_ok=True)
-    done = _run(installed, "grader", "manifests", "chart", "--values", "starter/manifests/values.yaml", timeout=300)
-    assert "at chart/templates/deployment.yaml:" in done.stdout
+    done = _run(installed, "grader", "manifests", "chart", "--values", "complete.yaml", timeout=300)
+    assert done.returncode == 0 and "grader manifests: chart rendered with complete.yaml" in done.stdout
 
 
 def test_demo_runs_on_the_base_dependencies(installed):

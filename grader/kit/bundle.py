@@ -151,6 +151,9 @@ def _stage_sources(root: Path, stage: Path) -> None:
         shutil.copy2(root / name, stage / name)
     for name in ("fake_server", "schemas", "chart"):
         shutil.copytree(root / name, stage / name, ignore=_IGNORE)
+    # The wheel carries the stub client (setup.py copies it into grader/_kit/starter).
+    (stage / "starter").mkdir()
+    shutil.copy2(root / "starter" / "api_client.py", stage / "starter" / "api_client.py")
     shutil.copytree(
         root / "grader",
         stage / "grader",
