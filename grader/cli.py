@@ -280,7 +280,11 @@ def _wait_for_interrupt() -> None:
 
 
 @main.command()
-@click.option("--full", is_flag=True, help="Grade every chaff on every criterion, not its targets and a sample.")
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Grade every chaff on every criterion and with the hidden variants, not its targets and a sample.",
+)
 @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True, help="Submissions graded at once.")
 @click.option("--only", "names", multiple=True, metavar="NAME", help="Only the reference or this chaff (repeatable).")
 @click.option(

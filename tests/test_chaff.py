@@ -125,6 +125,7 @@ def test_an_edit_that_does_not_apply_exactly_once_is_named_and_leaves_nothing(tm
     ("base: base\ndefect: d\nedits: []\ncolour: red\n", "unknown key(s) colour; missing key(s) targets"),
     ("base: ../x\ndefect: d\ntargets: [a.b]\nedits: [{file: a.py, find: x, replace: y}]", "base: must name a folder"),
     ("base: base\ndefect: [unclosed\n", "line 3: not valid YAML"),
+    (GOOD_HEAD + 'unseen: "yes"\nedits: [{file: a.py, find: "x", replace: ""}]', "unseen: must be true or false"),
 ])
 def test_a_malformed_chaff_yaml_is_named_by_field(tmp_path, text, message):
     folder = _chaff(tmp_path, text)

@@ -16,6 +16,10 @@ Edits are find-and-replace rather than diffs so that a chaff states its defect i
 the code, and so that a change to the base that moves the text breaks the chaff loudly (the find
 no longer occurs) instead of applying it somewhere else.
 
+A chaff fitted to the public scenarios' constants (a timeout of 0.5 s whatever the config says)
+loses its targets only on the hidden variants (grading/variants.py); it says `unseen: true`, and the
+selftest grades it with the variants, which every other chaff is graded without.
+
 One chaff is the candidate's untouched starter: `base: starter`, `edits: []`, `targets: all`. It
 must score nothing on any criterion: a rule that holds for want of anything to judge earns nothing.
 """
@@ -34,6 +38,7 @@ __all__ = ["Chaff", "ChaffError", "Edit", "list_chaff", "materialize", "read_cha
 
 _CRITERION = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$")
 _KEYS = {"base", "defect", "targets", "edits"}
+_OPTIONAL = {"unseen"}
 _EDIT_KEYS = {"file", "find", "replace"}
 _NOT_COPIED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache")
 
@@ -57,6 +62,7 @@ class Chaff:
     path: Path  # the chaff's folder (holding chaff.yaml)
     base: str
     edits: tuple[Edit, ...]
+    unseen: bool = False  # it loses its targets only on the hidden variants
 
     @property
     def scores_nothing(self) -> bool:
@@ -80,7 +86,7 @@ def read_chaff(chaff_dir: Path) -> Chaff:
         raise ChaffError(str(exc)) from None
     if not isinstance(data, dict):
         raise ChaffError(f"{source}: must be a mapping with {', '.join(sorted(_KEYS))}")
-    unknown, missing = sorted(set(map(str, data)) - _KEYS), sorted(_KEYS - set(data))
+    unknown, missing = sorted(set(map(str, data)) - _KEYS - _OPTIONAL), sorted(_KEYS - set(data))
     if unknown or missing:
         raise ChaffError(
             f"{source}: "
@@ -101,6 +107,9 @@ def read_chaff(chaff_dir: Path) -> Chaff:
     for i, target in enumerate(targets):
         if not isinstance(target, str) or not _CRITERION.match(target):
             raise ChaffError(f"{source}: targets[{i}]: {target!r} is not a criterion id such as loadgen.ttft")
+    unseen = data.get("unseen", False)
+    if not isinstance(unseen, bool):
+        raise ChaffError(f"{source}: unseen: must be true or false (got {unseen!r})")
     edits = data["edits"]
     if not isinstance(edits, list) or (not edits and base != "starter"):
         raise ChaffError(
@@ -114,6 +123,7 @@ def read_chaff(chaff_dir: Path) -> Chaff:
         path=chaff_dir,
         base=base,
         edits=tuple(_edit(raw, f"{source}: edits[{i}]") for i, raw in enumerate(edits)),
+        unseen=unseen,
     )
 
 

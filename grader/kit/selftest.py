@@ -4,8 +4,11 @@ The reference ("wheat") must score full marks. Each chaff is the reference with 
 and names the criteria it must lose: it must lose each of them (score below the weight) and
 nothing else. By default a chaff is graded on its targets, on every criterion that comes free
 with the scenario runs its targets need, and on a seeded sample of two more; `--full` grades
-every chaff on every criterion. A chaff graded wrong is graded once more: wrong twice is wrong,
-right the second time is reported as unstable with what the first grading said.
+every chaff on every criterion. The hidden variants (grading/variants.py) run for the reference,
+for a chaff that loses its targets only on them (`unseen: true`) and with `--full`: a variant run
+costs as much as the public one, and a chaff that breaks a public rule breaks it on the public run.
+A chaff graded wrong is graded once more: wrong twice is wrong, right the second time is reported
+as unstable with what the first grading said.
 """
 
 from __future__ import annotations
@@ -138,7 +141,7 @@ def selftest(
 
     with tempfile.TemporaryDirectory(prefix="grader-selftest-") as tmp:
 
-        def one(name: str, folder: Path | None, targets: list[str] | None) -> None:
+        def one(name: str, folder: Path | None, targets: list[str] | None, variants: bool) -> None:
             try:
                 if folder is None:
                     folder = materialize(next(c.path for c in chaff if c.name == name), Path(tmp) / "chaff" / name)
@@ -149,13 +152,24 @@ def selftest(
                 only = () if whole else _criteria_for(rubric, targets or [], name, full)
                 # The reference has every timed section: two at once; a chaff usually has one.
                 outs = keep if keep is not None else Path(tmp) / "out"
-                result = grade(GradeRun(folder, outs / name, only=only, seed=seed, echo=quiet, jobs=2 if whole else 1))
+                run = GradeRun(
+                    folder,
+                    outs / name,
+                    only=only,
+                    seed=seed,
+                    echo=quiet,
+                    jobs=2 if whole else 1,
+                    with_variants=variants,
+                )
+                result = grade(run)
                 finding = _judge(name, result, targets)
                 if not finding.ok:
                     # Graded wrong once: grade it again. Wrong twice is wrong; right the second time
                     # is listed as unstable, with what the first grading said, for a person to follow up.
                     again = _judge(
-                        name, grade(GradeRun(folder, outs / name, only=only, seed=seed, echo=quiet)), targets
+                        name,
+                        grade(GradeRun(folder, outs / name, only=only, seed=seed, echo=quiet, with_variants=variants)),
+                        targets,
                     )
                     if again.ok:
                         again.unstable = [f"first grading: {line}" for line in finding.lines]
@@ -168,12 +182,12 @@ def selftest(
                 for line in finding.lines:
                     echo(f"       {line}")
 
-        jobs_list: list[tuple[str, Path | None, list[str] | None]] = []
+        jobs_list: list[tuple[str, Path | None, list[str] | None, bool]] = []
         if not names or "reference" in names:
-            jobs_list.append(("reference", root / "reference", []))
-        jobs_list += [(c.name, None, None if c.scores_nothing else list(c.targets)) for c in chaff]
+            jobs_list.append(("reference", root / "reference", [], True))
+        jobs_list += [(c.name, None, None if c.scores_nothing else list(c.targets), full or c.unseen) for c in chaff]
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             for future in [pool.submit(one, *job) for job in jobs_list]:
                 future.result()
-    order = {name: i for i, (name, _, _) in enumerate(jobs_list)}
+    order = {name: i for i, (name, *_) in enumerate(jobs_list)}
     return sorted(findings, key=lambda f: order[f.name])
