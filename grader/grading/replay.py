@@ -6,7 +6,8 @@ command: the grade's own engine runs only the scenarios or gateway cases the cri
 function. Then, per request that made it fail, what the candidate recorded or the client got, what
 the ledgers show, and a short timeline; and the commands that reproduce the run by hand (the fake
 servers from settings files written beside the replay, the candidate's own command with its
-flags). `--serve` starts those servers and keeps them up for a person with a debugger.
+flags; grading/by_hand.py). `--serve` starts those servers and keeps them up for a person with a
+debugger.
 
 Given a report folder, it replays every criterion that report failed, with the grade's seed.
 """
@@ -17,22 +18,34 @@ import json
 import shlex
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from grader.grading.by_hand import (
+    gateway_by_hand,
+    loadgen_by_hand,
+    other_by_hand,
+    serve_gateway,
+    serve_loadgen,
+)
 from grader.grading.outcome import CriterionResult
 from grader.grading.records import RecordBook
 from grader.grading.rubric import Criterion, Rubric, load_rubric
 from grader.grading.sections import SECTIONS
-from grader.runs.gateway import GatewayRun, gateway_config
-from grader.runs.gateway_cases import Case, GatewayPlan, body_for
-from grader.runs.loadgen import MODEL, LoadgenRun
+from grader.runs.gateway import GatewayRun
+from grader.runs.loadgen import LoadgenRun
 
-__all__ = ["ReplayError", "Replayed", "failed_in_report", "failing_in", "replay", "serve_scenario"]
+__all__ = [
+    "ReplayError",
+    "Replayed",
+    "failed_in_report",
+    "failing_in",
+    "replay",
+    "serve_scenario",
+]
 
-#: Ports for reproducing by hand: the load generator's server, then the gateway's local and API servers.
-PORTS = {"loadgen": 8000, "local": 8001, "api": 8002}
 MAX_ROWS = 12
 
 
@@ -75,7 +88,10 @@ def failed_in_report(report_dir: Path) -> tuple[Path, int, list[str]]:
     """A grade's submission, seed and the criteria it failed (or could not decide), from its report folder."""
     from grader.reports import FILE_NAMES
 
-    index_path, report_path = report_dir / "runs" / "index.json", report_dir / FILE_NAMES["json"]
+    index_path, report_path = (
+        report_dir / "runs" / "index.json",
+        report_dir / FILE_NAMES["json"],
+    )
     try:
         index = json.loads(index_path.read_text(encoding="utf-8"))
         report = json.loads(report_path.read_text(encoding="utf-8"))
@@ -119,7 +135,11 @@ def _side_by_side(
     ]
     unseen = result.unseen.output if result.unseen else ""
     if criterion.deliverable == "loadgen":
-        return _loadgen_side_by_side([section.load(r) for _, r in records], result.output + "\n" + unseen, criterion)
+        return _loadgen_side_by_side(
+            [section.load(r) for _, r in records],
+            result.output + "\n" + unseen,
+            criterion,
+        )
     if criterion.deliverable != "gateway":
         return [], []
     lines: list[str] = []
@@ -128,10 +148,16 @@ def _side_by_side(
         run = section.load(record)
         variant = key.partition(".v")[2]
         if variant:
-            failed, output = result.unseen is not None and result.unseen.status == "failed", unseen
+            failed, output = (
+                result.unseen is not None and result.unseen.status == "failed",
+                unseen,
+            )
         else:
             verdict = judge(criterion, section, [run], rubric)
-            failed, output = verdict is not None and not verdict.passed, verdict.output if verdict else ""
+            failed, output = (
+                verdict is not None and not verdict.passed,
+                verdict.output if verdict else "",
+            )
         if failed:
             found = _gateway_side_by_side(run, output, label=f" (variant {variant})" if variant else "")
             lines += found[0]
@@ -155,10 +181,24 @@ def replay(
     criterion = _criterion(loaded, criterion_id)
     cases = _narrowed(criterion, loaded, case)
     started = time.perf_counter()
-    run = GradeRun(submission, out, only=(criterion.id,), seed=seed, rubric=rubric, echo=lambda _: None, cases=cases)
+    run = GradeRun(
+        submission,
+        out,
+        only=(criterion.id,),
+        seed=seed,
+        rubric=rubric,
+        echo=lambda _: None,
+        cases=cases,
+    )
     result = grade(run)
     (judged,) = [c for c in result.criteria if c.id == criterion.id]
-    done = Replayed(criterion, judged.status, judged.score, judged.output, seconds=time.perf_counter() - started)
+    done = Replayed(
+        criterion,
+        judged.status,
+        judged.score,
+        judged.output,
+        seconds=time.perf_counter() - started,
+    )
     book = RecordBook.read(out / "runs") if (out / "runs" / "index.json").is_file() else RecordBook(None)
     section = SECTIONS[criterion.deliverable]
     records = {key: r for key, r in sorted(book.records.items()) if r["section"] == criterion.deliverable}
@@ -167,16 +207,16 @@ def replay(
         book, loaded, replace(criterion, cases=cases) if cases else criterion, judged
     )
     if criterion.deliverable == "loadgen":
-        done.by_hand = _loadgen_by_hand([section.load(r) for r in records.values()], submission, folder)
+        done.by_hand = loadgen_by_hand([section.load(r) for r in records.values()], submission, folder)
     elif criterion.deliverable == "gateway" and records:
         # the run of the first failing case: the public one, or a hidden variant's (named "case (variant N)")
         first = done.failing[0] if done.failing else ""
         name, _, variant = first.partition(" (variant ")
         key = f"gateway.v{variant.rstrip(')')}" if variant else "gateway"
         run = section.load(records.get(key) or next(iter(records.values())))
-        done.by_hand = _gateway_by_hand(run, submission, folder, [name] if name in run.cases else [])
+        done.by_hand = gateway_by_hand(run, submission, folder, [name] if name in run.cases else [])
     else:
-        done.by_hand = [f"cd {shlex.quote(str(submission))}"] + _other_by_hand(criterion, list(records.values()))
+        done.by_hand = [f"cd {shlex.quote(str(submission))}"] + other_by_hand(criterion, list(records.values()))
     return done
 
 
@@ -240,7 +280,11 @@ def _loadgen_side_by_side(runs: list[LoadgenRun], output: str, criterion: Criter
 
 
 def _request_wrong(
-    rep: dict[str, Any], tru: Any, yours_first: float | None, criterion: Criterion, output: str
+    rep: dict[str, Any],
+    tru: Any,
+    yours_first: float | None,
+    criterion: Criterion,
+    output: str,
 ) -> list[str]:
     if tru is None:
         return ["not in the ledger"]
@@ -259,34 +303,6 @@ def _request_wrong(
             out.append(f"first content {off * 1000:+.0f} ms from the ledger's")
     if not out and f"request {rep.get('index')}:" in output:
         out.append("named by the check")
-    return out
-
-
-def _loadgen_by_hand(runs: list[LoadgenRun], submission: Path, folder: Path) -> list[str]:
-    folder.mkdir(parents=True, exist_ok=True)
-    out = []
-    for run in runs:
-        path = folder / f"{run.scenario.name}.yaml"
-        settings = {"description": run.scenario.description, **run.scenario.server, "seed": run.seed}
-        path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")  # JSON is YAML
-        base = f"http://127.0.0.1:{PORTS['loadgen']}"
-        argv = _after_url(run.argv, base + "/v1")
-        out += [
-            f"# {run.scenario.name}: the fake server, then your load generator (from your folder)",
-            f"fake-server serve --scenario {shlex.quote(str(path))} --port {PORTS['loadgen']}",
-            f"cd {shlex.quote(str(submission))} && {shlex.join(argv)}",
-        ]
-    return out
-
-
-def _after_url(argv: list[str], url: str) -> list[str]:
-    """The command line as the grader ran it, with the fake server's URL and results file made local."""
-    out = list(argv)
-    for i, arg in enumerate(out[:-1]):
-        if arg == "--base-url":
-            out[i + 1] = url
-        if arg == "--output":
-            out[i + 1] = "results.json"
     return out
 
 
@@ -333,7 +349,10 @@ def _gateway_side_by_side(run: GatewayRun, output: str, *, label: str = "") -> t
                 _fmt_ms(answer["done_at"] - t0 if isinstance(answer.get("done_at"), int | float) else None),
             ]
         )
-    lines = [f"cases{label} (times in ms from the client's send):", *_table(header, rows)]
+    lines = [
+        f"cases{label} (times in ms from the client's send):",
+        *_table(header, rows),
+    ]
     for name in failing[:MAX_ROWS]:
         lines.append(f"{name}: {run.cases[name].case.what}")
     return lines, [name + label for name in failing]
@@ -342,81 +361,6 @@ def _gateway_side_by_side(run: GatewayRun, output: str, *, label: str = "") -> t
 def _seen(records: list[dict[str, Any]], t0: float) -> str:
     """When each ledger record arrived, in ms after the client's send."""
     return ",".join(_fmt_ms(r["arrival"] - t0) for r in records) or "-"
-
-
-def _server_file(
-    folder: Path,
-    name: str,
-    settings: dict[str, Any],
-    faults: tuple[dict[str, Any], ...],
-    extra: dict[str, Any],
-    seed: int,
-) -> Path:
-    path = folder / f"{name}.yaml"
-    data = {**settings, **extra, "seed": seed}
-    if faults:
-        data["faults"] = list(faults)
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    return path
-
-
-def _gateway_by_hand(run: GatewayRun, submission: Path, folder: Path, failing: list[str]) -> list[str]:
-    folder.mkdir(parents=True, exist_ok=True)
-    plan = run.plan
-    name = next((n for n in failing if run.cases[n].case.kind == "one"), None)
-    case = run.cases[name].case if name else Case("healthy", "no fault")
-    local = _server_file(folder, "gateway-local", plan.local_server, case.local_faults, case.local_settings, run.seed)
-    api = _server_file(folder, "gateway-api", plan.api_server, case.api_faults, case.api_settings, run.seed + 1)
-    config = gateway_config(plan, _urls(PORTS["local"]), _urls(PORTS["api"]))
-    config_path = folder / "gateway-config.yaml"
-    config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    command = _gateway_argv(run.argv, config_path, plan.port)
-    body = body_for(plan, case, case.send, max_tokens=None)
-    return [
-        f"# case {case.name}: {case.what}",
-        f"fake-server serve --scenario {shlex.quote(str(local))} --port {PORTS['local']}",
-        f"fake-server serve --scenario {shlex.quote(str(api))} --port {PORTS['api']}",
-        f"cd {shlex.quote(str(submission))} && {shlex.join(command)}",
-        (
-            f"curl -sN http://127.0.0.1:{plan.port}/v1/chat/completions -H 'content-type: application/json' "
-            f"-d {shlex.quote(json.dumps(body))}"
-        ),
-    ]
-
-
-def _urls(port: int) -> dict[str, str]:
-    return {"url": f"http://127.0.0.1:{port}", "base_url": f"http://127.0.0.1:{port}/v1"}
-
-
-def _gateway_argv(argv: list[str], config: Path, port: int) -> list[str]:
-    out = list(argv)
-    for i, arg in enumerate(out[:-1]):
-        if arg == "--config":
-            out[i + 1] = str(config)
-        if arg == "--port":
-            out[i + 1] = str(port)
-    return out
-
-
-# -- the other deliverables: their commands ---------------------------------------------------------------
-
-
-def _other_by_hand(criterion: Criterion, records: list[dict[str, Any]]) -> list[str]:
-    record = records[0] if records else {}
-    if criterion.deliverable == "sizing":
-        failing = [r for r in record.get("sets", []) if r.get("problem")] or record.get("sets", [])[:1]
-        return [shlex.join(["<your sizing.command>", *_flags(r["flags"])]) for r in failing]
-    if criterion.deliverable == "tests":
-        return ["<your tests.command>  # the grader also runs it with broken variants swapped in (docs/grading.md)"]
-    if criterion.deliverable == "memo":
-        return [f"grader memo {shlex.quote(str(record.get('memo_file', 'memo/MEMO.md')))}"]
-    return ["grader manifests <the kit's chart> --values <your values file>  # or your rendered manifests"]
-
-
-def _flags(flags: dict[str, Any]) -> list[str]:
-    from grader.runs.sizing import argv
-
-    return argv(flags)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -439,41 +383,17 @@ def serve_scenario(
 ) -> None:
     """Start the servers of the criterion's (first) scenario or case on loopback, print how to run against them,
     call `wait` (it returns on Ctrl-C), then stop them."""
-    import contextlib
-
-    import fake_server
-
     loaded = load_rubric(rubric)
     criterion = _criterion(loaded, criterion_id)
     cases = _narrowed(criterion, loaded, case)
     from grader.contract import Submission, load_submission
 
     sub: Submission = load_submission(submission)
-    with contextlib.ExitStack() as stack:
+    with ExitStack() as stack:
         if criterion.deliverable == "loadgen":
             name = criterion.scenarios[0]
             scenario = loaded.scenarios[name]
-            server = stack.enter_context(fake_server.serve(**{**scenario.server, "seed": seed}))
-            flags = scenario.loadgen
-            argv = sub.command("loadgen") + [
-                "--base-url",
-                server.openai_base_url,
-                "--model",
-                MODEL,
-                "--requests",
-                str(flags["requests"]),
-                "--concurrency",
-                str(flags["concurrency"]),
-                "--prompt-tokens",
-                str(flags["prompt_tokens"]),
-                "--max-tokens",
-                str(flags["max_tokens"]),
-                "--output",
-                "results.json",
-            ]
-            echo(f"scenario {name}: {scenario.description}")
-            echo(f"fake server: {server.openai_base_url}")
-            echo(f"run, from {submission}: {shlex.join(argv)}")
+            serve_loadgen(stack, name, scenario, sub, submission, seed, echo)
         elif criterion.deliverable == "gateway":
             plan = loaded.gateway
             names = cases or criterion.cases or tuple(c.name for c in plan.cases)
@@ -483,7 +403,7 @@ def serve_scenario(
                     f"case {chosen.name} needs the grader to drive it ({chosen.kind}); replay it without "
                     "--serve, or pick another with --case"
                 )
-            _serve_gateway(stack, plan, chosen, sub, submission, seed, echo)
+            serve_gateway(stack, plan, chosen, sub, submission, seed, echo)
         else:
             raise ReplayError(
                 f"{criterion.id}: --serve starts fake servers; the {criterion.deliverable} section has "
@@ -498,39 +418,3 @@ def serve_scenario(
         echo("ready: Ctrl-C stops the servers")
         wait()
     echo("stopped")
-
-
-def _serve_gateway(
-    stack: Any, plan: GatewayPlan, case: Case, sub: Any, submission: Path, seed: int, echo: Callable[[str], None]
-) -> None:
-    import fake_server
-
-    local = stack.enter_context(
-        fake_server.serve(
-            **{**plan.local_server, **case.local_settings, "seed": seed, "faults": list(case.local_faults)}
-        )
-    )
-    api = stack.enter_context(
-        fake_server.serve(**{**plan.api_server, **case.api_settings, "seed": seed + 1, "faults": list(case.api_faults)})
-    )
-    config = gateway_config(
-        plan,
-        {"url": local.base_url, "base_url": local.openai_base_url},
-        {"url": api.base_url, "base_url": api.openai_base_url},
-    )
-    import tempfile
-
-    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="grader-serve-")))
-    path = folder / "gateway-config.yaml"
-    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    argv = sub.command("gateway") + ["--config", str(path), "--port", str(plan.port)]
-    body = body_for(plan, case, case.send, max_tokens=None)
-    echo(f"case {case.name}: {case.what}")
-    echo(f"local fake server: {local.openai_base_url}")
-    echo(f"API fake server: {api.openai_base_url}")
-    echo(f"gateway config: {path}")
-    echo(f"run, from {submission}: {shlex.join(argv)}")
-    echo(
-        f"then: curl -sN http://127.0.0.1:{plan.port}/v1/chat/completions -H 'content-type: application/json' "
-        f"-d {shlex.quote(json.dumps(body))}"
-    )
