@@ -5,6 +5,7 @@ byte-identical for the same Grade (also across processes), and human scores fold
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 import subprocess
@@ -27,6 +28,7 @@ from grader.reports import (
     write_reports,
 )
 from grader.reports.plots import MAX_POINTS, plot_svg, thin
+from grader.reports.text import REPLAYS_LISTED
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_SCHEMA = json.loads((ROOT / "schemas" / "grader" / "report.schema.json").read_text())
@@ -175,6 +177,17 @@ def test_score_table_has_a_line_per_criterion_and_the_total() -> None:
     assert table[total + 3:] == [f"  grader replay 'submissions/<candidate-7>' {criterion} --seed 42"
                                  for criterion in ("loadgen.p90-queue", "tests.chaff")]
     assert not score_table(sample_grade(sandboxed=True)).startswith("UNSANDBOXED")
+
+
+def test_a_grade_that_fails_nearly_everything_lists_a_few_replays_and_says_how_to_replay_the_rest() -> None:
+    grade = sample_grade()
+    failed = next(c for c in grade.criteria if c.id == "tests.chaff")
+    grade.criteria = [dataclasses.replace(failed, id=f"tests.c{i}") for i in range(REPLAYS_LISTED + 4)]
+    table = score_table(grade).splitlines()
+    listed = [line for line in table if line.startswith("  grader replay")]
+    assert [line.split()[3] for line in listed] == [f"tests.c{i}" for i in range(REPLAYS_LISTED)]
+    assert table[-1] == ("  ... and 4 more: grader replay 'submissions/<candidate-7>' ID --seed 42, "
+                         "with a failed ID above")
 
 
 def test_human_scores_fold_into_the_totals(tmp_path: Path) -> None:

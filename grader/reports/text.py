@@ -114,6 +114,9 @@ def summary_lines(grade: Grade) -> list[str]:
     return lines
 
 
+REPLAYS_LISTED = 8  # replay commands listed under the terminal table; the reports list every one
+
+
 def replay_command(grade: Grade, c: CriterionResult, *, candidate: bool = False) -> str | None:
     """The command that replays a failed or undecided criterion (None when it passed or was not run). A report
     the candidate may see gets none for a hidden criterion, so nothing there names its scenario."""
@@ -149,5 +152,8 @@ def score_table(grade: Grade) -> str:
     replays = [command for c in grade.criteria if (command := replay_command(grade, c, candidate=True))]
     if replays:
         lines.append("\nReplay a failed criterion (its runs again, what made it fail, how to reproduce it by hand):")
-        lines += [f"  {command}" for command in replays]
+        lines += [f"  {command}" for command in replays[:REPLAYS_LISTED]]
+        if len(replays) > REPLAYS_LISTED:  # a first check of the skeleton fails nearly everything
+            example = f"grader replay {shlex.quote(clean(grade.submission))} ID --seed {grade.seed}"
+            lines.append(f"  ... and {len(replays) - REPLAYS_LISTED} more: {example}, with a failed ID above")
     return "\n".join(lines) + "\n"
