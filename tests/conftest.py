@@ -7,6 +7,7 @@ import signal
 from typing import Any
 
 import httpx
+import pytest
 from api_client import SSEDecoder
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -15,6 +16,24 @@ from prometheus_client.parser import text_string_to_metric_families
 # inherited "ignore", so the tests of Ctrl-C would test nothing and fail. Give children the default.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# The longest test files, longest first (as `make test` lists its slowest tests).
+LONGEST = ("test_selftest.py", "test_framework_submissions.py", "test_bundle.py", "test_task_commands.py",
+           "test_time_to_verdict.py", "test_determinism.py", "test_independent_submission.py")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest first, a file at a time: the longest files, then other files with slow tests, then the rest,
+    each file's tests together and in their order. With several workers (`-n`, `--no-loadscope-reorder`),
+    a long test started last would be the whole run's tail."""
+    rank: dict[object, int] = {}
+    for item in items:
+        name = item.path.name
+        own = LONGEST.index(name) if name in LONGEST else len(LONGEST) + (0 if item.get_closest_marker("slow") else 1)
+        rank[item.path] = min(rank.get(item.path, own), own)
+    items.sort(key=lambda item: rank[item.path])
 
 
 def sse_events(raw: bytes) -> list[str]:
