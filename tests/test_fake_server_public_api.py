@@ -48,7 +48,10 @@ def _package_imports() -> dict[str, set[str]]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("fake_server"):
                 below = (node.module or "").removeprefix("fake_server").lstrip(".")
-                deps |= {below} if below else {alias.name for alias in node.names}
+                if not below or (package / below.replace(".", "/")).is_dir():  # from a package: its modules
+                    deps |= {".".join(filter(None, (below, alias.name))) for alias in node.names}
+                else:
+                    deps.add(below)
             assert not (isinstance(node, ast.ImportFrom) and node.level > 0), f"{path}: a relative import"
         out[".".join(path.relative_to(package).with_suffix("").parts)] = deps
     return out
