@@ -55,11 +55,15 @@ def test_the_submission_is_built_on_aiohttp_fastapi_and_httpx():
 
 def test_an_aiohttp_load_generator_passes_every_load_generator_criterion(tmp_path):
     statuses = graded_statuses("loadgen", tmp_path)
-    not_passed = {name: status for name, status in statuses.items() if status != "passed"}
+    # a machine too busy to keep time may leave a criterion inconclusive (rerun, then no verdict), never failed
+    not_passed = {name: status for name, status in statuses.items() if status not in ("passed", "inconclusive")}
     assert not not_passed, f"load-generator criteria not passed: {not_passed}"
+    assert sum(status == "inconclusive" for status in statuses.values()) <= 2, statuses
 
 
 def test_a_fastapi_gateway_with_an_httpx_api_route_passes_every_gateway_criterion(tmp_path):
     statuses = graded_statuses("gateway", tmp_path)
-    not_passed = {name: status for name, status in statuses.items() if status != "passed"}
+    # a machine too busy to keep time may leave a criterion inconclusive (rerun, then no verdict), never failed
+    not_passed = {name: status for name, status in statuses.items() if status not in ("passed", "inconclusive")}
     assert not not_passed, f"gateway criteria not passed: {not_passed}"
+    assert sum(status == "inconclusive" for status in statuses.values()) <= 2, statuses

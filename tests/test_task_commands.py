@@ -84,6 +84,11 @@ def test_task_md_starts_with_the_install_and_shows_every_self_check():
 @pytest.mark.parametrize("command", task_commands())
 def test_each_task_command_runs_from_the_candidates_folder(candidate, command):
     argv = command.split()
+    if argv[:2] == ["grader", "check"] and "--only" not in argv:
+        # The skeleton's untimed sections: the command and the kit's files are what is tested here. The
+        # skeleton's whole grade (a minute, mostly waiting for a gateway that never probes) is the
+        # selftest's starter-untouched chaff, and the bundle test checks the reference from an install.
+        argv += ["--only", "manifests", "--only", "memo", "--only", "sizing"]
     if command.startswith(_SERVES):
         proc = subprocess.Popen(_netns(argv), cwd=candidate, env=_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -116,7 +117,11 @@ def test_each_row_enforces_what_its_line_says(row: str, submission: Path) -> Non
     else:
         # The sweep waits for the spawned sleeper: the escaped children live on until then (and the
         # next command met the process limit they hold); _probe found none left after the sandbox.
-        assert seen["alive_after"] > 0, seen
+        # On a busy machine they may still hold every process the limit allows when the count starts,
+        # so that the count itself cannot start: that too says they are alive.
+        alive = seen["alive_after"]
+        held = isinstance(alive, str) and re.search(r"Resource temporarily unavailable|fork|can't start", alive)
+        assert (isinstance(alive, int) and alive > 0) or held, seen
 
 
 @pytest.mark.slow
