@@ -19,8 +19,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 
 # The longest test files, longest first (as `make test` lists its slowest tests).
-LONGEST = ("test_selftest.py", "test_framework_submissions.py", "test_bundle.py", "test_task_commands.py",
-           "test_time_to_verdict.py", "test_determinism.py", "test_independent_submission.py")
+LONGEST = ("test_selftest.py", "test_bundle.py", "test_time_to_verdict.py", "test_determinism.py")
 
 
 @pytest.hookimpl(trylast=True)

@@ -70,6 +70,9 @@ cd "$3"
 rc=0; grader check . --out "$3/../reference-report" --jobs 2 || rc=$?
 echo "REFERENCE-CHECK-EXIT $rc"
 python -c "import aiohttp, fastapi, numpy, openai; print('FRAMEWORKS-IMPORT', numpy.percentile([1, 2, 3, 4], 50))"
+cd "$4"
+rc=0; grader check . --only loadgen --only gateway --out "$4/../frameworks-report" --jobs 2 || rc=$?
+echo "FRAMEWORKS-CHECK-EXIT $rc"
 '''
 
 
@@ -161,11 +164,15 @@ def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tm
     work = top / "my-submission"
     shutil.copytree(ROOT / "submissions" / "reference", work, ignore=shutil.ignore_patterns("__pycache__"))
     assert not (work / "api_client.py").exists()
+    # One built on the frameworks the kit's environment offers: aiohttp, FastAPI, httpx directly.
+    frameworks = top / "frameworks-submission"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "frameworks_submission", frameworks,
+                    ignore=shutil.ignore_patterns("__pycache__"))
     unshare = ["unshare", "--net"] + ([] if os.geteuid() == 0 else ["--map-root-user"])
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "PYTHONPATH", "VIRTUAL_ENV"))}
     env["PATH"] = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
-    done = subprocess.run([*unshare, "sh", "-c", _OFFLINE, "offline", str(top), str(stream), str(work)], env=env,
-                          capture_output=True, text=True, timeout=1200, check=False)
+    done = subprocess.run([*unshare, "sh", "-c", _OFFLINE, "offline", str(top), str(stream), str(work), str(frameworks)],
+                          env=env, capture_output=True, text=True, timeout=1500, check=False)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     assert "NETWORK-BLOCKED" in output and "NETWORK-REACHABLE" not in output
@@ -188,6 +195,12 @@ def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tm
     if not wrong:
         assert "REFERENCE-CHECK-EXIT 0" in output and report["score"] == report["max_score"] > 0
     assert "unseen variants" in output and "Not run here" in output
-    # What serving engineers reach for first is installed offline (tests/test_framework_submissions.py
-    # grades a submission built on them); numpy's default percentile interpolates.
+    # What serving engineers reach for first is installed offline (numpy's default percentile
+    # interpolates), and a submission built on it gets every load-generator and gateway point.
     assert "FRAMEWORKS-IMPORT 2.5" in output
+    assert re.search(r"FRAMEWORKS-CHECK-EXIT [01]\b", output), output[-6000:]
+    report = json.loads((top / "frameworks-report" / "report.json").read_text())
+    statuses = {t["name"].split(":")[0]: t["extra_data"]["status"] for t in report["tests"]}
+    assert {k.split(".")[0] for k in statuses} == {"loadgen", "gateway"}, sorted(statuses)
+    wrong = {k: v for k, v in statuses.items() if v != "passed"}
+    assert set(wrong.values()) <= {"inconclusive"} and len(wrong) <= 2, wrong
