@@ -184,9 +184,9 @@ def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tm
     assert "CHECK-EXIT 1" in output  # the skeleton does not pass
     assert (top / "check-report" / "report.html").is_file()
     assert "Traceback" not in output
-    # The reference, self-checked from the installed kit: every public criterion passes, none inconclusive,
-    # and the check says what it did not run.
-    # (a machine too busy to keep time may leave a timing criterion inconclusive, never failed)
+    # The reference, self-checked from the installed kit: every public criterion passes (a machine too busy
+    # to keep time may leave a timing criterion inconclusive, never failed), and the check says what it
+    # did not run.
     assert re.search(r"REFERENCE-CHECK-EXIT [01]\b", output), output[-6000:]
     report = json.loads((top / "reference-report" / "report.json").read_text())
     statuses = {t["name"].split(":")[0]: t["extra_data"]["status"] for t in report["tests"]}
