@@ -21,7 +21,7 @@ from grader.contract import Submission
 from grader.grading.rubric import Criterion, Scenario
 from grader.runs.gateway import GatewayRun, gateway_config
 from grader.runs.gateway_cases import Case, GatewayPlan, body_for
-from grader.runs.loadgen import MODEL, LoadgenRun
+from grader.runs.loadgen import LoadgenRun, loadgen_argv
 
 __all__ = [
     "PORTS",
@@ -172,23 +172,7 @@ def serve_loadgen(
 ) -> None:
     """A scenario's fake server, up until `stack` closes; prints its URL and the command to run against it."""
     server = stack.enter_context(fake_server.serve(**{**scenario.server, "seed": seed}))
-    flags = scenario.loadgen
-    argv = sub.command("loadgen") + [
-        "--base-url",
-        server.openai_base_url,
-        "--model",
-        MODEL,
-        "--requests",
-        str(flags["requests"]),
-        "--concurrency",
-        str(flags["concurrency"]),
-        "--prompt-tokens",
-        str(flags["prompt_tokens"]),
-        "--max-tokens",
-        str(flags["max_tokens"]),
-        "--output",
-        "results.json",
-    ]
+    argv = loadgen_argv(sub, scenario, server.openai_base_url, "results.json")
     echo(f"scenario {name}: {scenario.description}")
     echo(f"fake server: {server.openai_base_url}")
     echo(f"run, from {submission}: {shlex.join(argv)}")

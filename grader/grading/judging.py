@@ -110,34 +110,28 @@ def _visibility(criterion: Criterion) -> Visibility:
     return cast(Visibility, criterion.visibility)  # the rubric's schema allows only these two
 
 
-def skipped(criterion: Criterion, why: str) -> CriterionResult:
+def _unscored(criterion: Criterion, status: Status, output: str, evidence: Evidence | None = None) -> CriterionResult:
+    """A criterion with no points and no verdict on the submission, named as the rubric names it."""
     return CriterionResult(
         id=criterion.id,
         title=criterion.text,
         deliverable=criterion.deliverable,
         weight=criterion.weight,
         visibility=_visibility(criterion),
-        status="skipped",
+        status=status,
         score=0.0,
-        output=why,
+        output=output,
         tolerance=criterion.tolerance_text,
         scenario=", ".join(criterion.runs_from),
+        evidence=evidence or Evidence(),
     )
+
+
+def skipped(criterion: Criterion, why: str) -> CriterionResult:
+    return _unscored(criterion, "skipped", why)
 
 
 def unjudged(criterion: Criterion, why: str, *, logs: str = "") -> CriterionResult:
     """A criterion the grader could not judge (its own failure, not the submission's): no points,
     flagged for a person, never a guessed pass or fail."""
-    return CriterionResult(
-        id=criterion.id,
-        title=criterion.text,
-        deliverable=criterion.deliverable,
-        weight=criterion.weight,
-        visibility=_visibility(criterion),
-        status="inconclusive",
-        score=0.0,
-        output=f"INCONCLUSIVE: {why}",
-        tolerance=criterion.tolerance_text,
-        scenario=", ".join(criterion.runs_from),
-        evidence=Evidence(logs=logs),
-    )
+    return _unscored(criterion, "inconclusive", f"INCONCLUSIVE: {why}", Evidence(logs=logs))

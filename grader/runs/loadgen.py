@@ -173,18 +173,12 @@ def not_run(scenario: Scenario, seed: int, why: str, argv: list[str]) -> Loadgen
     return LoadgenRun(scenario, seed, argv, None, f"not run: {why}", "", "", 0.0, 0.0, "results.json", None, [])
 
 
-def run_loadgen(
-    box: Box, submission: Submission, scenario: Scenario, *, seed: int, timeout_s: float, label: str | None = None
-) -> LoadgenRun:
-    """One run of `loadgen.command` against a fresh fake server configured as `scenario` says, stopped at
-    `timeout_s`."""
-    name = label or scenario.name
-    server = box.serve(name, **{**scenario.server, "seed": seed})
-    output = f"loadgen-results-{name}.json"
+def loadgen_argv(submission: Submission, scenario: Scenario, base_url: str, output: str) -> list[str]:
+    """The candidate's `loadgen.command` with the flags the contract gives it for `scenario`."""
     flags = scenario.loadgen
-    argv = submission.command("loadgen") + [
+    return submission.command("loadgen") + [
         "--base-url",
-        server["base_url"],
+        base_url,
         "--model",
         MODEL,
         "--requests",
@@ -198,6 +192,17 @@ def run_loadgen(
         "--output",
         output,
     ]
+
+
+def run_loadgen(
+    box: Box, submission: Submission, scenario: Scenario, *, seed: int, timeout_s: float, label: str | None = None
+) -> LoadgenRun:
+    """One run of `loadgen.command` against a fresh fake server configured as `scenario` says, stopped at
+    `timeout_s`."""
+    name = label or scenario.name
+    server = box.serve(name, **{**scenario.server, "seed": seed})
+    output = f"loadgen-results-{name}.json"
+    argv = loadgen_argv(submission, scenario, server["base_url"], output)
     try:
         result = box.run(argv, timeout_s=timeout_s, files_back=[output])
         ledger = box.ledger(name, settle=2.0)

@@ -403,14 +403,7 @@ class Sandbox:
         cwd: str = "work",
     ) -> RunResult:
         """Run a candidate command to its end; every process it started is gone when this returns."""
-        args = {
-            "argv": list(argv),
-            "timeout_s": timeout_s,
-            "env": env or {},
-            "inject": inject or {},
-            "files_back": list(files_back),
-            "cwd": cwd,
-        }
+        args = _command(argv, timeout_s, env, inject, files_back, cwd)
         return RunResult.from_dict(self._request("run", args, timeout_s=timeout_s + 2 * _OP_MARGIN_S))
 
     def spawn(
@@ -427,14 +420,7 @@ class Sandbox:
 
         It is killed at `timeout_s` if not stopped before; `files_back` are read when it stops.
         """
-        args = {
-            "argv": list(argv),
-            "timeout_s": timeout_s,
-            "env": env or {},
-            "inject": inject or {},
-            "files_back": list(files_back),
-            "cwd": cwd,
-        }
+        args = _command(argv, timeout_s, env, inject, files_back, cwd)
         handle: str = self._request("spawn", args, timeout_s=_OP_MARGIN_S)["handle"]
         return handle
 
@@ -482,3 +468,22 @@ class Sandbox:
         }
         answer: dict[str, Any] = self._request("http", args, timeout_s=2 * timeout_s + _OP_MARGIN_S)
         return answer
+
+
+def _command(
+    argv: list[str],
+    timeout_s: float,
+    env: dict[str, str] | None,
+    inject: dict[str, str] | None,
+    files_back: tuple[str, ...] | list[str],
+    cwd: str,
+) -> dict[str, Any]:
+    """A candidate command as the harness reads it (`run` and `spawn` alike)."""
+    return {
+        "argv": list(argv),
+        "timeout_s": timeout_s,
+        "env": env or {},
+        "inject": inject or {},
+        "files_back": list(files_back),
+        "cwd": cwd,
+    }
