@@ -5,7 +5,9 @@ nothing (`grading/replay.py`: the grade's engine in the sandbox, seed 0); the ve
 with the one its recorded grade gives (tests/fixtures/runs/, `make fixtures`, also seed 0): the same
 status, and for the load generator and the gateway the same failing requests or cases. The wall
 time of each replay is kept, by section, against the targets: a load-generator criterion in at most
-10 s, a gateway criterion in at most 30 s.
+10 s, a gateway criterion in at most 30 s. A replay over its limit (a criterion judged from every
+run of its section, variants included) is timed again as `grader replay REPORT_DIR` runs it: on
+the scenarios or cases that failed it in the grade (`narrowed_s`), and compared again.
 
     python -m bench.replay [--only CHAFF ...]
 """
@@ -22,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from grader.grading.records import RecordBook
-from grader.grading.replay import failing_in, replay
+from grader.grading.replay import failing_in, failing_runs, replay
 from grader.grading.rubric import load_rubric
 from grader.kit.chaff import list_chaff, materialize
 
@@ -53,26 +55,37 @@ def main() -> None:
                 done = replay(folder, target, Path(tmp) / "out" / chaff.name / target, seed=0)
                 status, failing = recorded(chaff.name, target)
                 same = done.status == status and (deliverable not in ("loadgen", "gateway") or done.failing == failing)
-                rows.append({"chaff": chaff.name, "criterion": target, "deliverable": deliverable,
-                             "replayed": done.status, "graded": status, "same": same,
-                             "seconds": round(done.seconds, 2)})
+                row = {"chaff": chaff.name, "criterion": target, "deliverable": deliverable,
+                       "replayed": done.status, "graded": status, "same": same, "seconds": round(done.seconds, 2)}
                 mark = "same" if same else f"DIFFERENT (graded {status} on {failing}, replayed {done.failing})"
+                if done.seconds > LIMITS_S.get(deliverable, float("inf")):
+                    runs = failing_runs(RecordBook.read(FIXTURES / chaff.name), rubric, target)
+                    again = replay(folder, target, Path(tmp) / "narrowed" / chaff.name / target, seed=0, runs=runs)
+                    row.update(narrowed_to=list(runs), narrowed_s=round(again.seconds, 2),
+                               narrowed_same=again.status == status and again.failing == failing)
+                    mark += (f"; on the {len(runs)} that failed it: {again.seconds:.1f} s, "
+                             + ("same" if row["narrowed_same"] else f"DIFFERENT ({again.failing})"))
+                rows.append(row)
                 print(f"{chaff.name:<36} {target:<32} {done.status:<12} {done.seconds:5.1f} s  {mark}", flush=True)
     by_section: dict[str, dict[str, float]] = {}
     for deliverable in sorted({r["deliverable"] for r in rows}):
         times = [r["seconds"] for r in rows if r["deliverable"] == deliverable]
+        narrowed = [r.get("narrowed_s", r["seconds"]) for r in rows if r["deliverable"] == deliverable]
         by_section[deliverable] = {"replays": len(times), "median_s": round(statistics.median(times), 2),
-                                   "max_s": max(times), "limit_s": LIMITS_S.get(deliverable, 0.0)}
+                                   "max_s": max(times), "limit_s": LIMITS_S.get(deliverable, 0.0),
+                                   "over_limit": sum(t > LIMITS_S.get(deliverable, float("inf")) for t in times),
+                                   "max_from_report_s": max(narrowed)}
     result = {
         "command": "python -m bench.replay" + (f" --only {' '.join(args.only)}" if args.only else ""),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "load_average_at_end": os.getloadavg()[0],
-        "replays": len(rows), "same": sum(r["same"] for r in rows), "by_section": by_section, "rows": rows,
+        "replays": len(rows), "same": sum(r["same"] for r in rows),
+        "narrowed_same": sum(r.get("narrowed_same", True) for r in rows), "by_section": by_section, "rows": rows,
     }
     if not args.only:
         RESULTS.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=1))
-    sys.exit(0 if result["same"] == result["replays"] else 1)
+    sys.exit(0 if result["same"] == result["narrowed_same"] == result["replays"] else 1)
 
 
 if __name__ == "__main__":

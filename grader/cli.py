@@ -194,6 +194,7 @@ def rejudge(report_dir: Path, override: Path | None, out: Path | None) -> None:
     "--seed", type=click.IntRange(min=0), default=None, help="The grade's seed (default: 0, or the report folder's)."
 )
 @click.option("--case", help="A gateway criterion: only this one of its cases.")
+@click.option("--scenario", help="A load-generator criterion: only this one of its scenarios.")
 @click.option(
     "--serve",
     is_flag=True,
@@ -207,24 +208,36 @@ def rejudge(report_dir: Path, override: Path | None, out: Path | None) -> None:
     show_default=True,
     help="Folder for the replay's reports, records and by-hand files.",
 )
-def replay(target: Path, criterion: str | None, seed: int | None, case: str | None, serve: bool, out: Path) -> None:
+def replay(
+    target: Path,
+    criterion: str | None,
+    seed: int | None,
+    case: str | None,
+    scenario: str | None,
+    serve: bool,
+    out: Path,
+) -> None:
     """Run one criterion's scenarios or cases again, judged by the same check, and show what made it fail.
 
     TARGET is a submission folder (then name the CRITERION) or a report folder a grade wrote (then every
-    criterion it failed is replayed, unless one is named). Prints the verdict, the requests (or cases) that
+    criterion it failed is replayed, unless one is named, each on the scenarios or cases that failed it
+    there). Prints the verdict, the requests (or cases) that
     made it fail beside the ledgers, and the commands that reproduce the run by hand. Exit status: 0 when
     every replayed criterion passed, 1 when one did not, 2 on bad usage.
     """
     from grader.contract import ContractError
-    from grader.grading.replay import ReplayError, failed_in_report, serve_scenario
+    from grader.grading.records import RecordBook, RecordError
+    from grader.grading.replay import ReplayError, failed_in_report, failing_runs, serve_scenario
     from grader.grading.replay import replay as replay_one
-    from grader.grading.rubric import RubricError
+    from grader.grading.rubric import RubricError, load_rubric
 
     if not target.exists():
         raise click.UsageError(f"{target}: no such submission or report folder")
+    book = None
     try:
         if (target / "runs" / "index.json").is_file():
             submission, graded_seed, failed = failed_in_report(target)
+            book = RecordBook.read(target / "runs")
             seed = graded_seed if seed is None else seed
             ids = [criterion] if criterion else failed
             if not ids:
@@ -238,12 +251,22 @@ def replay(target: Path, criterion: str | None, seed: int | None, case: str | No
         if serve:
             if len(ids) > 1:
                 raise click.UsageError(f"--serve starts one criterion's servers; name one of: {', '.join(ids)}")
-            serve_scenario(submission, ids[0], seed=seed, case=case, echo=click.echo, wait=_wait_for_interrupt)
+            serve_scenario(
+                submission, ids[0], seed=seed, case=case, scenario=scenario, echo=click.echo, wait=_wait_for_interrupt
+            )
             return
         passed = True
         for criterion_id in ids:
+            # from a report, a criterion is replayed on the runs that failed it there, unless narrowed by hand
+            runs = failing_runs(book, load_rubric(), criterion_id) if book and not (case or scenario) else ()
             done = replay_one(
-                submission, criterion_id, out / criterion_id if len(ids) > 1 else out, seed=seed, case=case
+                submission,
+                criterion_id,
+                out / criterion_id if len(ids) > 1 else out,
+                seed=seed,
+                case=case,
+                scenario=scenario,
+                runs=runs,
             )
             passed = passed and done.status == "passed"
             click.echo(
@@ -257,7 +280,7 @@ def replay(target: Path, criterion: str | None, seed: int | None, case: str | No
             for line in done.by_hand:
                 click.echo(f"  {line}")
             click.echo("")
-    except (ReplayError, RubricError, ContractError) as exc:
+    except (ReplayError, RubricError, ContractError, RecordError) as exc:
         raise click.UsageError(str(exc)) from None
     except OSError as exc:
         raise click.UsageError(f"{exc.filename or out}: {exc.strerror}") from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import pytest
 from recorded import FIXTURES, ROOT
 
 from grader.grading.records import RecordBook
-from grader.grading.replay import failing_in, replay
+from grader.grading.replay import failing_in, failing_runs, replay
 from grader.grading.rubric import load_rubric
 from grader.kit.chaff import list_chaff, materialize
 
@@ -101,6 +102,28 @@ def test_a_report_folder_replays_what_it_failed(tmp_path):
     assert "to reproduce by hand:" in done.stdout and "fake-server serve --scenario" in done.stdout
 
 
+def test_a_report_folder_replays_a_criterion_on_the_runs_that_failed_it(tmp_path):
+    """loadgen.summary is judged from every scenario; replayed from a report (here the chaff's recorded grade,
+    judged again into a report folder) it runs again only the scenarios it failed there."""
+    folder = materialize(CHAFF["summary-counts-failed"].path, tmp_path / "chaff")
+    report = tmp_path / "report"
+    shutil.copytree(FIXTURES / "summary-counts-failed", report / "runs")
+    index = json.loads((report / "runs" / "index.json").read_text())
+    (report / "runs" / "index.json").write_text(json.dumps({**index, "submission": str(folder)}))
+    rejudged = subprocess.run([sys.executable, "-m", "grader.cli", "rejudge", str(report)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120, check=False)
+    assert rejudged.returncode == 0, rejudged.stderr
+    failed_there = failing_runs(RecordBook.read(report / "runs"), RUBRIC, "loadgen.summary")
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "replay", str(report), "loadgen.summary", "--out",
+                           str(tmp_path / "again")], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith("FAILED 0/") and "scenario cut: reported" in done.stdout
+    replayed = RecordBook.read(tmp_path / "again" / "runs").records.values()
+    public = {r["scenario"]["name"].partition(".v")[0] for r in replayed if r["section"] == "loadgen"}
+    assert public == set(failed_there) and len(public) < len(RUBRIC.criterion("loadgen.summary").scenarios)
+
+
 def test_serve_keeps_the_scenarios_server_up_until_ctrl_c(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "replay", str(REFERENCE), "loadgen.cut", "--serve"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -169,6 +192,8 @@ def test_a_replay_that_cannot_be_made_says_why_in_one_line(tmp_path):
         ((str(REFERENCE),), "name the CRITERION"),
         ((str(REFERENCE), "loadgen.cut", "--case", "local-404"), "judged from load-generator scenarios"),
         ((str(REFERENCE), "gateway.no-fallback-4xx", "--case", "local-500"), "judges the cases"),
+        ((str(REFERENCE), "loadgen.cut", "--scenario", "baseline"), "loadgen.cut judges the scenarios cut"),
+        ((str(REFERENCE), "gateway.no-fallback-4xx", "--scenario", "cut"), "not judged from load-generator"),
         ((str(REFERENCE), "memo.front-matter", "--serve"), "has none"),
         ((str(tmp_path / "missing"), "loadgen.cut"), "no such submission or report folder"),
     ]:

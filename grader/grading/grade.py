@@ -54,6 +54,7 @@ class GradeRun:
     timings: dict[str, float] = field(default_factory=dict)
     public_only: bool = False  # `grader check`: only criteria the candidate may see, and the reports say so
     cases: tuple[str, ...] = ()  # `grader replay --case`: the gateway criteria judge these cases alone
+    scenarios: tuple[str, ...] = ()  # `grader replay --scenario`: the load-generator criteria judge these alone
     with_variants: bool = True  # run the hidden variants when the kit has them (bench/grade_time.py compares)
     sizing: SizingPlan | None = None  # set by grade(): the input sets it runs
     variants: Variants | None = None  # set by grade(): the hidden variants it runs (None: none)
@@ -150,6 +151,8 @@ def grade(run: GradeRun) -> Grade:
     criteria = rubric.select(run.only)
     if run.cases:
         criteria = tuple(replace(c, cases=run.cases) if c.deliverable == "gateway" else c for c in criteria)
+    if run.scenarios:
+        criteria = tuple(replace(c, scenarios=run.scenarios) if c.deliverable == "loadgen" else c for c in criteria)
     if run.public_only:
         criteria = tuple(c for c in criteria if c.visibility == "public")
     report = progress(run.echo)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from grader.criteria.registry import Check, registered
 from grader.grading.by_hand import (
     gateway_by_hand,
     loadgen_by_hand,
@@ -42,6 +43,7 @@ __all__ = [
     "Replayed",
     "failed_in_report",
     "failing_in",
+    "failing_runs",
     "replay",
     "serve_scenario",
 ]
@@ -73,15 +75,39 @@ def _criterion(rubric: Rubric, criterion_id: str) -> Criterion:
         raise ReplayError(f"{criterion_id}: no such criterion in {rubric.path} (known: {ids})") from None
 
 
-def _narrowed(criterion: Criterion, rubric: Rubric, case: str | None) -> tuple[str, ...]:
-    if case is None:
+def _narrowed(criterion: Criterion, rubric: Rubric, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The scenarios (a load-generator criterion) or cases (a gateway one) to replay alone; () for all it judges."""
+    if not names:
         return ()
-    if criterion.deliverable != "gateway":
+    if criterion.deliverable == "gateway":
+        known, what = criterion.cases or tuple(c.name for c in rubric.gateway.cases), "cases"
+    elif criterion.deliverable == "loadgen":
+        known, what = criterion.scenarios, "scenarios"
+    else:
+        raise ReplayError(
+            f"{criterion.id} is judged from the {criterion.deliverable} section, not from scenarios or cases"
+        )
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ReplayError(f"{', '.join(unknown)}: {criterion.id} judges the {what} {', '.join(known)}")
+    return names
+
+
+def _option(criterion: Criterion, case: str | None, scenario: str | None) -> tuple[str, ...]:
+    """--case or --scenario, checked against the criterion's section."""
+    if case is not None and criterion.deliverable != "gateway":
         raise ReplayError(f"--case {case}: {criterion.id} is judged from load-generator scenarios, not gateway cases")
-    names = criterion.cases or tuple(c.name for c in rubric.gateway.cases)
-    if case not in names:
-        raise ReplayError(f"--case {case}: {criterion.id} judges the cases {', '.join(names)}")
-    return (case,)
+    if scenario is not None and criterion.deliverable != "loadgen":
+        raise ReplayError(f"--scenario {scenario}: {criterion.id} is not judged from load-generator scenarios")
+    return tuple(name for name in (case, scenario) if name is not None)
+
+
+def failing_runs(book: RecordBook, rubric: Rubric, criterion_id: str) -> tuple[str, ...]:
+    """The public scenarios (or gateway cases) whose runs, or whose hidden variants' runs, failed a criterion in
+    a grade: what a replay from its report folder runs again, rather than every run the criterion judges."""
+    _, failing = failing_in(book, rubric, criterion_id)
+    names = (name.split("#")[0].split(" (variant")[0].partition(".v")[0] for name in failing)
+    return tuple(dict.fromkeys(names))
 
 
 def failed_in_report(report_dir: Path) -> tuple[Path, int, list[str]]:
@@ -172,14 +198,19 @@ def replay(
     *,
     seed: int = 0,
     case: str | None = None,
+    scenario: str | None = None,
+    runs: tuple[str, ...] = (),
     rubric: Path | None = None,
 ) -> Replayed:
-    """Run and judge one criterion again, in the sandbox; its reports and records go to `out`."""
+    """Run and judge one criterion again, in the sandbox; its reports and records go to `out`. `case`,
+    `scenario` or `runs` (scenarios or cases) narrow it to those of its runs."""
     from grader.grading.grade import GradeRun, grade
 
     loaded = load_rubric(rubric)
     criterion = _criterion(loaded, criterion_id)
-    cases = _narrowed(criterion, loaded, case)
+    names = _narrowed(criterion, loaded, _option(criterion, case, scenario) or runs)
+    cases = names if criterion.deliverable == "gateway" else ()
+    scenarios = names if criterion.deliverable == "loadgen" else ()
     started = time.perf_counter()
     run = GradeRun(
         submission,
@@ -189,6 +220,7 @@ def replay(
         rubric=rubric,
         echo=lambda _: None,
         cases=cases,
+        scenarios=scenarios,
     )
     result = grade(run)
     (judged,) = [c for c in result.criteria if c.id == criterion.id]
@@ -203,9 +235,10 @@ def replay(
     section = SECTIONS[criterion.deliverable]
     records = {key: r for key, r in sorted(book.records.items()) if r["section"] == criterion.deliverable}
     folder = out / "by-hand"
-    done.lines, done.failing = _side_by_side(
-        book, loaded, replace(criterion, cases=cases) if cases else criterion, judged
+    narrowed = (
+        replace(criterion, cases=cases) if cases else replace(criterion, scenarios=scenarios or criterion.scenarios)
     )
+    done.lines, done.failing = _side_by_side(book, loaded, narrowed, judged)
     if criterion.deliverable == "loadgen":
         done.by_hand = loadgen_by_hand([section.load(r) for r in records.values()], submission, folder)
     elif criterion.deliverable == "gateway" and records:
@@ -228,6 +261,9 @@ def _fmt_ms(value: float | None) -> str:
 
 
 def _loadgen_side_by_side(runs: list[LoadgenRun], output: str, criterion: Criterion) -> tuple[list[str], list[str]]:
+    check = registered()[criterion.id]
+    if check.by_run:
+        return _runs_side_by_side(runs, criterion, check)
     lines: list[str] = []
     failing: list[str] = []
     for run in runs:
@@ -276,6 +312,22 @@ def _loadgen_side_by_side(runs: list[LoadgenRun], output: str, criterion: Criter
         lines += _table(header, shown[:MAX_ROWS])
         if len(shown) > MAX_ROWS:
             lines.append(f"... {len(shown) - MAX_ROWS} more")
+    return lines, failing
+
+
+def _runs_side_by_side(runs: list[LoadgenRun], criterion: Criterion, check: Check) -> tuple[list[str], list[str]]:
+    """A check of each run as a whole fails on runs, not requests: the scenarios that failed it, and why."""
+    lines: list[str] = []
+    failing: list[str] = []
+    for run in runs:
+        problems = [run.problems[0]] if run.stopped else check.run_problems(run, criterion) or []
+        if problems:
+            failing.append(run.scenario.name)
+            reported = str(run.summary or "-")
+            lines.append(
+                f"scenario {run.scenario.name}: reported {reported[:160]}{'...' if len(reported) > 160 else ''}"
+            )
+            lines += [f"  {line}" for line in problems[:MAX_ROWS]]
     return lines, failing
 
 
@@ -377,6 +429,7 @@ def serve_scenario(
     *,
     seed: int = 0,
     case: str | None = None,
+    scenario: str | None = None,
     rubric: Path | None = None,
     echo: Callable[[str], None] = print,
     wait: Callable[[], None],
@@ -385,15 +438,14 @@ def serve_scenario(
     call `wait` (it returns on Ctrl-C), then stop them."""
     loaded = load_rubric(rubric)
     criterion = _criterion(loaded, criterion_id)
-    cases = _narrowed(criterion, loaded, case)
+    cases = _narrowed(criterion, loaded, _option(criterion, case, scenario))
     from grader.contract import Submission, load_submission
 
     sub: Submission = load_submission(submission)
     with ExitStack() as stack:
         if criterion.deliverable == "loadgen":
-            name = criterion.scenarios[0]
-            scenario = loaded.scenarios[name]
-            serve_loadgen(stack, name, scenario, sub, submission, seed, echo)
+            name = (cases or criterion.scenarios)[0]
+            serve_loadgen(stack, name, loaded.scenarios[name], sub, submission, seed, echo)
         elif criterion.deliverable == "gateway":
             plan = loaded.gateway
             names = cases or criterion.cases or tuple(c.name for c in plan.cases)

@@ -132,7 +132,7 @@ def _outcomes(run: LoadgenRun, criterion: Criterion) -> Verdict:
     return Verdict(not problems, out, evidence=run_evidence(run))
 
 
-@check("loadgen", "loadgen.runs")
+@check("loadgen", "loadgen.runs", by_run=True)
 def check_runs(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
     problems = list(run.problems)
@@ -256,7 +256,7 @@ def check_queueing(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     return Verdict(margin <= 1, out, margin=margin, evidence=evidence)
 
 
-@check("loadgen", "loadgen.concurrency")
+@check("loadgen", "loadgen.concurrency", by_run=True)
 def check_concurrency(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
     if run.stopped:

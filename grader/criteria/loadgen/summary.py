@@ -20,7 +20,7 @@ from grader.runs.loadgen import LoadgenRun
 __all__: list[str] = []  # the checks are found through the registry
 
 
-@check("loadgen", "loadgen.throughput", needs=("rel",))
+@check("loadgen", "loadgen.throughput", needs=("rel",), by_run=True)
 def check_throughput(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     run = runs[0]
     if (bad := unusable(run)) is not None:
@@ -86,18 +86,24 @@ def _ok_samples(run: LoadgenRun, key: str) -> list[float]:
     return [v for r in ok if (v := num(r.get(key))) is not None]
 
 
-@check("loadgen", "loadgen.percentiles", needs=("abs_s", "rel"))
+def _run_percentile_problems(run: LoadgenRun, criterion: Criterion) -> list[str]:
+    """One run's percentile problems (a run without a results file has its own)."""
+    if run.results is None:
+        return ["; ".join(run.problems) or "no results"]
+    return _percentile_problems("ttft_s", run.summary.get("ttft_s"), _ok_samples(run, "ttft_s"), criterion) + (
+        _percentile_problems("tps", run.summary.get("tps"), _ok_samples(run, "tps"), criterion)
+    )
+
+
+@check("loadgen", "loadgen.percentiles", needs=("abs_s", "rel"), by_run=_run_percentile_problems)
 def check_percentiles(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     """In every run, the summary's percentiles are the nearest-rank values of the successful records' own."""
     usable, problems = _usable(runs)
     per_run: dict[str, list[str]] = {}
     samples = 0
     for run in usable:
-        ttfts, tpss = _ok_samples(run, "ttft_s"), _ok_samples(run, "tps")
-        samples += len(ttfts)
-        per_run[run.scenario.name] = _percentile_problems(
-            "ttft_s", run.summary.get("ttft_s"), ttfts, criterion
-        ) + _percentile_problems("tps", run.summary.get("tps"), tpss, criterion)
+        samples += len(_ok_samples(run, "ttft_s"))
+        per_run[run.scenario.name] = _run_percentile_problems(run, criterion)
         problems += [f"{run.scenario.name}: {line}" for line in per_run[run.scenario.name]]
     if not samples and not problems:
         problems.append("no run has a successful request with a TTFT: there are no percentiles to judge")
@@ -144,7 +150,11 @@ def _summary_problems(run: LoadgenRun, criterion: Criterion) -> list[str]:
     return problems
 
 
-@check("loadgen", "loadgen.summary", needs=("abs_s", "rel"))
+def _run_summary_problems(run: LoadgenRun, criterion: Criterion) -> list[str]:
+    return ["; ".join(run.problems) or "no results"] if run.results is None else _summary_problems(run, criterion)
+
+
+@check("loadgen", "loadgen.summary", needs=("abs_s", "rel"), by_run=_run_summary_problems)
 def check_summary(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     """In every run, the summary agrees with the records: counts, ok tokens only, wall time, throughput."""
     usable, problems = _usable(runs)

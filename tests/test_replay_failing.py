@@ -1,0 +1,65 @@
+"""What a replay names as failing, read from recorded runs with nothing running: a check of each run's
+summary fails on runs (scenarios), a check of each request on requests; from a report, a replay runs
+again only the scenarios or cases that failed it there."""
+
+from __future__ import annotations
+
+import pytest
+from recorded import FIXTURES, ROOT
+
+from grader.criteria.registry import registered
+from grader.grading.records import RecordBook
+from grader.grading.replay import ReplayError, _narrowed, _option, failing_in, failing_runs
+from grader.grading.rubric import load_rubric
+from grader.kit.chaff import list_chaff
+
+RUBRIC = load_rubric()
+CHAFF = {c.name: c for c in list_chaff(ROOT / "submissions" / "chaff")}
+CHECKS = registered()
+TARGETS = [(c.name, t) for c in CHAFF.values() for t in c.targets if RUBRIC.criterion(t).deliverable == "loadgen"]
+
+
+@pytest.mark.parametrize(("chaff", "criterion_id"), TARGETS, ids=[f"{c}-{t}" for c, t in TARGETS])
+def test_a_failed_load_generator_criterion_names_runs_or_requests_as_its_check_judges(chaff, criterion_id):
+    book = RecordBook.read(FIXTURES / chaff)
+    status, failing = failing_in(book, RUBRIC, criterion_id)
+    assert status == "failed" and failing, f"{chaff}'s records fail {criterion_id} on nothing named"
+    criterion = RUBRIC.criterion(criterion_id)
+    public = {name.split("#")[0].partition(".v")[0] for name in failing}
+    assert public <= set(criterion.scenarios), failing
+    if CHECKS[criterion_id].by_run:  # a run judged as a whole (its exit, summary, peak): the runs that failed it
+        assert not any("#" in name for name in failing), failing
+        assert len(set(failing)) == len(failing)
+    else:  # request by request: scenario#index
+        assert all("#" in name for name in failing), failing
+    runs = failing_runs(book, RUBRIC, criterion_id)
+    assert set(runs) == public and len(runs) == len(public)
+
+
+def test_a_report_replays_a_whole_section_criterion_on_fewer_runs_than_it_judges():
+    """The summary's counts are wrong only where a request failed: the replay from the report runs those."""
+    book = RecordBook.read(FIXTURES / "summary-counts-failed")
+    runs = failing_runs(book, RUBRIC, "loadgen.summary")
+    everything = RUBRIC.criterion("loadgen.summary").scenarios
+    assert "cut" in runs and "baseline" in runs and "concurrency" not in runs
+    assert 0 < len(runs) < len(everything) / 2
+
+
+def test_a_replay_can_be_narrowed_only_to_runs_its_criterion_judges():
+    summary, fallback = RUBRIC.criterion("loadgen.summary"), RUBRIC.criterion("gateway.no-fallback-4xx")
+    assert _narrowed(summary, RUBRIC, _option(summary, None, "cut")) == ("cut",)
+    assert _narrowed(fallback, RUBRIC, _option(fallback, "local-404", None)) == ("local-404",)
+    for criterion, case, scenario, words in [
+        (summary, None, "nope", "nope: loadgen.summary judges the scenarios"),
+        (RUBRIC.criterion("loadgen.cut"), None, "baseline", "baseline: loadgen.cut judges the scenarios cut"),
+        (fallback, None, "cut", "--scenario cut: gateway.no-fallback-4xx is not judged from load-generator"),
+        (summary, "local-404", None, "--case local-404: loadgen.summary is judged from load-generator scenarios"),
+        (RUBRIC.criterion("memo.front-matter"), None, None, None),
+    ]:
+        if words is None:
+            assert _narrowed(criterion, RUBRIC, _option(criterion, case, scenario)) == ()
+            continue
+        with pytest.raises(ReplayError, match=words):
+            _narrowed(criterion, RUBRIC, _option(criterion, case, scenario))
+    with pytest.raises(ReplayError, match="memo.front-matter is judged from the memo section"):
+        _narrowed(RUBRIC.criterion("memo.front-matter"), RUBRIC, ("x",))
