@@ -15,6 +15,8 @@ holds one.
 
 The candidate gets uid 65534 when the grader is root. In a user namespace that does not map it
 (only root mapped), the sandbox refuses to open, in one line saying what to map (userns.py).
+Where RLIMIT_NPROC, which counts a uid's processes machine-wide, holds the process limit, the
+sandbox leases a uid of its own instead (uids.py), so that sandboxes side by side do not share it.
 
 bubblewrap's outer process exits as soon as its init reports the harness's exit status, without
 waiting for it, so that init ends as a zombie of the host's init, which reaps it (here within
@@ -45,7 +47,7 @@ from types import TracebackType
 from typing import IO, Any, Self
 
 from . import cgroups as cg
-from . import layout, userns
+from . import layout, uids, userns
 from .enforcement import NOT_ENFORCED, Enforcement
 from .protocol import CONFIG_ENV, HarnessConfig, Limits, RunResult, SandboxError, SandboxRefused
 
@@ -140,6 +142,7 @@ class Sandbox:
         self._threads: list[threading.Thread] = []
         self._cgroups: dict[str, Path] = {}
         self._tempdir: Path | None = None
+        self._uid: uids.UidLease | None = None  # a uid of its own, where RLIMIT_NPROC holds the process limit
         self._lock = threading.Lock()
         self._closed = False
 
@@ -172,6 +175,10 @@ class Sandbox:
         name = f"grader-sandbox-{os.getpid()}-{next(_names)}"
         cgroups = cg.create_sandbox_cgroups(name)
         self._cgroups = dict(cgroups.folders)
+        if run_as is not None and "pids" not in cgroups.controllers:
+            # RLIMIT_NPROC will hold the process limit: a uid of its own, or side-by-side sandboxes share it
+            self._uid = uids.lease(userns.unmapped)
+            run_as = self._uid.uid if self._uid is not None else run_as
         kit = layout.kit_paths()
         python = sys.executable
         try:
@@ -282,6 +289,9 @@ class Sandbox:
             thread.join(5)
         left = cg.remove_tree(self._cgroups.values())
         self._cgroups = {}
+        if self._uid is not None:
+            self._uid.release()  # no process of it is left: the namespace is gone
+            self._uid = None
         if self._tempdir is not None:
             shutil.rmtree(self._tempdir, ignore_errors=True)
             self._tempdir = None

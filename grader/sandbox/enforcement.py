@@ -12,8 +12,8 @@ UNSANDBOXED.
 
 Where cgroups cannot limit, rlimits stand in, and they are weaker: RLIMIT_NPROC counts every
 process of the candidate's uid in its user namespace (hence only when the candidate has a uid of
-its own; sandboxes graded side by side share it), and RLIMIT_AS bounds each process's address
-space, not the command's total.
+its own, which the sandbox then leases for itself alone: uids.py), and RLIMIT_AS bounds each
+process's address space, not the command's total.
 """
 
 from __future__ import annotations

@@ -113,12 +113,13 @@ SLOW = [  # only the CPU limit (120 s) or the 90 s wall clock ends them
 ]
 BY_ID = {case.id: case for case in [*NEVER_ENDING, *CASES, *SLOW]}
 
-_EVERY_ROW = ["candidate as uid 65534", "CPU 120 s by rlimit (RLIMIT_CPU", "disk 512 MiB by a tmpfs of that size",
+_EVERY_ROW = ["CPU 120 s by rlimit (RLIMIT_CPU", "disk 512 MiB by a tmpfs of that size",
               "open files 1024 by rlimit (RLIMIT_NOFILE)", "output 8 MiB and wall clock by the harness"]
-_RLIMITS = ["processes 256 by rlimit (RLIMIT_NPROC", "memory 2048 MiB by rlimit (RLIMIT_AS"]
+# where RLIMIT_NPROC holds the process limit, the candidate has a uid of its own (65000-65533)
+_RLIMITS = ["candidate as uid 650", "processes 256 by rlimit (RLIMIT_NPROC", "memory 2048 MiB by rlimit (RLIMIT_AS"]
 # What the report's sandbox line must say in each row (and so what each row must enforce).
 ROW_LINES = {
-    "cgroup-v1": [*_EVERY_ROW, "processes 256 by cgroup v1", "memory 2048 MiB by cgroup v1",
+    "cgroup-v1": [*_EVERY_ROW, "candidate as uid 65534", "processes 256 by cgroup v1", "memory 2048 MiB by cgroup v1",
                   "killed at its end by cgroup v1"],
     "cgroup-v2": [*_EVERY_ROW, *_RLIMITS, "killed at its end by cgroup v2 (cgroup.kill)",
                   "cgroup v2 has no pids or memory controller"],
