@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from grader.criteria.registry import registered
-from grader.criteria.verdict import Verdict, is_borderline, with_unseen
+from grader.criteria.verdict import Verdict, is_borderline, lone_outlier, with_unseen
 from grader.grading.outcome import CriterionResult, Evidence, Status, Unseen, Visibility
 from grader.grading.rubric import Criterion, Rubric
 from grader.grading.sections import Section
@@ -40,7 +40,7 @@ def judge(criterion: Criterion, section: Section, objects: list[Any], rubric: Ru
     facts = section.facts(objects, criterion)
     if facts is None:
         return None
-    verdict = registered()[criterion.id].judge(facts, criterion)
+    verdict = lone_outlier(registered()[criterion.id].judge(facts, criterion), rubric.judging.lone_outlier)
     verdict.busy = verdict.busy or section.busy(objects, criterion, rubric)
     return verdict
 

@@ -97,6 +97,7 @@ class Judging:
     borderline: tuple[float, float]
     busy_borderline: tuple[float, float]
     busy_lag_s: float
+    lone_outlier: float  # a per-request check failed by one request alone, the rest within this: borderline
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,12 @@ def load_rubric(path: Path | None = None, *, override: Path | None = None) -> Ru
     limits = {section: {k: float(v) for k, v in numbers.items()} for section, numbers in data["limits"].items()}
     return Rubric(
         path,
-        Judging(tuple(judging["borderline"]), tuple(judging["busy_borderline"]), float(judging["busy_lag_s"])),
+        Judging(
+            tuple(judging["borderline"]),
+            tuple(judging["busy_borderline"]),
+            float(judging["busy_lag_s"]),
+            float(judging["lone_outlier"]),
+        ),
         limits,
         scenarios,
         plan,

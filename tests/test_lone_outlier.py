@@ -1,0 +1,61 @@
+"""One request alone read late is the machine's, not the candidate's: a TPS check failed by one request
+while every other matches the ledger is borderline (run again, never a fail); a wrong definition, which
+puts every request off, still fails outright. Judged from the reference's recorded baseline run."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from recorded import FIXTURES
+
+from grader.criteria.verdict import is_borderline
+from grader.grading.judging import judge
+from grader.grading.records import RecordBook
+from grader.grading.rubric import load_rubric
+from grader.grading.sections import SECTIONS
+from grader.runs.loadgen import LoadgenRun
+
+RUBRIC = load_rubric()
+TPS = RUBRIC.criterion("loadgen.tps")
+BANDS = RUBRIC.judging.borderline, RUBRIC.judging.busy_borderline
+
+
+def _baseline(*, slowed: dict[int, float]) -> LoadgenRun:
+    """The reference's public baseline run, with the TPS of some of its request records scaled."""
+    record = copy.deepcopy(RecordBook.read(FIXTURES / "reference").records["loadgen/baseline"])
+    ((name, text),) = record["files"].items()
+    results = json.loads(text)
+    ok = [r for r in results["requests"] if r.get("tps") is not None]
+    for i, factor in slowed.items():
+        ok[i]["tps"] *= factor
+    record["files"] = {name: json.dumps(results)}
+    return LoadgenRun.from_record(record)
+
+
+def _verdict(run: LoadgenRun):
+    verdict = judge(TPS, SECTIONS["loadgen"], [run], RUBRIC)
+    assert verdict is not None
+    return verdict
+
+
+def test_the_recorded_run_passes_as_it_is():
+    verdict = _verdict(_baseline(slowed={}))
+    assert verdict.passed and verdict.margin is not None and verdict.margin < RUBRIC.judging.lone_outlier
+
+
+def test_one_request_read_24_percent_slow_is_borderline_not_failed():
+    verdict = _verdict(_baseline(slowed={3: 0.76}))
+    assert not verdict.passed and verdict.margin == 1.0 and is_borderline(verdict, *BANDS)
+    assert "one request alone is outside the tolerance" in verdict.output
+
+
+def test_two_requests_off_or_a_wrong_definition_still_fail_outright():
+    two = _verdict(_baseline(slowed={3: 0.76, 7: 0.76}))
+    assert not two.passed and not is_borderline(two, *BANDS), two.margin
+    every = _verdict(_baseline(slowed={i: 0.7 for i in range(12)}))
+    assert not every.passed and not is_borderline(every, *BANDS)
+    for chaff in ("tps-includes-ttft", "throughput-as-tps"):
+        run = LoadgenRun.from_record(RecordBook.read(FIXTURES / chaff).records["loadgen/baseline"])
+        verdict = _verdict(run)
+        assert not verdict.passed and not is_borderline(verdict, *BANDS), (chaff, verdict.margin)
