@@ -110,3 +110,17 @@ def test_the_same_inputs_give_the_same_figures_whatever_the_hash_seed() -> None:
 
     first = run("1")
     assert first and first == run("2")
+
+
+def test_the_chaff_in_the_leak_corpus_are_what_building_each_one_gives(tmp_path: Path) -> None:
+    """The corpus applies each chaff's edits to its base's texts rather than build 81 folders: the same
+    sources, chaff by chaff, as a snapshot of the chaff built on disk."""
+    from grader.kit.chaff import list_chaff, materialize
+    from grader.round.similarity import leak_corpus
+
+    leaks, said = leak_corpus()
+    chaff = list_chaff(ROOT / "submissions" / "chaff")
+    assert f"its {len(chaff)} chaff" in said
+    for c in chaff:
+        built = snapshot(materialize(c.path, tmp_path / c.name))
+        assert leaks[f"chaff/{c.name}"].to_dict() == built.to_dict(), c.name

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.round.sources import CODE_DELIVERABLES, CODE_SUFFIXES, DELIVERABLES, Sources, snapshot
+from grader.round.sources import CODE_DELIVERABLES, CODE_SUFFIXES, DELIVERABLES, Deliverable, Sources, snapshot
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -493,18 +493,37 @@ def leak_corpus(paths: Sequence[Path] = (), *, kit: bool = True) -> tuple[dict[s
 
 
 def _chaff(folder: Path) -> dict[str, Sources]:
+    """Every chaff's sources: its base's snapshot with its edits applied to the texts, or, where an edit
+    is not to a file the snapshot holds (submission.yaml, say), the snapshot of the chaff built on disk."""
     from grader.kit.chaff import ChaffError, list_chaff, materialize
 
     if not folder.is_dir():
         return {}
     found: dict[str, Sources] = {}
+    bases: dict[Path, Sources] = {}
     with tempfile.TemporaryDirectory(prefix="grader-chaff-") as scratch:
         try:
             for chaff in list_chaff(folder):
-                found[f"chaff/{chaff.name}"] = snapshot(materialize(chaff.path, Path(scratch) / chaff.name))
+                base = bases.setdefault(chaff.base_path, snapshot(chaff.base_path))
+                edited = _edited(base, chaff.edits)
+                found[f"chaff/{chaff.name}"] = (
+                    edited if edited is not None else snapshot(materialize(chaff.path, Path(scratch) / chaff.name))
+                )
         except ChaffError as exc:
             raise SimilarityError(str(exc)) from None
     return found
+
+
+def _edited(base: Sources, edits: Sequence[Any]) -> Sources | None:
+    """`base` with each edit's one `find` replaced in the text of its file; None when an edit's file is not
+    one of the snapshot's, or its `find` does not occur exactly once there (building it on disk says why)."""
+    deliverables = {name: Deliverable(d.root, dict(d.files)) for name, d in base.deliverables.items()}
+    for edit in edits:
+        holder = next((d for d in deliverables.values() if edit.file in d.files), None)
+        if holder is None or holder.files[edit.file].count(edit.find) != 1:
+            return None
+        holder.files[edit.file] = holder.files[edit.file].replace(edit.find, edit.replace)
+    return Sources(base.candidate, deliverables, list(base.notes))
 
 
 def to_rows(result: Similarity) -> Iterator[dict[str, Any]]:
