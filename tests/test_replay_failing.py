@@ -63,3 +63,13 @@ def test_a_replay_can_be_narrowed_only_to_runs_its_criterion_judges():
             _narrowed(criterion, RUBRIC, _option(criterion, case, scenario))
     with pytest.raises(ReplayError, match="memo.front-matter is judged from the memo section"):
         _narrowed(RUBRIC.criterion("memo.front-matter"), RUBRIC, ("x",))
+
+
+def test_a_gateway_check_of_the_whole_run_that_names_no_case_failed_the_run():
+    """/stats latency off is no one case's fault: the replay names the run, and from a report runs it whole."""
+    book = RecordBook.read(FIXTURES / "gateway-latency-to-first-byte")
+    status, failing = failing_in(book, RUBRIC, "gateway.stats-latency")
+    assert status == "failed" and failing and all(name.startswith("the gateway run") for name in failing)
+    assert failing_runs(book, RUBRIC, "gateway.stats-latency") == ()
+    cut = RecordBook.read(FIXTURES / "gateway-cut-not-counted")  # the count is off after one case: that case
+    assert failing_runs(cut, RUBRIC, "gateway.stats-counts") == ("local-cut",)

@@ -49,6 +49,7 @@ __all__ = [
 ]
 
 MAX_ROWS = 12
+RUN = "the gateway run"  # what failed a gateway check of the whole run that names no case
 
 
 class ReplayError(ValueError):
@@ -106,8 +107,8 @@ def failing_runs(book: RecordBook, rubric: Rubric, criterion_id: str) -> tuple[s
     """The public scenarios (or gateway cases) whose runs, or whose hidden variants' runs, failed a criterion in
     a grade: what a replay from its report folder runs again, rather than every run the criterion judges."""
     _, failing = failing_in(book, rubric, criterion_id)
-    names = (name.split("#")[0].split(" (variant")[0].partition(".v")[0] for name in failing)
-    return tuple(dict.fromkeys(names))
+    names = tuple(dict.fromkeys(name.split("#")[0].split(" (variant")[0].partition(".v")[0] for name in failing))
+    return () if RUN in names else names  # a whole gateway run failed it: every case, as from a submission
 
 
 def failed_in_report(report_dir: Path) -> tuple[Path, int, list[str]]:
@@ -407,7 +408,8 @@ def _gateway_side_by_side(run: GatewayRun, output: str, *, label: str = "") -> t
     ]
     for name in failing[:MAX_ROWS]:
         lines.append(f"{name}: {run.cases[name].case.what}")
-    return lines, [name + label for name in failing]
+    # a check of the run as a whole (its /stats) that names no case failed the run, not a case
+    return lines, [name + label for name in named] or [f"{RUN}{label}"]
 
 
 def _seen(records: list[dict[str, Any]], t0: float) -> str:
