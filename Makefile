@@ -39,10 +39,9 @@ selftest: $(STAMP)
 	$(BIN)/grader selftest
 
 # Every test, the slow ones included (real grades, the selftest, sandboxes, soak, the bundle), a test
-# file to each worker at a time, longest first (tests/conftest.py). One worker by default: on two
-# cores, three workers take 11.5 minutes instead of about 22, but the timing tests beside the
-# selftest's grades then fail now and then; give WORKERS=3 where there are four cores or more.
-WORKERS ?= 1
+# file to each worker at a time, longest first (tests/conftest.py), on three workers: about 10
+# minutes on two cores, the selftest (three grades at once) the longest part. WORKERS=1 for one.
+WORKERS ?= 3
 XDIST = --dist loadfile --no-loadscope-reorder
 test: $(STAMP) debs-test
 	$(BIN)/python -m pytest -q -n $(WORKERS) $(XDIST) --durations=25
