@@ -256,9 +256,10 @@ def replay(
             )
             return
         passed = True
+        rubric = load_rubric()
         for criterion_id in ids:
-            # from a report, a criterion is replayed on the runs that failed it there, unless narrowed by hand
-            runs = failing_runs(book, load_rubric(), criterion_id) if book and not (case or scenario) else ()
+            # from a report, a criterion is replayed on the runs that failed it there (--case or --scenario win)
+            runs = failing_runs(book, rubric, criterion_id) if book else ()
             done = replay_one(
                 submission,
                 criterion_id,

@@ -181,9 +181,7 @@ def replay(
     section = SECTIONS[criterion.deliverable]
     records = {key: r for key, r in sorted(book.records.items()) if r["section"] == criterion.deliverable}
     folder = out / "by-hand"
-    narrowed = (
-        replace(criterion, cases=cases) if cases else replace(criterion, scenarios=scenarios or criterion.scenarios)
-    )
+    narrowed = replace(criterion, cases=cases or criterion.cases, scenarios=scenarios or criterion.scenarios)
     done.lines, done.failing = side_by_side(book, loaded, narrowed, judged)
     if criterion.deliverable == "loadgen":
         done.by_hand = loadgen_by_hand([section.load(r) for r in records.values()], submission, folder)
@@ -217,18 +215,17 @@ def serve_scenario(
     call `wait` (it returns on Ctrl-C), then stop them."""
     loaded = load_rubric(rubric)
     criterion = _criterion(loaded, criterion_id)
-    cases = _narrowed(criterion, loaded, _option(criterion, case, scenario))
+    names = _narrowed(criterion, loaded, _option(criterion, case, scenario))
     from grader.contract import Submission, load_submission
 
     sub: Submission = load_submission(submission)
     with ExitStack() as stack:
         if criterion.deliverable == "loadgen":
-            name = (cases or criterion.scenarios)[0]
+            name = (names or criterion.scenarios)[0]
             serve_loadgen(stack, name, loaded.scenarios[name], sub, submission, seed, echo)
         elif criterion.deliverable == "gateway":
             plan = loaded.gateway
-            names = cases or criterion.cases or tuple(c.name for c in plan.cases)
-            chosen = plan.case(names[0])
+            chosen = plan.case((names or criterion.cases or tuple(c.name for c in plan.cases))[0])
             if chosen.kind != "one" or chosen.stop_local:
                 raise ReplayError(
                     f"case {chosen.name} needs the grader to drive it ({chosen.kind}); replay it without "
@@ -240,7 +237,7 @@ def serve_scenario(
                 f"{criterion.id}: --serve starts fake servers; the {criterion.deliverable} section has "
                 "none (replay it without --serve)"
             )
-        if len(criterion.runs_from) > 1 and not cases:
+        if len(criterion.runs_from) > 1 and not names:
             echo(
                 f"(the first of {len(criterion.runs_from)}: {', '.join(criterion.runs_from)}; pick one with --case)"
                 if criterion.deliverable == "gateway"

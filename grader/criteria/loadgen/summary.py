@@ -68,11 +68,15 @@ def _percentile_problems(name: str, reported: Any, values: list[float], criterio
     return problems
 
 
+def _no_results(run: LoadgenRun) -> str:
+    return "; ".join(run.problems) or "no results"
+
+
 def _usable(runs: list[LoadgenRun]) -> tuple[list[LoadgenRun], list[str]]:
     """The runs with a results file, and a problem line for each without one."""
     return (
         [r for r in runs if r.results is not None],
-        [f"{r.scenario.name}: {'; '.join(r.problems) or 'no results'}" for r in runs if r.results is None],
+        [f"{r.scenario.name}: {_no_results(r)}" for r in runs if r.results is None],
     )
 
 
@@ -89,7 +93,7 @@ def _ok_samples(run: LoadgenRun, key: str) -> list[float]:
 def _run_percentile_problems(run: LoadgenRun, criterion: Criterion) -> list[str]:
     """One run's percentile problems (a run without a results file has its own)."""
     if run.results is None:
-        return ["; ".join(run.problems) or "no results"]
+        return [_no_results(run)]
     return _percentile_problems("ttft_s", run.summary.get("ttft_s"), _ok_samples(run, "ttft_s"), criterion) + (
         _percentile_problems("tps", run.summary.get("tps"), _ok_samples(run, "tps"), criterion)
     )
@@ -151,7 +155,7 @@ def _summary_problems(run: LoadgenRun, criterion: Criterion) -> list[str]:
 
 
 def _run_summary_problems(run: LoadgenRun, criterion: Criterion) -> list[str]:
-    return ["; ".join(run.problems) or "no results"] if run.results is None else _summary_problems(run, criterion)
+    return [_no_results(run)] if run.results is None else _summary_problems(run, criterion)
 
 
 @check("loadgen", "loadgen.summary", needs=("abs_s", "rel"), by_run=_run_summary_problems)
