@@ -34,7 +34,7 @@ from typing import Any
 
 from grader.shared.yaml_files import YamlError, read_yaml
 
-__all__ = ["Chaff", "ChaffError", "Edit", "list_chaff", "materialize", "read_chaff"]
+__all__ = ["Chaff", "ChaffError", "Edit", "edited", "list_chaff", "materialize", "read_chaff"]
 
 _CRITERION = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$")
 _KEYS = {"base", "defect", "targets", "edits"}
@@ -176,6 +176,15 @@ def materialize(chaff_dir: Path, dest: Path) -> Path:
     return target
 
 
+def edited(text: str, edit: Edit, where: str) -> str:
+    """`text` with the edit's one `find` replaced; ChaffError, saying `where`, when it does not occur exactly once."""
+    count = text.count(edit.find)
+    if count != 1:
+        first = edit.find.strip().splitlines()[0][:60] if edit.find.strip() else repr(edit.find)
+        raise ChaffError(f"{where}: `find` occurs {count} times, must occur exactly once (it begins {first!r})")
+    return text.replace(edit.find, edit.replace)
+
+
 def _apply(chaff: Chaff, index: int, edit: Edit, target: Path) -> None:
     where = f"chaff {chaff.name}: edits[{index}] ({edit.file})"
     path = target / edit.file
@@ -183,8 +192,4 @@ def _apply(chaff: Chaff, index: int, edit: Edit, target: Path) -> None:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ChaffError(f"{where}: no such file in base {chaff.base}") from None
-    count = text.count(edit.find)
-    if count != 1:
-        first = edit.find.strip().splitlines()[0][:60] if edit.find.strip() else repr(edit.find)
-        raise ChaffError(f"{where}: `find` occurs {count} times, must occur exactly once (it begins {first!r})")
-    path.write_text(text.replace(edit.find, edit.replace), encoding="utf-8")
+    path.write_text(edited(text, edit, where), encoding="utf-8")

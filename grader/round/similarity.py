@@ -43,11 +43,14 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from grader.round.sources import CODE_DELIVERABLES, CODE_SUFFIXES, DELIVERABLES, Deliverable, Sources, snapshot
+
+if TYPE_CHECKING:
+    from grader.kit.chaff import Chaff
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -493,8 +496,8 @@ def leak_corpus(paths: Sequence[Path] = (), *, kit: bool = True) -> tuple[dict[s
 
 
 def _chaff(folder: Path) -> dict[str, Sources]:
-    """Every chaff's sources: its base's snapshot with its edits applied to the texts, or, where an edit
-    is not to a file the snapshot holds (submission.yaml, say), the snapshot of the chaff built on disk."""
+    """Every chaff's sources: its base's snapshot with its edits applied to the texts (a `find` that does not
+    occur once is the same ChaffError as building it), or the snapshot of the chaff built on disk."""
     from grader.kit.chaff import ChaffError, list_chaff, materialize
 
     if not folder.is_dir():
@@ -505,24 +508,26 @@ def _chaff(folder: Path) -> dict[str, Sources]:
         try:
             for chaff in list_chaff(folder):
                 base = bases.setdefault(chaff.base_path, snapshot(chaff.base_path))
-                edited = _edited(base, chaff.edits)
+                sources = _with_edits(base, chaff)
                 found[f"chaff/{chaff.name}"] = (
-                    edited if edited is not None else snapshot(materialize(chaff.path, Path(scratch) / chaff.name))
+                    sources if sources is not None else snapshot(materialize(chaff.path, Path(scratch) / chaff.name))
                 )
         except ChaffError as exc:
             raise SimilarityError(str(exc)) from None
     return found
 
 
-def _edited(base: Sources, edits: Sequence[Any]) -> Sources | None:
-    """`base` with each edit's one `find` replaced in the text of its file; None when an edit's file is not
-    one of the snapshot's, or its `find` does not occur exactly once there (building it on disk says why)."""
+def _with_edits(base: Sources, chaff: Chaff) -> Sources | None:
+    """`base` with the chaff's edits applied to the texts of its files (grader.kit.chaff.edited); None when
+    an edit is to a file the snapshot does not hold (submission.yaml, say): then it is built on disk."""
+    from grader.kit.chaff import edited
+
     deliverables = {name: Deliverable(d.root, dict(d.files)) for name, d in base.deliverables.items()}
-    for edit in edits:
+    for i, edit in enumerate(chaff.edits):
         holder = next((d for d in deliverables.values() if edit.file in d.files), None)
-        if holder is None or holder.files[edit.file].count(edit.find) != 1:
+        if holder is None:
             return None
-        holder.files[edit.file] = holder.files[edit.file].replace(edit.find, edit.replace)
+        holder.files[edit.file] = edited(holder.files[edit.file], edit, f"chaff {chaff.name}: edits[{i}] ({edit.file})")
     return Sources(base.candidate, deliverables, list(base.notes))
 
 
