@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar
 import httpx
 
 from fake_server.engine.state import ServerState
+from fake_server.hosting.server import loopback_tls
 from fake_server.http.control import ServerControl
 from fake_server.settings import SettingsError
 
@@ -123,6 +124,7 @@ class AdminControls:
             headers=self._headers,
             timeout=timeout,
             trust_env=False,
+            verify=loopback_tls(),
         )
         if response.status_code >= 400:
             raise SettingsError(f"{method} {path}: {response.status_code} {_message(response)}")
@@ -195,4 +197,4 @@ class RunningServer:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
     def metrics(self) -> str:
-        return httpx.get(self.base_url + "/metrics", timeout=10, trust_env=False).text
+        return httpx.get(self.base_url + "/metrics", timeout=10, trust_env=False, verify=loopback_tls()).text

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import uvicorn
 
-from fake_server.hosting.server import bind, make_server, new_loop, url_for
+from fake_server.hosting.server import bind, loopback_tls, make_server, new_loop, url_for
 from fake_server.http.control import ServerControl
 from fake_server.settings import ServerSettings
 
@@ -124,7 +124,7 @@ class ProcessHost:
         deadline = time.monotonic() + READY_TIMEOUT
         while True:
             try:
-                httpx.get(base + "/version", timeout=1, trust_env=False)
+                httpx.get(base + "/version", timeout=1, trust_env=False, verify=loopback_tls())
                 return base
             except httpx.TransportError:
                 if time.monotonic() > deadline or self.process.poll() is not None:
