@@ -303,6 +303,16 @@ def _wait_for_interrupt() -> None:
             signal.signal(s, handler)
 
 
+def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[int, int]:
+    """`I/N` as (I, N), 1 <= I <= N; no option is the whole selftest."""
+    if value is None:
+        return (1, 1)
+    index, _, count = value.partition("/")
+    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise click.BadParameter(f"expected I/N with 1 <= I <= N (such as 2/3), got {value!r}")
+    return (int(index), int(count))
+
+
 @main.command()
 @click.option(
     "--full",
@@ -316,7 +326,13 @@ def _wait_for_interrupt() -> None:
     type=click.Path(path_type=Path, file_okay=False),
     help="Keep each grade's reports and run records in this folder (one subfolder per submission).",
 )
-def selftest(full: bool, jobs: int, names: tuple[str, ...], keep: Path | None) -> None:
+@click.option(
+    "--shard",
+    callback=_shard,
+    metavar="I/N",
+    help="Grade only the I-th of N equal shares of the submissions (to spread the selftest over N jobs).",
+)
+def selftest(full: bool, jobs: int, names: tuple[str, ...], keep: Path | None, shard: tuple[int, int]) -> None:
     """Grade the reference (full marks) and every chaff (each loses exactly its targets)."""
     try:
         from grader.kit.selftest import SelftestError
@@ -327,7 +343,7 @@ def selftest(full: bool, jobs: int, names: tuple[str, ...], keep: Path | None) -
         ) from None
 
     try:
-        findings = run_selftest(full=full, jobs=jobs, names=names, echo=click.echo, keep=keep)
+        findings = run_selftest(full=full, jobs=jobs, names=names, echo=click.echo, keep=keep, shard=shard)
     except SelftestError as exc:
         raise click.UsageError(str(exc)) from None
     bad = [f.name for f in findings if not f.ok]

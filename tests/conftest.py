@@ -19,7 +19,14 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 
 # The longest test files, longest first (as `make test` lists its slowest tests).
-LONGEST = ("test_selftest.py", "test_bundle.py", "test_time_to_verdict.py", "test_determinism.py")
+LONGEST = (
+    "test_selftest.py",
+    "test_selftest_shard2.py",
+    "test_selftest_shard3.py",
+    "test_bundle.py",
+    "test_time_to_verdict.py",
+    "test_determinism.py",
+)
 
 
 @pytest.hookimpl(trylast=True)

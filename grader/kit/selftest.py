@@ -8,7 +8,8 @@ every chaff on every criterion. The hidden variants (grading/variants.py) run fo
 for a chaff that loses its targets only on them (`unseen: true`) and with `--full`: a variant run
 costs as much as the public one, and a chaff that breaks a public rule breaks it on the public run.
 A chaff graded wrong is graded once more: wrong twice is wrong, right the second time is reported
-as unstable with what the first grading said.
+as unstable with what the first grading said. `shard=(i, n)` grades every n-th submission from the
+i-th (the reference first), so n machines or CI jobs share one selftest.
 """
 
 from __future__ import annotations
@@ -124,6 +125,7 @@ def selftest(
     echo: Callable[[str], None] = print,
     root: Path = SUBMISSIONS,
     keep: Path | None = None,
+    shard: tuple[int, int] = (1, 1),
 ) -> list[Finding]:
     """Grade the reference and every chaff (or those named); one Finding each. `keep`: a folder to keep
     each grade's reports and run records in (`keep/NAME/`; a chaff graded twice keeps the second)."""
@@ -186,6 +188,8 @@ def selftest(
         if not names or "reference" in names:
             jobs_list.append(("reference", root / "reference", [], True))
         jobs_list += [(c.name, None, None if c.scores_nothing else list(c.targets), full or c.unseen) for c in chaff]
+        index, count = shard
+        jobs_list = jobs_list[index - 1 :: count]
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             for future in [pool.submit(one, *job) for job in jobs_list]:
                 future.result()
