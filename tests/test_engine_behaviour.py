@@ -66,8 +66,9 @@ def test_requests_beyond_the_slots_wait_and_raise_p90_ttft(fake_server):
     # never more than two in the slots at once, and the four others waited for one (a slot is held ~0.2 s)
     last_token = {r["id"]: max(t for t, kind, _ in r["chunks"] if kind == "content") for r in ledger}
     for r in ledger:
-        # a slot is held from scheduling to the step that produces the last token (5 ms slack for the send)
-        holding = [o for o in ledger if o["scheduled"] <= r["scheduled"] < last_token[o["id"]] - 0.005]
+        # a slot is held from scheduling to the step that produces the last token; its send may come later on
+        # a busy machine (30 ms of slack), while a third request in the slots would overlap by a whole ~0.2 s
+        holding = [o for o in ledger if o["scheduled"] <= r["scheduled"] < last_token[o["id"]] - 0.03]
         assert len(holding) <= 2
     assert sum(1 for r in ledger if r["queue_wait"] > 0.1) >= 4
     assert max(r["queue_wait"] for r in free.ledger()) < min(sorted(r["queue_wait"] for r in ledger)[2:])
