@@ -208,6 +208,13 @@ def rejudge(report_dir: Path, override: Path | None, out: Path | None) -> None:
     show_default=True,
     help="Folder for the replay's reports, records and by-hand files.",
 )
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Runs made at once, each in a sandbox of its own (1: one after another, as a grade makes them).",
+)
 def replay(
     target: Path,
     criterion: str | None,
@@ -216,6 +223,7 @@ def replay(
     scenario: str | None,
     serve: bool,
     out: Path,
+    jobs: int,
 ) -> None:
     """Run one criterion's scenarios or cases again, judged by the same check, and show what made it fail.
 
@@ -268,6 +276,7 @@ def replay(
                 case=case,
                 scenario=scenario,
                 runs=runs,
+                jobs=jobs,
             )
             passed = passed and done.status == "passed"
             click.echo(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import tempfile
 import threading
 import time
@@ -24,11 +23,12 @@ from typing import Any
 
 from grader.contract import Submission, schema_errors
 from grader.criteria.memo import HUMAN_CHECKLIST
-from grader.grading.judging import FactsAt, VariantsAt, decide, result_of, skipped, unjudged
+from grader.grading.judging import decide, result_of, skipped, unjudged
+from grader.grading.live_runs import LiveRuns
 from grader.grading.outcome import CriterionResult, Grade
 from grader.grading.records import RecordBook
 from grader.grading.rubric import Criterion, Rubric, RubricError, load_rubric
-from grader.grading.sections import NO_VARIANTS, SECTIONS, Context, Section, Varied
+from grader.grading.sections import NO_VARIANTS, SECTIONS, Context
 from grader.grading.variants import Variants, VariantsError, load_variants
 from grader.runs.sizing import SizingPlan
 from grader.shared.yaml_files import YamlError, read_yaml
@@ -56,6 +56,7 @@ class GradeRun:
     cases: tuple[str, ...] = ()  # `grader replay --case`: the gateway criteria judge these cases alone
     scenarios: tuple[str, ...] = ()  # `grader replay --scenario`: the load-generator criteria judge these alone
     with_variants: bool = True  # run the hidden variants when the kit has them (bench/grade_time.py compares)
+    spread: int = 1  # `grader replay`: a criterion's runs made this many at once, each in a sandbox of its own
     sizing: SizingPlan | None = None  # set by grade(): the input sets it runs
     variants: Variants | None = None  # set by grade(): the hidden variants it runs (None: none)
 
@@ -255,6 +256,7 @@ def _run_sections(
             sizing=run.sizing,
             variants=run.variants,
             open_box=lambda: Sandbox(submission.folder),
+            spread=run.spread,
         )
         varied = run.variants.varied if run.variants is not None else NO_VARIANTS
         try:
@@ -263,12 +265,10 @@ def _run_sections(
                     with lock:
                         notes.append((box.isolated, box.note))
                 ctx.box = box
-                live = _LiveRuns(section, ctx, book)
+                live = LiveRuns(section, ctx, book, varied)
                 for criterion in todo[name]:
                     started = time.perf_counter()
-                    decision = decide(
-                        criterion, section, rubric, live.facts_at(criterion), live.variants_at(criterion, varied)
-                    )
+                    decision = decide(criterion, section, rubric, live.facts_at(criterion), live.variants_at(criterion))
                     took = time.perf_counter() - started
                     if decision is None:
                         record(
@@ -313,40 +313,3 @@ def _run_sections(
     isolated = all(i for i, _ in notes)
     note = next((n for i, n in notes if not i), notes[0][1] if notes else "")
     return isolated, note
-
-
-class _LiveRuns:
-    """A section's runs during a grade: made on first need, recorded, and judged from the record read back
-    (so nothing a check reads exists only in memory)."""
-
-    def __init__(self, section: Section, ctx: Context, book: RecordBook) -> None:
-        self.section, self.ctx, self.book = section, ctx, book
-        self.loaded: dict[str, Any] = {}
-        self.inherent = 0.0
-
-    def _objects(self, keys: tuple[str, ...], attempt: int) -> list[Any]:
-        for key in keys:
-            if key not in self.loaded:
-                facts = self.section.run(self.ctx, key)
-                record = self.book.add(key, self.section.name, attempt, facts)
-                self.loaded[key] = self.section.load(json.loads(json.dumps(record)))
-                self.inherent += self.section.inherent(self.loaded[key])
-        return [self.loaded[k] for k in keys]
-
-    def facts_at(self, criterion: Criterion) -> FactsAt:
-        def at(attempt: int) -> list[Any] | None:
-            keys = self.section.keys(criterion, attempt)
-            return None if keys is None else self._objects(keys, attempt)
-
-        return at
-
-    def variants_at(self, criterion: Criterion, varied: Varied) -> VariantsAt:
-        def at(attempt: int) -> tuple[Criterion, list[Any]] | None:
-            keys = self.section.variant_keys(criterion, attempt, varied)
-            if not keys:
-                return None
-            objects = self._objects(keys, attempt)
-            judged = self.section.variant_criterion(criterion, objects)
-            return None if judged is None else (judged, objects)
-
-        return at

@@ -49,6 +49,7 @@ class Context:
     box: Any = None
     open_box: Callable[[], Any] | None = None
     hung_s: float = 0.0  # time the section's commands spent hanging, against the rubric's budget_s
+    spread: int = 1  # runs made at once, each in a sandbox of its own (grading/live_runs.py; a replay's)
 
     def budget_spent(self, section: str) -> str | None:
         """Why no more commands start in this section (its budget for commands that hang is spent), or None."""

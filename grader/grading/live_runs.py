@@ -1,0 +1,98 @@
+"""A section's runs during a grade: made on first need, recorded, and judged from the record read back.
+
+Nothing a check reads exists only in memory: each run's facts go into the record book and the check
+gets the object loaded from that record, as `grader rejudge` will. A grade makes a section's runs
+one after another in the section's sandbox. A replay may spread them (`Context.spread`): the runs a
+criterion needs, its hidden variants' with them, made several at once, each further worker in a
+sandbox of its own (a network of its own, so the same ports do not clash). What is recorded does
+not depend on which sandbox made which run: the records are added in the order of their keys.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+from grader.grading.judging import FactsAt, VariantsAt
+from grader.grading.records import RecordBook
+from grader.grading.rubric import Criterion
+from grader.grading.sections import Context, Section, Varied
+
+__all__ = ["LiveRuns"]
+
+
+class LiveRuns:
+    def __init__(self, section: Section, ctx: Context, book: RecordBook, varied: Varied) -> None:
+        self.section, self.ctx, self.book, self.varied = section, ctx, book, varied
+        self.loaded: dict[str, Any] = {}
+        self.inherent = 0.0
+
+    def _objects(self, keys: tuple[str, ...], attempt: int) -> list[Any]:
+        missing = [key for key in dict.fromkeys(keys) if key not in self.loaded]
+        spread = self.section.boxed and self.ctx.open_box is not None and self.ctx.spread > 1 and len(missing) > 1
+        made = self._made_at_once(missing) if spread else {}
+        for key in missing:
+            facts = made[key] if spread else self.section.run(self.ctx, key)
+            record = self.book.add(key, self.section.name, attempt, facts)
+            self.loaded[key] = self.section.load(json.loads(json.dumps(record)))
+            self.inherent += self.section.inherent(self.loaded[key])
+        return [self.loaded[k] for k in keys]
+
+    def _made_at_once(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """The facts of each key's run, `ctx.spread` runs at once: one worker in the section's sandbox, each
+        other in one it opens. Time spent on commands that hang counts against the section's budget once all
+        have ended (a run that starts beside a hanging one does not see its wait)."""
+        todo = list(keys)
+        lock = threading.Lock()
+        made: dict[str, dict[str, Any]] = {}
+        hung: list[float] = []
+
+        def work(box: Any) -> None:
+            ctx = replace(self.ctx, box=box)
+            while True:
+                with lock:
+                    if not todo:
+                        break
+                    key = todo.pop(0)
+                made[key] = self.section.run(ctx, key)
+            with lock:
+                hung.append(ctx.hung_s - self.ctx.hung_s)
+
+        def in_a_box_of_its_own() -> None:
+            assert self.ctx.open_box is not None
+            with self.ctx.open_box() as box:
+                work(box)
+
+        workers = min(self.ctx.spread, len(keys))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(work, self.ctx.box)]
+            futures += [pool.submit(in_a_box_of_its_own) for _ in range(workers - 1)]
+            for future in futures:
+                future.result()
+        self.ctx.hung_s += sum(hung)
+        return made
+
+    def facts_at(self, criterion: Criterion) -> FactsAt:
+        def at(attempt: int) -> list[Any] | None:
+            keys = self.section.keys(criterion, attempt)
+            if keys is None:
+                return None
+            if self.ctx.spread > 1:  # the hidden variants' runs beside the public ones
+                self._objects(keys + self.section.variant_keys(criterion, attempt, self.varied), attempt)
+            return self._objects(keys, attempt)
+
+        return at
+
+    def variants_at(self, criterion: Criterion) -> VariantsAt:
+        def at(attempt: int) -> tuple[Criterion, list[Any]] | None:
+            keys = self.section.variant_keys(criterion, attempt, self.varied)
+            if not keys:
+                return None
+            objects = self._objects(keys, attempt)
+            judged = self.section.variant_criterion(criterion, objects)
+            return None if judged is None else (judged, objects)
+
+        return at
