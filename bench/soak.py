@@ -149,10 +149,11 @@ def _controller(server: Any, rng: random.Random, stop: threading.Event, every_s:
 
 
 def run_soak(seconds: float, *, ledger: Path, workers: int = 4, seed: int = 1, max_requests: int = 400_000,
-             reconfigure_every_s: float = 2.0) -> SoakResult:
-    """Soak one server for `seconds` (bounded also by `max_requests` in all) and check it."""
+             reconfigure_every_s: float = 2.0, ledger_keep: int = LEDGER_KEEP) -> SoakResult:
+    """Soak one server for `seconds` (bounded also by `max_requests` in all) and check it. A short soak keeps
+    fewer records in memory (`ledger_keep`), so that its memory is bounded, and measured, early."""
     args = ("--token-rate", "2000", "--max-num-seqs", "8", "--output-len-min", "4", "--output-len-max", "24",
-            "--max-model-len", "1024", "--seed", str(seed), "--ledger", str(ledger), "--ledger-keep", str(LEDGER_KEEP))
+            "--max-model-len", "1024", "--seed", str(seed), "--ledger", str(ledger), "--ledger-keep", str(ledger_keep))
     with serve_subprocess(*args) as server:
         pid = server.process.pid
         stop = threading.Event()
@@ -197,7 +198,7 @@ def run_soak(seconds: float, *, ledger: Path, workers: int = 4, seed: int = 1, m
                  if r["status"] >= 500 and not r.get("fault")][:10]
     if gauges != {"vllm:num_requests_running": 0.0, "vllm:num_requests_waiting": 0.0, "vllm:kv_cache_usage_perc": 0.0}:
         problems.append(f"left in the engine after the soak: {gauges}")
-    full = next((i for i, n in enumerate(sent_at) if n >= LEDGER_KEEP + 500), len(rss))
+    full = next((i for i, n in enumerate(sent_at) if n >= ledger_keep + 500), len(rss))
     warm = max(len(rss) // 3, full)
     if warm > len(rss) - 5:
         problems.append(f"too short: the ledger filled at sample {full} of {len(rss)}, leaving no window to measure")
