@@ -216,7 +216,8 @@ def _gateway_run(ctx: Context, key: str) -> dict[str, Any]:
     cases = tuple(c for c in plan.cases if every or c.name in wanted or c.kind == "startup")
     limits = ctx.rubric.limits["gateway"]
     hang = HangBudget(limits["request_s"], limits["budget_s"], spent_s=ctx.hung_s)
-    run = run_gateway(ctx.box, ctx.submission, plan, seed=ctx.seed, hang=hang, cases=cases)
+    beside = ctx.open_box if ctx.spread > 1 else None  # a replay: the restarts in a sandbox of their own
+    run = run_gateway(ctx.box, ctx.submission, plan, seed=ctx.seed, hang=hang, cases=cases, beside=beside)
     ctx.hung_s = hang.spent_s
     return run.to_record()
 

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from grader.contract import Submission
@@ -395,44 +398,90 @@ def run_gateway(
     seed: int,
     hang: HangBudget,
     cases: tuple[Case, ...] | None = None,
+    beside: Callable[[], AbstractContextManager[Box]] | None = None,
 ) -> GatewayRun:
     """Start both servers and the gateway, run `cases` (default: the plan's) in order, stop everything; never
     raises for the candidate. A gateway that stops answering uses up `hang`, and the cases after are not run.
 
     The `quiet_probe` cases run after the others, each in a start of the gateway of its own (see the
-    module's docstring)."""
+    module's docstring). With `beside` (a replay's way to open a second sandbox) they run there instead,
+    while the others run here: the same cases and starts, a few seconds sooner. They count against the
+    hang budget from where it stood, and are dropped if the gateway did not start here, as they would
+    not have run."""
     cases = plan.cases if cases is None else cases
     started = time.perf_counter()
-    main = _run_session(
-        box, submission, plan, seed, tuple(c for c in cases if not c.quiet_probe), quiet=False, hang=hang
-    )
-    runs, inherent = dict(main.runs), main.inherent
-    stdout, stderr = [main.stdout_tail[-1500:]], [main.stderr_tail[-1500:]]  # each start's tail, in order
-    for case in (c for c in cases if c.quiet_probe and not main.start_problem):
-        if why := hang.spent:
-            runs[case.name] = CaseRun(case, t0=time.time(), problem=why)
-            continue
-        # A start of its own: the gateway may rightly mark the route down after the first refusal.
-        quiet = _run_session(box, submission, plan, seed, (case,), quiet=True, hang=hang)
-        runs[case.name] = quiet.runs.get(case.name) or CaseRun(
-            case, t0=time.time(), problem=f"the gateway did not start again: {quiet.start_problem}"
+    quiet_cases = tuple(c for c in cases if c.quiet_probe)
+    initial, own = hang.spent_s, replace(hang)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        later = (
+            pool.submit(_in_a_box_of_its_own, beside, submission, plan, seed, quiet_cases, own)
+            if beside is not None and quiet_cases
+            else None
         )
-        inherent += quiet.inherent
-        marker = f"\n--- started again for {case.name}, health_interval_s {plan.quiet_interval_s:g} ---\n"
-        stdout += [marker + quiet.stdout_tail[-1000:]] if quiet.stdout_tail.strip() else []
-        stderr += [marker + quiet.stderr_tail[-1000:]] if quiet.stderr_tail.strip() else []
+        main = _run_session(
+            box, submission, plan, seed, tuple(c for c in cases if not c.quiet_probe), quiet=False, hang=hang
+        )
+        if later is not None:
+            quiet = later.result()
+            hang.spent_s += own.spent_s - initial
+        elif not main.start_problem:
+            quiet = _restarts(box, submission, plan, seed, quiet_cases, hang)
+    if main.start_problem:
+        quiet = _Restarts()  # a gateway that never started is not started again
     return GatewayRun(
         plan,
         main.argv,
         not main.start_problem,
         main.start_problem,
-        runs,
+        {**main.runs, **quiet.runs},
         time.perf_counter() - started,
-        inherent,
-        "".join(stdout),
-        "".join(stderr),
+        main.inherent + quiet.inherent,
+        "".join([main.stdout_tail[-1500:], *quiet.stdout]),  # each start's tail, in order
+        "".join([main.stderr_tail[-1500:], *quiet.stderr]),
         seed,
     )
+
+
+@dataclass
+class _Restarts:
+    """The quiet-probe cases, each run in a start of the gateway of its own."""
+
+    runs: dict[str, CaseRun] = field(default_factory=dict)
+    inherent: float = 0.0
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+
+
+def _restarts(
+    box: Box, submission: Submission, plan: GatewayPlan, seed: int, cases: tuple[Case, ...], hang: HangBudget
+) -> _Restarts:
+    done = _Restarts()
+    for case in cases:
+        if why := hang.spent:
+            done.runs[case.name] = CaseRun(case, t0=time.time(), problem=why)
+            continue
+        # A start of its own: the gateway may rightly mark the route down after the first refusal.
+        quiet = _run_session(box, submission, plan, seed, (case,), quiet=True, hang=hang)
+        done.runs[case.name] = quiet.runs.get(case.name) or CaseRun(
+            case, t0=time.time(), problem=f"the gateway did not start again: {quiet.start_problem}"
+        )
+        done.inherent += quiet.inherent
+        marker = f"\n--- started again for {case.name}, health_interval_s {plan.quiet_interval_s:g} ---\n"
+        done.stdout += [marker + quiet.stdout_tail[-1000:]] if quiet.stdout_tail.strip() else []
+        done.stderr += [marker + quiet.stderr_tail[-1000:]] if quiet.stderr_tail.strip() else []
+    return done
+
+
+def _in_a_box_of_its_own(
+    open_box: Callable[[], AbstractContextManager[Box]],
+    submission: Submission,
+    plan: GatewayPlan,
+    seed: int,
+    cases: tuple[Case, ...],
+    hang: HangBudget,
+) -> _Restarts:
+    with open_box() as box:
+        return _restarts(box, submission, plan, seed, cases, hang)
 
 
 def gateway_config(
