@@ -14,7 +14,7 @@ import pytest
 from api_client import SSEDecoder
 from conftest import chat_body
 
-from grader.runs.tests import PERCENTILE_METHODS
+from grader.runs.tests import CANDIDATE_PLUGINS, PERCENTILE_METHODS
 from grader.criteria.matching import match
 from grader.criteria.truth import (
     in_flight_series,
@@ -157,7 +157,8 @@ def test_the_starters_layout_imports_by_the_dotted_name_and_gets_swapped(tmp_pat
     (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / where).write_text(_PERCENTILE_TEST)
     env = {**os.environ, "PYTHONPATH": str(INJECTED), "GRADER_PERCENTILE": "loadgen.loadgen:percentile",
-           "GRADER_PERCENTILE_MARKER": str(tmp_path / "marker")}
+           "GRADER_PERCENTILE_MARKER": str(tmp_path / "marker"), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+           "PYTEST_PLUGINS": ",".join(CANDIDATE_PLUGINS)}  # as the grader runs a candidate's tests
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(Path(where).parent)]
     own = subprocess.run(argv, cwd=tmp_path, env={**env, "GRADER_PERCENTILE_METHOD": "none"}, capture_output=True,
                          text=True, check=False)

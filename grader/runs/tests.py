@@ -22,7 +22,7 @@ from typing import Any
 from grader.contract import Submission
 from grader.runs.loadgen import Box
 
-__all__ = ["PERCENTILE_METHODS", "TestRun", "TestRuns", "run_tests"]
+__all__ = ["CANDIDATE_PLUGINS", "PERCENTILE_METHODS", "TestRun", "TestRuns", "run_tests"]
 
 PERCENTILE_METHODS = ("linear", "floor", "off-by-one", "unsorted")
 HUNG = "wall timeout"
@@ -70,6 +70,10 @@ class TestRuns:
         return cls(TestRun.from_dict(data["own"]), {v.variant: v for v in variants})
 
 
+#: The pytest plugins a candidate's kit installs: the fake server's fixtures, and anyio's (it comes with httpx).
+CANDIDATE_PLUGINS = ("fake_server.pytest_plugin", "anyio.pytest_plugin")
+
+
 def _inject() -> dict[str, str]:
     return {p.name: p.read_text(encoding="utf-8") for p in sorted(_INJECTED.glob("*.py"))}
 
@@ -93,7 +97,10 @@ def _run(
         "GRADER_PERCENTILE_MARKER": marker,
         "GRADER_TEST_OUTCOMES": outcomes,
         "FAKE_SERVER_IGNORE_SLOT_LIMIT": "1" if no_slots else "0",
-        "PYTEST_PLUGINS": "grader_test_outcomes",
+        # The plugins of the candidate's kit and no others: what else the grading machine has installed
+        # (pytest-randomly, a fuzzer's plugin) must not change the outcome, nor cost each run a second.
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "PYTEST_PLUGINS": ",".join(("grader_test_outcomes", *CANDIDATE_PLUGINS)),
         "PYTEST_ADDOPTS": "-rf -p no:cacheprovider" + (" -x" if stop_early else ""),
     }
     result = box.run(argv, timeout_s=timeout_s, env=env, inject=_inject(), files_back=[outcomes, marker])
