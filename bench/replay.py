@@ -5,11 +5,13 @@ nothing (`grading/replay.py`: the grade's engine in the sandbox, seed 0); the ve
 with the one its recorded grade gives (tests/fixtures/runs/, `make fixtures`, also seed 0): the same
 status, and for the load generator and the gateway the same failing requests or cases. The wall
 time of each replay is kept, by section, against the targets: a load-generator criterion in at most
-10 s, a gateway criterion in at most 30 s. A replay over its limit (a criterion judged from every
-run of its section, variants included) is timed again as `grader replay REPORT_DIR` runs it: on
-the scenarios or cases that failed it in the grade (`narrowed_s`), and compared again.
+10 s, a gateway criterion in at most 30 s. Replays make their runs `--jobs` at once (as `grader
+replay` does); a criterion judged from every run of its section, variants included, is also replayed
+one run at a time, side by side (`one_at_a_time_s`). A replay over its limit is timed again as
+`grader replay REPORT_DIR` runs it: on the scenarios or cases that failed it in the grade
+(`narrowed_s`), and compared again.
 
-    python -m bench.replay [--only CHAFF ...]
+    python -m bench.replay [--jobs N] [--only CHAFF ...]
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ import tempfile
 from pathlib import Path
 
 from grader.grading.records import RecordBook
-from grader.grading.replay import failing_in, failing_runs, replay
-from grader.grading.rubric import load_rubric
+from grader.grading.replay import SPREAD, failing_in, failing_runs, replay
+from grader.grading.rubric import Criterion, Rubric, load_rubric
 from grader.kit.chaff import list_chaff, materialize
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,9 +41,17 @@ def recorded(chaff: str, criterion_id: str) -> tuple[str, list[str]]:
     return failing_in(RecordBook.read(FIXTURES / chaff), load_rubric(), criterion_id)
 
 
+def of_every_run(criterion: Criterion, rubric: Rubric) -> bool:
+    """Judged from every run of its section: all the load generator's scenarios, or every gateway case."""
+    if criterion.deliverable == "loadgen":
+        return set(criterion.scenarios) == set(rubric.scenarios)
+    return criterion.deliverable == "gateway" and not criterion.cases
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=[], help="these chaff only")
+    parser.add_argument("--jobs", type=int, default=SPREAD, help="runs a replay makes at once")
     args = parser.parse_args()
     rubric = load_rubric()
     rows = []
@@ -52,15 +62,21 @@ def main() -> None:
             folder = materialize(chaff.path, Path(tmp) / chaff.name)
             for target in chaff.targets:
                 deliverable = rubric.criterion(target).deliverable
-                done = replay(folder, target, Path(tmp) / "out" / chaff.name / target, seed=0)
+                done = replay(folder, target, Path(tmp) / "out" / chaff.name / target, seed=0, jobs=args.jobs)
                 status, failing = recorded(chaff.name, target)
                 same = done.status == status and (deliverable not in ("loadgen", "gateway") or done.failing == failing)
                 row = {"chaff": chaff.name, "criterion": target, "deliverable": deliverable,
                        "replayed": done.status, "graded": status, "same": same, "seconds": round(done.seconds, 2)}
                 mark = "same" if same else f"DIFFERENT (graded {status} on {failing}, replayed {done.failing})"
+                if of_every_run(rubric.criterion(target), rubric) and args.jobs > 1:
+                    one = replay(folder, target, Path(tmp) / "one" / chaff.name / target, seed=0, jobs=1)
+                    row.update(one_at_a_time_s=round(one.seconds, 2),
+                               one_at_a_time_same=one.status == status and one.failing == failing)
+                    mark += f"; one at a time {one.seconds:.1f} s" + ("" if row["one_at_a_time_same"] else " DIFFERENT")
                 if done.seconds > LIMITS_S.get(deliverable, float("inf")):
                     runs = failing_runs(RecordBook.read(FIXTURES / chaff.name), rubric, target)
-                    again = replay(folder, target, Path(tmp) / "narrowed" / chaff.name / target, seed=0, runs=runs)
+                    again = replay(folder, target, Path(tmp) / "narrowed" / chaff.name / target, seed=0, runs=runs,
+                                   jobs=args.jobs)
                     row.update(narrowed_to=list(runs), narrowed_s=round(again.seconds, 2),
                                narrowed_same=again.status == status and again.failing == failing)
                     mark += (f"; on the {len(runs)} that failed it: {again.seconds:.1f} s, "
@@ -75,12 +91,23 @@ def main() -> None:
                                    "max_s": max(times), "limit_s": LIMITS_S.get(deliverable, 0.0),
                                    "over_limit": sum(t > LIMITS_S.get(deliverable, float("inf")) for t in times),
                                    "max_from_report_s": max(narrowed)}
+        pairs = [(r["one_at_a_time_s"], r["seconds"]) for r in rows if r["deliverable"] == deliverable
+                 and "one_at_a_time_s" in r]
+        if pairs:
+            by_section[deliverable]["of_every_run"] = {
+                "replays": len(pairs), "one_at_a_time_median_s": statistics.median(one for one, _ in pairs),
+                "at_once_median_s": statistics.median(now for _, now in pairs),
+                "speedup_median": round(statistics.median(one / now for one, now in pairs), 2)}
     result = {
-        "command": "python -m bench.replay" + (f" --only {' '.join(args.only)}" if args.only else ""),
+        "command": "python -m bench.replay" + (f" --jobs {args.jobs}" if args.jobs != SPREAD else "")
+        + (f" --only {' '.join(args.only)}" if args.only else ""),
+        "jobs": args.jobs,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "load_average_at_end": os.getloadavg()[0],
         "replays": len(rows), "same": sum(r["same"] for r in rows),
-        "narrowed_same": sum(r.get("narrowed_same", True) for r in rows), "by_section": by_section, "rows": rows,
+        "narrowed_same": sum(r.get("narrowed_same", True) for r in rows),
+        "one_at_a_time_same": sum(r.get("one_at_a_time_same", True) for r in rows),
+        "by_section": by_section, "rows": rows,
     }
     if not args.only:
         RESULTS.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
