@@ -433,14 +433,14 @@ def test_the_context_check_sends_too_long_prompts_straight_to_the_api(gw: Gatewa
 
 
 def test_an_unhealthy_local_route_is_skipped_without_a_timeout(gw: Gateway, servers: Servers) -> None:
-    """Were the gateway to try it, every request would pay first_byte_s on the stalled local server."""
+    """Were the gateway to try it, every request would pay first_byte_s on the stalled local server: the
+    local ledger shows it never did (a wall-clock bound here failed on a busy machine, where the API's own
+    answer took longer than first_byte_s)."""
     servers.local.set_faults([{"kind": "stall_before_headers", "seconds": STALL_S}])
     servers.local.set_healthy(False)
     gw.sees_local(False)
     for _ in range(5):
-        started = time.monotonic()
-        response = gw.post(chat())
-        assert route_of(response) == ("api", "api") and time.monotonic() - started < FIRST_BYTE_S
+        assert route_of(gw.post(chat())) == ("api", "api")
     assert servers.local.ledger() == [] and len(servers.api.ledger()) == 5
     servers.local.set_faults([])
     servers.local.set_healthy(True)
