@@ -48,7 +48,7 @@ test: $(STAMP) debs-test
 	$(BIN)/python -m pytest -q -n $(WORKERS) $(XDIST) --durations=25
 
 # The inner loop: every test but the slow ones, every criterion judged from recorded runs
-# (tests/fixtures/runs), on three workers (about 80 s on two cores).
+# (tests/fixtures/runs), on three workers (about 90 s on two cores).
 FAST_WORKERS ?= 3
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(FAST_WORKERS) $(XDIST) -m "not slow" --durations=10
