@@ -47,8 +47,8 @@ __all__ = [
 
 
 #: Runs a replay makes at once. A criterion judged from every run of its section (a load generator's summary
-#: over 26 scenario runs, hidden variants included) is replayed in a third of the time; a run mostly waits
-#: on the fake server's token clock, so three share two cores (bench/README.md, "Replay").
+#: over 26 scenario runs, hidden variants included) is replayed in 10-12 s instead of 27-30; a run mostly
+#: waits on the fake server's token clock, so three share two cores (bench/README.md, `grader replay`).
 SPREAD = 3
 
 
