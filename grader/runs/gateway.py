@@ -421,13 +421,13 @@ def run_gateway(
         main = _run_session(
             box, submission, plan, seed, tuple(c for c in cases if not c.quiet_probe), quiet=False, hang=hang
         )
-        if later is not None:
+        if main.start_problem:
+            quiet = _Restarts()  # a gateway that never started is not started again (what ran beside is dropped)
+        elif later is not None:
             quiet = later.result()
             hang.spent_s += own.spent_s - initial
-        elif not main.start_problem:
+        else:
             quiet = _restarts(box, submission, plan, seed, quiet_cases, hang)
-    if main.start_problem:
-        quiet = _Restarts()  # a gateway that never started is not started again
     return GatewayRun(
         plan,
         main.argv,
