@@ -71,6 +71,33 @@ def test_stalls_before_and_after_headers(fake_server):
         assert total >= 0.45 and events[-1] == "[DONE]"
 
 
+@pytest.mark.parametrize(
+    ("fault", "stream"),
+    [
+        ({"kind": "stall_before_headers"}, True),
+        ({"kind": "stall_before_headers"}, False),
+        ({"kind": "stall_after_headers"}, True),
+        ({"kind": "stall_after_headers"}, False),
+        ({"kind": "stall", "after_tokens": 2}, True),
+    ],
+    ids=["before-headers-stream", "before-headers-whole", "after-headers-stream", "after-headers-whole", "mid-stream"],
+)
+def test_a_client_that_gives_up_during_a_stall_ends_it(fake_server, fault, stream):
+    """The record ends at the disconnect, not 4 s later when the stall would have: the ledger settles at once,
+    and the request is aborted like any other whose client left."""
+    server = fake_server(faults=[{**fault, "seconds": 4}], token_rate=20)  # generating for 2 s: still running
+    with pytest.raises(httpx.ReadTimeout):
+        with httpx.stream("POST", server.base_url + "/v1/chat/completions",
+                          json=chat_body(max_tokens=40, stream=stream, ignore_eos=True), timeout=httpx.Timeout(5, read=0.3)) as r:
+            r.read()
+    asked = time.perf_counter()
+    (record,) = server.ledger(settle=5.0)
+    assert time.perf_counter() - asked < 2.0
+    assert record["finished"] - record["arrival"] < 2.0
+    assert record["finish_reason"] == "abort" and record["error"] == "client disconnected"
+    assert record["fault"]["kind"] == fault["kind"] and record["fault"]["applied"]
+
+
 @pytest.mark.slow
 def test_rules_select_by_request_number_and_by_seeded_rate(fake_server):
     server = fake_server(faults=[{"kind": "http_error", "status": 503, "requests": [2, 4]}], token_rate=500)

@@ -20,6 +20,9 @@ Kinds, and what a plain client sees:
                        of that engine ends with an error, `/health` answers 503 until a reset
   unhealthy            `/health` answers 503 (selects no request)
 
+A client that gives up during a stall ends it: the request is aborted at the disconnect (as vLLM
+cancels the handler of a client that has gone), so its ledger record ends when the client left.
+
 Faults that act "after `after_tokens` tokens" are applied by the engine, at the moment it would
 generate token `after_tokens + 1`, and nowhere else: exactly `after_tokens` tokens are generated
 before the fault (fewer if the answer ends first). Those that end the generation (cut, no_done,

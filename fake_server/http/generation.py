@@ -7,7 +7,6 @@ the engine. Every request, including rejected ones, gets a ledger record.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import time
@@ -31,7 +30,7 @@ from fake_server.http.protocol import (
     parse_completion,
     parse_json,
 )
-from fake_server.http.streaming import Reply, StreamWriter, collect
+from fake_server.http.streaming import Reply, StreamWriter, collect, stall_before_answer
 from fake_server.http.wire import (
     chat_response,
     completion_response,
@@ -163,7 +162,8 @@ async def _serve(request: Request, state: ServerState, record: LedgerRecord, cha
         return _fault_error(state, record, fault)
     if fault is not None and fault.kind == "stall_before_headers":
         record.fault = {**fault.describe(), "applied": True}
-        await asyncio.sleep(fault.seconds)
+        if await stall_before_answer(request.receive, fault.seconds):
+            return _abandoned(state, record, persona)
     text = TextStream(state.settings.seed, req.seed, zlib.crc32(repr(prompt_ids).encode()))
     try:
         seq = engine.submit(
@@ -296,6 +296,18 @@ def _reject(
     record.finished = time.time()
     state.ledger.add(record)
     return error_response(status, message, param, headers)
+
+
+def _abandoned(state: ServerState, record: LedgerRecord, persona: Persona | None) -> Response:
+    """The client left while its answer was held back (a stall before the headers): the record ends at the
+    disconnect, as an aborted generation's does (billed for its prompt, no output); nobody reads the answer."""
+    record.finish_reason = "abort"
+    record.error = "client disconnected"
+    record.finished = time.time()
+    if persona is not None:
+        persona.on_finish(record)
+    state.ledger.add(record)
+    return Response(status_code=499)
 
 
 def _fault_error(state: ServerState, record: LedgerRecord, fault: FaultRule) -> Response:

@@ -4,7 +4,9 @@ This is a plain ASGI response rather than sse-starlette's `EventSourceResponse`:
 the moment each chunk was handed to the socket, and faults must land between two frames (a cut
 mid-body, a malformed frame, an in-stream error), which is easiest to get exactly right one
 `send` at a time. A background task watches for the client going away and aborts the sequence at
-once, so its slot and KV blocks are free before the next engine step.
+once, so its slot and KV blocks are free before the next engine step. An injected stall ends there
+too: vLLM cancels the handler of a client that has gone (its `with_cancellation`), so a stalled
+request's record ends when its client gave up, not when the stall would have.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from fake_server.engine.step_loop import Engine
 from fake_server.http.sse import FrameSender, Framing
 from fake_server.http.wire import DONE, ChatEncoder, CompletionEncoder, continuous_usage
 
-__all__ = ["SSE_HEADERS", "Reply", "StreamWriter", "collect", "watch_disconnect"]
+__all__ = ["SSE_HEADERS", "Reply", "StreamWriter", "collect", "stall_before_answer", "watch_disconnect"]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -37,6 +39,25 @@ async def watch_disconnect(receive: Receive, on_disconnect: Callable[[], None]) 
         if message["type"] == "http.disconnect":
             on_disconnect()
             return
+
+
+async def hold(gone: asyncio.Event, seconds: float) -> None:
+    """An injected stall: wait `seconds`, or until the client has gone (`gone` is set)."""
+    try:
+        await asyncio.wait_for(gone.wait(), seconds)
+    except TimeoutError:
+        pass
+
+
+async def stall_before_answer(receive: Receive, seconds: float) -> bool:
+    """Hold the answer back `seconds` before anything is sent; True when the client left meanwhile."""
+    gone = asyncio.Event()
+    watcher = asyncio.create_task(watch_disconnect(receive, gone.set))
+    try:
+        await hold(gone, seconds)
+    finally:
+        watcher.cancel()
+    return gone.is_set()
 
 
 @dataclass(frozen=True)
@@ -83,13 +104,18 @@ class StreamWriter:
         self.fault_applied = False
         self.framing = Framing.of(engine.settings)  # fixed for the whole stream
         self.frames: FrameSender | None = None
+        self.gone = asyncio.Event()  # the client disconnected
+
+    def _disconnected(self) -> None:
+        self.gone.set()
+        self.engine.abort(self.seq)
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         record = self.seq.record
         await send({"type": "http.response.start", "status": 200, "headers": self.headers})
         record.headers_sent = time.time()
         self.frames = FrameSender(send, self.framing, record)
-        watcher = asyncio.create_task(watch_disconnect(receive, lambda: self.engine.abort(self.seq)))
+        watcher = asyncio.create_task(watch_disconnect(receive, self._disconnected))
         try:
             complete = await self._pump(send)
             await self.frames.flush()  # what coalescing held back, including before a cut
@@ -121,7 +147,7 @@ class StreamWriter:
         fault = self.fault
         if fault is not None and fault.kind == "stall_after_headers":
             self.fault_applied = True
-            await asyncio.sleep(fault.seconds)
+            await hold(self.gone, fault.seconds)
         if self.chat and self.role_on_arrival:
             await self._send_role(send)
         while True:
@@ -172,7 +198,7 @@ class StreamWriter:
         assert self.frames is not None
         await self.frames.flush()  # the fault acts after every token before it has left
         if fault.kind == "stall":
-            await asyncio.sleep(fault.seconds)
+            await hold(self.gone, fault.seconds)
             return None
         if fault.kind == "malformed_chunk":
             await self._write(send, _MALFORMED, "malformed", 0)
@@ -201,21 +227,20 @@ async def collect(engine: Engine, seq: Sequence, receive: Receive, stall: float 
     """Wait for a non-streamed generation to end: (client still there, content, reasoning).
 
     `stall` (an injected fault) holds the answer back that long after generation starts; a client
-    that leaves meanwhile frees its slot at once, as in a stream.
+    that leaves meanwhile ends it and frees its slot at once, as in a stream.
     """
-    gone = False
+    gone = asyncio.Event()
     content: list[str] = []
     reasoning: list[str] = []
 
     def disconnected() -> None:
-        nonlocal gone
-        gone = True
+        gone.set()
         engine.abort(seq)
 
     watcher = asyncio.create_task(watch_disconnect(receive, disconnected))
     try:
         if stall:
-            await asyncio.sleep(stall)
+            await hold(gone, stall)
         while True:
             events = await seq.next_events()
             if not events:
@@ -227,4 +252,4 @@ async def collect(engine: Engine, seq: Sequence, receive: Receive, stall: float 
                     reasoning.append(event.text)
     finally:
         watcher.cancel()
-    return not gone, "".join(content), "".join(reasoning)
+    return not gone.is_set(), "".join(content), "".join(reasoning)
