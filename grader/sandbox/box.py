@@ -180,6 +180,7 @@ class Sandbox:
             self._uid = uids.lease(userns.unmapped)
             run_as = self._uid.uid if self._uid is not None else run_as
         kit = layout.kit_paths()
+        layout.compile_kit(kit)
         python = sys.executable
         try:
             if available:

@@ -12,6 +12,8 @@ stub API client is not bound: the harness writes a copy of it for commands to im
 
 from __future__ import annotations
 
+import compileall
+import functools
 import os
 import sys
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ __all__ = [
     "SUBMISSION_SOURCE",
     "KitPaths",
     "bwrap_argv",
+    "compile_kit",
     "kit_paths",
 ]
 
@@ -78,6 +81,17 @@ def kit_paths() -> KitPaths:
         python_bin=Path(sys.executable).parent.absolute(),
         extras=extras,
     )
+
+
+@functools.cache
+def compile_kit(kit: KitPaths) -> None:
+    """Write the kit's bytecode where it is missing or stale, once per process. Every sandbox's harness
+    imports `grader` and `fake_server` from read-only binds and cannot write it, so without this an
+    editable checkout run with PYTHONDONTWRITEBYTECODE compiles some 150 modules at each start. A folder
+    that cannot be written (an installed wheel, whose bytecode pip wrote) is left as it is."""
+    for package in (kit.fake_server, kit.grader):
+        if os.access(package, os.W_OK):
+            compileall.compile_dir(package, quiet=2)
 
 
 def _system_binds() -> list[str]:
