@@ -73,3 +73,14 @@ def test_a_gateway_check_of_the_whole_run_that_names_no_case_failed_the_run():
     assert failing_runs(book, RUBRIC, "gateway.stats-latency") == ()
     cut = RecordBook.read(FIXTURES / "gateway-cut-not-counted")  # the count is off after one case: that case
     assert failing_runs(cut, RUBRIC, "gateway.stats-counts") == ("local-cut",)
+
+
+def test_grader_replay_makes_as_many_runs_at_once_by_default_as_a_replay_does():
+    """The CLI writes its `--jobs` default out (it imports the grading modules lazily); it is the replay's."""
+    from click.testing import CliRunner
+
+    from grader.cli import main
+    from grader.grading.replay import SPREAD
+
+    help_text = CliRunner().invoke(main, ["replay", "--help"]).output
+    assert f"[default: {SPREAD}; x>=1]" in " ".join(help_text.split()), help_text

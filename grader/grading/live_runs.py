@@ -42,10 +42,11 @@ class LiveRuns:
         return [self.loaded[k] for k in keys]
 
     def _made_at_once(self, keys: list[str]) -> dict[str, dict[str, Any]]:
-        """The facts of each key's run, `ctx.spread` runs at once: one worker in the section's sandbox, each
-        other in one it opens. Time spent on commands that hang counts against the section's budget once all
-        have ended (a run that starts beside a hanging one does not see its wait)."""
-        todo = list(keys)
+        """The facts of each key's run, `ctx.spread` runs at once, the longest expected first (so no long run
+        starts last): one worker in the section's sandbox, each other in one it opens. Time spent on commands
+        that hang counts against the section's budget once all have ended (a run that starts beside a hanging
+        one does not see its wait)."""
+        todo = sorted(keys, key=lambda key: -self.section.expected_s(self.ctx, key))
         lock = threading.Lock()
         made: dict[str, dict[str, Any]] = {}
         hung: list[float] = []

@@ -18,10 +18,10 @@ from typing import Any
 from grader.contract import Submission
 from grader.criteria.busy import busy_from_ledgers
 from grader.criteria.memo import facts_of
-from grader.grading.rubric import Criterion, Rubric
+from grader.grading.rubric import Criterion, Rubric, Scenario
 from grader.grading.variants import Variants, gateway_criterion, variant_name
 from grader.runs.gateway import GatewayRun, HangBudget, run_gateway
-from grader.runs.loadgen import HUNG, LoadgenRun, limit_s, not_run, run_loadgen
+from grader.runs.loadgen import HUNG, LoadgenRun, expected_s, limit_s, not_run, run_loadgen
 from grader.runs.manifests import ManifestsRun, run_checker
 from grader.runs.memo import MemoRun, run_memo
 from grader.runs.sizing import SizingPlan, SizingRuns, run_set, run_sizing
@@ -82,6 +82,8 @@ class Section:
     # criterion as judged on those runs (None: they do not cover it)
     variant_keys: Callable[[Criterion, int, Varied], tuple[str, ...]] = lambda criterion, attempt, varied: ()
     variant_criterion: Callable[[Criterion, list[Any]], Criterion | None] = lambda criterion, objects: criterion
+    # how long one key's run is expected to take, so runs made at once start with the longest
+    expected_s: Callable[[Context, str], float] = lambda ctx, key: 0.0
 
 
 def _never_busy(objects: list[Any], criterion: Criterion, rubric: Rubric) -> str | None:
@@ -113,13 +115,19 @@ def _loadgen_variant_keys(criterion: Criterion, attempt: int, varied: Varied) ->
     )
 
 
-def _loadgen_run(ctx: Context, key: str) -> dict[str, Any]:
-    name, _, attempt = key.removeprefix("loadgen/").partition("@")
-    public, _, variant = name.partition(".v")
+def _loadgen_scenario(ctx: Context, key: str) -> Scenario:
+    """The scenario a key's run is made in: the rubric's, or its hidden variant."""
+    public, _, variant = key.removeprefix("loadgen/").partition("@")[0].partition(".v")
     scenario = ctx.rubric.scenarios[public]
     if variant:
         assert ctx.variants is not None, f"{key}: a variant's run, in a grade without variants"
         scenario = ctx.variants.scenario(scenario, int(variant), ctx.seed)
+    return scenario
+
+
+def _loadgen_run(ctx: Context, key: str) -> dict[str, Any]:
+    name, _, attempt = key.removeprefix("loadgen/").partition("@")
+    scenario = _loadgen_scenario(ctx, key)
     if why := ctx.budget_spent("loadgen"):
         return not_run(scenario, ctx.seed, why, ctx.submission.command("loadgen")).to_record()
     run = run_loadgen(
@@ -151,6 +159,7 @@ LOADGEN = Section(
     busy=_loadgen_busy,
     inherent=lambda run: run.wall_s,
     variant_keys=_loadgen_variant_keys,
+    expected_s=lambda ctx, key: expected_s(_loadgen_scenario(ctx, key)),
 )
 
 
