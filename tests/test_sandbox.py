@@ -496,6 +496,31 @@ def test_an_installed_wheel_hides_the_grader_inside_the_venv(tmp_path: Path) -> 
     assert ("--ro-bind", str(site / "grader/_kit")) not in pairs
 
 
+def test_a_kit_installed_where_the_sandbox_makes_its_folders_is_refused_with_where_to_install_it(tmp_path):
+    """A virtual environment under /tmp/inject (or /tmp/work...) is bound at its real path inside the sandbox,
+    where the harness makes that folder: the sandbox refuses to open and says so, rather than every run
+    failing with "File exists" from inside."""
+    import shutil
+    import subprocess
+    import sysconfig
+    import uuid
+
+    venv = Path("/tmp/inject") / f"kit-{uuid.uuid4().hex[:8]}" / "venv"
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        site = next(venv.glob("lib/python*/site-packages"))  # this kit's packages, as an editable install sees them
+        (site / "kit.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+        (tmp_path / "sub").mkdir()
+        probe = (f"from grader.sandbox import Sandbox, SandboxRefused\n"
+                 f"try:\n    Sandbox({str(tmp_path / 'sub')!r}).open()\n"
+                 f"except SandboxRefused as exc:\n    print('REFUSED', exc)\n")
+        done = subprocess.run([str(venv / "bin" / "python"), "-c", probe], capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(venv.parent, ignore_errors=True)
+    assert done.stdout.startswith("REFUSED the kit lives at /tmp/inject/"), done.stdout + done.stderr
+    assert "/tmp/work" in done.stdout and "install it" in done.stdout
+
+
 def test_only_the_stub_client_is_on_the_path_not_the_starters_skeleton_packages(tmp_path):
     """A submission whose loadgen/ has no __init__.py must not merge with the starter's loadgen/."""
     sub = tmp_path / "sub"

@@ -184,6 +184,12 @@ class Sandbox:
         python = sys.executable
         try:
             if available:
+                if blocked := layout.in_the_way(kit):
+                    raise SandboxRefused(
+                        f"the kit lives at {blocked[0]}, inside a folder the sandbox makes for the candidate's "
+                        f"commands; install it (its virtual environment) anywhere but "
+                        + ", ".join(f"{layout.BOX_ROOT}/{name}" for name in layout.MADE_IN_BOX)
+                    )
                 argv = layout.bwrap_argv(
                     shutil.which("bwrap") or "bwrap",
                     kit,

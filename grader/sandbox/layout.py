@@ -32,12 +32,15 @@ __all__ = [
     "KitPaths",
     "bwrap_argv",
     "compile_kit",
+    "in_the_way",
     "kit_paths",
 ]
 
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 BOX_ROOT = "/tmp"  # the size-limited tmpfs: work/, home/, tmp/, inject/ live here
 HIDDEN = "/tmp/.h"  # 0700 root: what only the harness may read
+#: The folders the harness makes in BOX_ROOT for the candidate's commands (harness.py, jobs.py).
+MADE_IN_BOX = ("work", "home", "tmp", "inject", "stub-client")
 KIT_COPY = HIDDEN + "/kit"  # PYTHONPATH of the harness; holds `grader`
 SUBMISSION_SOURCE = HIDDEN + "/submission"
 CGROUP_MOUNTS = HIDDEN + "/cg"
@@ -81,6 +84,13 @@ def kit_paths() -> KitPaths:
         python_bin=Path(sys.executable).parent.absolute(),
         extras=extras,
     )
+
+
+def in_the_way(kit: KitPaths) -> list[Path]:
+    """Kit folders bound where the sandbox makes folders of its own (a venv in /tmp/work/...): the harness
+    could not make its work folder there, so the sandbox refuses to open rather than fail inside."""
+    made = [Path(BOX_ROOT, name) for name in (*MADE_IN_BOX, Path(HIDDEN).name)]
+    return [path for path in (*kit.candidate_binds(), kit.grader) if any(path.is_relative_to(m) for m in made)]
 
 
 @functools.cache
