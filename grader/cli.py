@@ -211,7 +211,7 @@ def rejudge(report_dir: Path, override: Path | None, out: Path | None) -> None:
 @click.option(
     "--jobs",
     type=click.IntRange(min=1),
-    default=4,  # grading.replay.SPREAD (not imported here: the CLI imports the grading modules lazily)
+    default=5,  # grading.replay.SPREAD (not imported here: the CLI imports the grading modules lazily)
     show_default=True,
     help="Runs made at once, each in a sandbox of its own (1: one after another, as a grade makes them).",
 )
