@@ -202,7 +202,7 @@ def gateway_config(
 
 
 @dataclass
-class SessionRun:
+class _SessionRun:
     argv: list[str]
     start_problem: str
     runs: dict[str, CaseRun]
@@ -220,7 +220,7 @@ def _run_session(
     *,
     quiet: bool,
     hang: HangBudget,
-) -> SessionRun:
+) -> _SessionRun:
     """One start of the gateway between two fresh fake servers, through `cases`; `quiet`: probing every
     quiet_interval_s, the cases start once its start-up probe has answered."""
     local_name, api_name = "gateway-local", "gateway-api"
@@ -262,6 +262,6 @@ def _run_session(
         if not session.local_stopped:
             box.stop_server(local_name)
         box.stop_server(api_name)
-    return SessionRun(
+    return _SessionRun(
         argv, start_problem, runs, inherent, getattr(result, "stdout_tail", ""), getattr(result, "stderr_tail", "")
     )

@@ -115,6 +115,9 @@ class CaseRun:
 
 
 class Session:
+    """One start of the gateway as the grader drives it: the two fake servers by name, the hang budget, and
+    what the last case left behind (the local server stopped, /health answering 503)."""
+
     def __init__(self, box: Box, plan: GatewayPlan, local_name: str, api_name: str, hang: HangBudget) -> None:
         self.box, self.plan, self.hang = box, plan, hang
         self.local_name, self.api_name = local_name, api_name
