@@ -3,7 +3,8 @@
 A section says how its runs are made and read back: which run records a criterion is judged from
 (`keys`, by attempt: 2 is the rerun of a borderline answer; `variant_keys`, the hidden variants'
 records, and `variant_criterion`, the criterion as judged on them), how one run is made in the sandbox
-(`run`, returning the record's facts), how a record becomes the facts its checks take (`load`,
+(`run`, returning the record's facts, and `expected_s`, how long that takes, so a replay making runs
+at once starts the longest first), how a record becomes the facts its checks take (`load`,
 `facts`), and whether the machine was too busy to trust a timing check (`busy`). Whether it gets
 a sandbox of its own (`boxed`) and whether it has timing checks, so runs apart from the other
 timed sections (`timed`), are part of it too. Grading and re-judging use the same sections.
