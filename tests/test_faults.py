@@ -98,6 +98,19 @@ def test_a_client_that_gives_up_during_a_stall_ends_it(fake_server, fault, strea
     assert record["fault"]["kind"] == fault["kind"] and record["fault"]["applied"]
 
 
+def test_a_stream_whose_client_left_during_a_stall_sends_nothing_after(fake_server):
+    """At 500 tokens/s the generation ends during the stall: the record keeps its finish reason, says the client
+    left, and shows no chunk sent after it did."""
+    server = fake_server(faults=[{"kind": "stall_after_headers", "seconds": 4}], token_rate=500)
+    with pytest.raises(httpx.ReadTimeout):
+        with httpx.stream("POST", server.base_url + "/v1/chat/completions",
+                          json=chat_body(max_tokens=8, ignore_eos=True), timeout=httpx.Timeout(5, read=0.3)) as r:
+            r.read()
+    (record,) = server.ledger(settle=5.0)
+    assert record["finish_reason"] == "length" and record["error"] == "client disconnected"
+    assert record["chunks"] == [] and record["finished"] - record["arrival"] < 2.0
+
+
 @pytest.mark.slow
 def test_rules_select_by_request_number_and_by_seeded_rate(fake_server):
     server = fake_server(faults=[{"kind": "http_error", "status": 503, "requests": [2, 4]}], token_rate=500)

@@ -300,7 +300,8 @@ def _reject(
 
 def _abandoned(state: ServerState, record: LedgerRecord, persona: Persona | None) -> Response:
     """The client left while its answer was held back (a stall before the headers): the record ends at the
-    disconnect, as an aborted generation's does (billed for its prompt, no output); nobody reads the answer."""
+    disconnect, as an aborted generation's does (billed for its prompt, no output); nobody reads the answer.
+    Its status stays 200, as for any request whose client left: what the ledger says the server answered."""
     record.finish_reason = "abort"
     record.error = "client disconnected"
     record.finished = time.time()

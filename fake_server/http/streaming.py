@@ -126,8 +126,8 @@ class StreamWriter:
             self.engine.abort(self.seq)  # no-op unless the stream ended early
             if self.fault is not None:
                 record.fault = {**self.fault.describe(), "applied": self.fault_applied or self.seq.fault_fired}
-            if record.error is None and self.seq.finish_reason == "abort":
-                record.error = "client disconnected"
+            if record.error is None and (self.seq.finish_reason == "abort" or self.gone.is_set()):
+                record.error = "client disconnected"  # its generation may have ended before it left
             record.finished = time.time()
             if self.on_finish is not None:
                 self.on_finish(record)
@@ -148,6 +148,8 @@ class StreamWriter:
         if fault is not None and fault.kind == "stall_after_headers":
             self.fault_applied = True
             await hold(self.gone, fault.seconds)
+            if self.gone.is_set():  # nothing is sent to a client that left during the stall
+                return False
         if self.chat and self.role_on_arrival:
             await self._send_role(send)
         while True:
@@ -199,7 +201,7 @@ class StreamWriter:
         await self.frames.flush()  # the fault acts after every token before it has left
         if fault.kind == "stall":
             await hold(self.gone, fault.seconds)
-            return None
+            return False if self.gone.is_set() else None
         if fault.kind == "malformed_chunk":
             await self._write(send, _MALFORMED, "malformed", 0)
             return None
