@@ -1,7 +1,7 @@
 """The gateway section's plan: the config the gateway is started with, both fake servers' settings,
 and each case's faults and request, read from the rubric's `gateway:` block.
 
-What a case *is* lives in the rubric (data); how a case runs is runs/gateway.py, how it is judged
+What a case *is* lives in the rubric (data); how a case runs is runs/gateway_session.py, how it is judged
 criteria/gateway/. The order of the cases is the order they run in (the last, `quiet_probe` ones
 each in a start of the gateway of its own): the local server is stopped only for the last ones,
 since a stopped server cannot come back on the port the config names.
@@ -126,6 +126,12 @@ class GatewayPlan:
     def notice_s(self) -> float:
         """How old a probe result may be before traffic must follow it: one period, one probe's timeout, a margin."""
         return self.health_interval_s + self.first_byte_s + self.notice_margin_s
+
+    @property
+    def recovery_s(self) -> float:
+        """How soon after /health turns healthy again the contract has the local route used again: one
+        period and the margin (a probe answered 200 needs no timeout)."""
+        return self.health_interval_s + self.notice_margin_s
 
     @property
     def local_model(self) -> str:

@@ -3,9 +3,10 @@
 Before each case the grader resets both fake servers (a new ledger generation, no faults, start-up
 settings) and sets that case's faults and settings through the sandbox's harness, never through
 anything the candidate can reach. Each case sends its request(s), and keeps the answers, both
-ledgers and `/stats` before and after (a `CaseRun`). Waits are the contract's: a health change is
-given the plan's `notice_s` to be seen by the gateway's probe, and whether the probe did see it is
-kept with the case. Nothing here judges: the checks in criteria/gateway/ do.
+ledgers and `/stats` before and after (a `CaseRun`). Waits are the contract's: /health turning 503
+is given the plan's `notice_s` (health_interval_s + first_byte_s + 0.5 s) to be seen by the
+gateway's probe, turning healthy again its `recovery_s` (health_interval_s + 0.5 s), and whether the
+probe did see it is kept with the case. Nothing here judges: the checks in criteria/gateway/ do.
 """
 
 from __future__ import annotations
@@ -158,10 +159,11 @@ class Session:
             self.box.reset(self.local_name)
             if case.local_settings:
                 self.box.configure(self.local_name, **case.local_settings)
-            if self.was_unhealthy and not _turns_unhealthy(case):
-                # Let the probe see /health healthy again, so this case does not start in the
-                # last one's health state: one state, not a race between probe and request.
-                time.sleep(self.plan.notice_s)
+            if self.was_unhealthy:
+                # Let the probe see /health healthy again, so this case does not start in the last
+                # one's health state: one state, not a race between probe and request. The contract
+                # has the route used again within recovery_s of turning healthy.
+                time.sleep(self.plan.recovery_s)
                 _note_unseen(run, _probe_unseen(self, healthy_at, status=200))
         self.was_unhealthy = any(f.get("kind") == "unhealthy" for f in case.local_faults)
         self.box.reset(self.api_name)
@@ -186,19 +188,6 @@ class Session:
         answer["sent_at"], answer["done_at"] = sent_at, time.time()
         self.hang.note(answer, answer["done_at"] - sent_at)
         return answer
-
-
-def _turns_unhealthy(case: Case) -> bool:
-    """The case turns /health 503 and waits for the probe to see it before its first request, with no
-    healthy traffic before: the health state it starts in is gone by then, so it need not be healthy."""
-    if case.kind == "recover":
-        return True
-    return (
-        case.kind == "one"
-        and case.wait_probe
-        and not case.warm_s
-        and any(f.get("kind") == "unhealthy" for f in case.local_faults)
-    )
 
 
 def _tokens(session: Session, body: dict[str, Any]) -> int | None:
@@ -267,18 +256,18 @@ def _probe_unseen(session: Session, since: float, *, status: int) -> str | None:
     """Why the case's premise, "the probe has seen /health answer `status`", may not hold; None if it does.
 
     A gateway that never asks /health is judged by the case as it is. One that probes, but did not
-    ask in the plan's notice_s since /health turned to `status`, was starved by a busy machine (or
-    probes slower than health_interval_s): the case cannot tell right from wrong then."""
+    ask in the wait the contract gives since /health turned to `status`, was starved by a busy machine
+    (or probes slower than health_interval_s): the case cannot tell right from wrong then."""
     if _probed(session, since, status):
         return None
-    notice = session.plan.notice_s
+    waited = time.time() - since
     checks = session.box.health_checks(session.local_name, since=session.started_at)  # only on this rare path
     if not checks:
         return None
     last = max(float(c.get("at", 0.0)) for c in checks)
     state = "healthy again" if status == 200 else f"{status}"
     return (
-        f"the gateway's probe did not ask /health in the {notice:g} s after it turned {state} (its "
+        f"the gateway's probe did not ask /health in the {waited:.2f} s after it turned {state} (its "
         f"last probe was {time.time() - last:.2f} s before the request), so the case's premise never held"
     )
 
@@ -370,14 +359,15 @@ def run_case(session: Session, case: Case, run: CaseRun) -> CaseRun:
         _run_require_bad(session, case, run)
     else:
         _run_one(session, case, run)
-    # a stalled request ends on the server after its stall; a streamed one when its stream ends
+    # a stalled request ends on the server when the gateway gives up on it (or after the stall, for one that
+    # waits it out); a streamed one when its stream ends
     session.ledgers(run, settle=case.stall_s + 1.0 if case.stall else 3.0)
     run.stats_after = session.stats()
     return run
 
 
 def inherent_s(plan: GatewayPlan, case: Case, run: CaseRun, took: float) -> float:
-    """What no grader could save: waits the case needs, stalls it must outlast, streams it must read."""
+    """What no grader could save: waits the case needs, stalls it must wait on, streams it must read."""
     if case.kind == "startup":
         return 0.0
     floor = case.warm_s + (plan.notice_s if case.wait_probe else 0.0) + case.stall_s
