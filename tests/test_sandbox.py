@@ -10,10 +10,14 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
+import sysconfig
 import textwrap
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -500,12 +504,9 @@ def test_a_kit_installed_where_the_sandbox_makes_its_folders_is_refused_with_whe
     """A virtual environment under /tmp/inject (or /tmp/work...) is bound at its real path inside the sandbox,
     where the harness makes that folder: the sandbox refuses to open and says so, rather than every run
     failing with "File exists" from inside."""
-    import shutil
-    import subprocess
-    import sysconfig
-    import uuid
-
-    venv = Path("/tmp/inject") / f"kit-{uuid.uuid4().hex[:8]}" / "venv"
+    inject = Path("/tmp/inject")
+    made_inject = not inject.exists()
+    venv = inject / f"kit-{uuid.uuid4().hex[:8]}" / "venv"
     try:
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
         site = next(venv.glob("lib/python*/site-packages"))  # this kit's packages, as an editable install sees them
@@ -516,7 +517,7 @@ def test_a_kit_installed_where_the_sandbox_makes_its_folders_is_refused_with_whe
                  f"except SandboxRefused as exc:\n    print('REFUSED', exc)\n")
         done = subprocess.run([str(venv / "bin" / "python"), "-c", probe], capture_output=True, text=True, timeout=60)
     finally:
-        shutil.rmtree(venv.parent, ignore_errors=True)
+        shutil.rmtree(inject if made_inject else venv.parent, ignore_errors=True)
     assert done.stdout.startswith("REFUSED the kit lives at /tmp/inject/"), done.stdout + done.stderr
     assert "/tmp/work" in done.stdout and "install it" in done.stdout
 

@@ -12,6 +12,7 @@ request's record ends when its client gave up, not when the stall would have.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
@@ -43,10 +44,8 @@ async def watch_disconnect(receive: Receive, on_disconnect: Callable[[], None]) 
 
 async def hold(gone: asyncio.Event, seconds: float) -> None:
     """An injected stall: wait `seconds`, or until the client has gone (`gone` is set)."""
-    try:
+    with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(gone.wait(), seconds)
-    except TimeoutError:
-        pass
 
 
 async def stall_before_answer(receive: Receive, seconds: float) -> bool:
