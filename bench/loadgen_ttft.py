@@ -1,7 +1,7 @@
 """How close the reference load generator's TTFT is to the fake server's ledger, by concurrency.
 
 For each concurrency it starts `fake-server serve` (pinned to CPU 0), runs the reference load
-generator (`python -m loadgen` in grader/reference, pinned to CPU 1) with 4× as many requests as
+generator (`python -m loadgen` in submissions/reference, pinned to CPU 1) with 4× as many requests as
 streams (at least 20), and compares each request's TTFT with the ledger's (first content chunk sent − arrival),
 matched by response id. Reports p50 / p99 / max of |client − ledger| with n beside them.
 
@@ -24,7 +24,7 @@ import httpx
 
 from bench.fidelity import RESULTS, nearest_rank
 
-REFERENCE = Path(__file__).resolve().parent.parent / "grader" / "reference"
+REFERENCE = Path(__file__).resolve().parent.parent / "submissions" / "reference"
 
 
 def _pin(cpu: int):  # noqa: ANN202 - a preexec_fn
