@@ -27,9 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader.grading.records import RecordBook
+from grader.records.book import RecordBook
 from grader.grading.rejudge import grade_of
-from grader.grading.rubric import load_rubric
+from grader.rubric import load_rubric
 from grader.reports import write_reports
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -25,9 +25,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grader.grading.records import RecordBook
+from grader.records.book import RecordBook
 from grader.grading.replay import SPREAD, failing_in, failing_runs, replay
-from grader.grading.rubric import Criterion, Rubric, load_rubric
+from grader.rubric import Criterion, load_rubric, Rubric
 from grader.kit.chaff import list_chaff, materialize
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader.reports.round import read_rows, write_index
+from grader.round.summary import read_rows, write_index
 from grader.round.analysis import analyse
 
 ROOT = Path(__file__).resolve().parent.parent

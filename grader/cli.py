@@ -130,8 +130,8 @@ def grade(submission: Path, out: Path, only: tuple[str, ...], seed: int, overrid
     """
     from grader.grading.grade import GradeRun
     from grader.grading.grade import grade as grade_submission
-    from grader.grading.rubric import RubricError
     from grader.reports import score_table
+    from grader.rubric import RubricError
 
     if not submission.exists():
         raise click.UsageError(f"{submission}: no such file or folder")
@@ -172,8 +172,8 @@ def rejudge(report_dir: Path, override: Path | None, out: Path | None) -> None:
     """
     from grader.grading.rejudge import RecordError
     from grader.grading.rejudge import rejudge as rejudge_grade
-    from grader.grading.rubric import RubricError
     from grader.reports import score_table
+    from grader.rubric import RubricError
 
     if not report_dir.is_dir():
         raise click.UsageError(f"{report_dir}: no such folder (give a folder `grader grade` wrote)")
@@ -234,10 +234,10 @@ def replay(
     every replayed criterion passed, 1 when one did not, 2 on bad usage.
     """
     from grader.contract import ContractError
-    from grader.grading.records import RecordBook, RecordError
     from grader.grading.replay import ReplayError, failed_in_report, failing_runs, serve_scenario
     from grader.grading.replay import replay as replay_one
-    from grader.grading.rubric import RubricError, load_rubric
+    from grader.records.book import RecordBook, RecordError
+    from grader.rubric import RubricError, load_rubric
 
     if not target.exists():
         raise click.UsageError(f"{target}: no such submission or report folder")

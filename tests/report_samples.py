@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from grader.grading.outcome import CriterionResult, Evidence, Grade, Plot
+from grader.outcome import CriterionResult, Evidence, Grade, Plot
 
 # What a hostile or broken submission can print: markup that would close our elements or run,
 # an ANSI colour, a NUL, a lone surrogate (undecodable byte kept by surrogateescape), XML's "--".

@@ -16,7 +16,7 @@ import pytest
 
 from grader.criteria.busy import busy_from_ledgers
 from grader.criteria.verdict import Verdict, is_borderline
-from grader.grading.rubric import load_rubric
+from grader.rubric import load_rubric
 from grader.kit.chaff import list_chaff, materialize
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,8 @@ import pytest
 from api_client import SSEDecoder
 from conftest import chat_body
 
-from grader.runs.tests import CANDIDATE_PLUGINS, PERCENTILE_METHODS
+from grader.records.tests import PERCENTILE_METHODS
+from grader.runs.tests import CANDIDATE_PLUGINS
 from grader.criteria.matching import match
 from grader.criteria.truth import (
     in_flight_series,

@@ -16,11 +16,12 @@ import pytest
 
 from grader.contract import Submission, load_submission
 from grader.criteria.gateway.answers import answer_header
-from grader.criteria.registry import registered
+from grader.criteria.catalog import registered
 from grader.criteria.verdict import Verdict
-from grader.grading.rubric import load_rubric
+from grader.rubric import load_rubric
 from grader.kit.chaff import list_chaff, materialize
-from grader.runs.gateway import GatewayRun, HangBudget, run_gateway
+from grader.records.gateway import GatewayRun
+from grader.runs.gateway import HangBudget, run_gateway
 from grader.sandbox import Sandbox, SandboxError
 
 pytestmark = pytest.mark.slow

@@ -96,7 +96,7 @@ def test_the_grader_says_what_stopped_it(tmp_path):
 @pytest.mark.slow
 def test_a_section_the_grader_cannot_run_is_inconclusive_and_the_grade_goes_on(tmp_path):
     from grader.grading.grade import GradeRun, grade
-    from grader.grading.rubric import DEFAULT_RUBRIC
+    from grader.rubric import DEFAULT_RUBRIC
 
     rubric = yaml.safe_load(DEFAULT_RUBRIC.read_text())
     rubric["scenarios"]["role-chunk"]["server"]["no_such_setting"] = 1  # the fake server refuses to start

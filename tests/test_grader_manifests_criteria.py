@@ -9,7 +9,7 @@ from pathlib import Path
 
 from grader.kit.chaff import materialize
 from grader.manifests import CHECKLIST
-from grader.grading.rubric import load_rubric
+from grader.rubric import load_rubric
 
 ROOT = Path(__file__).resolve().parents[1]
 

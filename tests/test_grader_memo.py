@@ -9,9 +9,9 @@ from pathlib import Path
 from recorded import FIXTURES
 
 from grader.criteria.memo_rules import check_memo
-from grader.grading.records import RecordBook
+from grader.records.book import RecordBook
 from grader.grading.rejudge import grade_of
-from grader.grading.rubric import load_rubric
+from grader.rubric import load_rubric
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMO = (ROOT / "submissions" / "reference" / "memo" / "MEMO.md").read_text()

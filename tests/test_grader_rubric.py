@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 import yaml
 
-from grader.criteria.registry import registered
-from grader.grading.rubric import DEFAULT_RUBRIC, RubricError, load_rubric
+from grader.criteria.catalog import registered
+from grader.rubric import DEFAULT_RUBRIC, load_rubric, RubricError
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas" / "grader"
 
@@ -43,7 +43,7 @@ def test_a_check_that_needs_a_number_its_entry_does_not_give_stops_the_load_nami
         entry = next(c for c in data["criteria"] if c["id"] == "loadgen.ttft")
         del entry["tolerance"]["send_lead_s"]
     with pytest.raises(RubricError, match=r"loadgen\.ttft: tolerance: its check needs send_lead_s"):
-        load_rubric(_rubric_with(tmp_path, drop_send_lead))
+        load_rubric(_rubric_with(tmp_path, drop_send_lead), checks=registered())
 
 
 def test_a_criterion_with_no_check_or_the_wrong_deliverable_is_refused(tmp_path):
@@ -51,12 +51,12 @@ def test_a_criterion_with_no_check_or_the_wrong_deliverable_is_refused(tmp_path)
         data["criteria"].append({"id": "loadgen.vibes", "deliverable": "loadgen", "weight": 1, "visibility": "public",
                                  "scenario": "baseline", "text": "Good vibes."})
     with pytest.raises(RubricError, match=r"loadgen\.vibes: no check is registered"):
-        load_rubric(_rubric_with(tmp_path, add_unknown))
+        load_rubric(_rubric_with(tmp_path, add_unknown), checks=registered())
 
     def move(data):
         next(c for c in data["criteria"] if c["id"] == "memo.p99-max")["deliverable"] = "sizing"
     with pytest.raises(RubricError, match=r"memo\.p99-max: its check judges the memo deliverable"):
-        load_rubric(_rubric_with(tmp_path, move))
+        load_rubric(_rubric_with(tmp_path, move), checks=registered())
 
 
 def test_the_gateway_plan_is_data_and_a_price_the_api_does_not_bill_is_refused(tmp_path):

@@ -12,13 +12,13 @@ import pytest
 from recorded import FIXTURES
 
 from grader.criteria.sizing_truth import Conventions, expected
-from grader.grading.records import RecordBook
+from grader.records.book import RecordBook
 from grader.grading.rejudge import grade_of
-from grader.grading.rubric import load_rubric
-from grader.runs.sizing import load_sets
+from grader.rubric import load_rubric
 
 ROOT = Path(__file__).resolve().parents[1]
-SETS, BASE, PERTURB = load_sets()
+_PLAN = load_rubric().sizing.with_hidden()
+SETS, BASE, PERTURB = _PLAN.sets, _PLAN.perturb_base, _PLAN.perturb
 
 
 def test_the_seed_set_gives_the_seed_figures() -> None:

@@ -11,17 +11,17 @@ from recorded import FIXTURES
 
 from grader.criteria.verdict import is_borderline
 from grader.grading.judging import judge
-from grader.grading.records import RecordBook
-from grader.grading.rubric import load_rubric
+from grader.records.book import RecordBook
+from grader.rubric import load_rubric
 from grader.grading.sections import SECTIONS
-from grader.runs.loadgen import LoadgenRun
+from grader.criteria.loadgen.observed import Observed
 
 RUBRIC = load_rubric()
 TPS = RUBRIC.criterion("loadgen.tps")
 BANDS = RUBRIC.judging.borderline, RUBRIC.judging.busy_borderline
 
 
-def _baseline(*, slowed: dict[int, float]) -> LoadgenRun:
+def _baseline(*, slowed: dict[int, float]) -> Observed:
     """The reference's public baseline run, with the TPS of some of its request records scaled."""
     record = copy.deepcopy(RecordBook.read(FIXTURES / "reference").records["loadgen/baseline"])
     ((name, text),) = record["files"].items()
@@ -30,10 +30,10 @@ def _baseline(*, slowed: dict[int, float]) -> LoadgenRun:
     for i, factor in slowed.items():
         ok[i]["tps"] *= factor
     record["files"] = {name: json.dumps(results)}
-    return LoadgenRun.from_record(record)
+    return Observed.from_record(record)
 
 
-def _verdict(run: LoadgenRun):
+def _verdict(run: Observed):
     verdict = judge(TPS, SECTIONS["loadgen"], [run], RUBRIC)
     assert verdict is not None
     return verdict
@@ -56,6 +56,6 @@ def test_two_requests_off_or_a_wrong_definition_still_fail_outright():
     every = _verdict(_baseline(slowed={i: 0.7 for i in range(12)}))
     assert not every.passed and not is_borderline(every, *BANDS)
     for chaff in ("tps-includes-ttft", "throughput-as-tps"):
-        run = LoadgenRun.from_record(RecordBook.read(FIXTURES / chaff).records["loadgen/baseline"])
+        run = Observed.from_record(RecordBook.read(FIXTURES / chaff).records["loadgen/baseline"])
         verdict = _verdict(run)
         assert not verdict.passed and not is_borderline(verdict, *BANDS), (chaff, verdict.margin)

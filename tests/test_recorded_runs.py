@@ -14,13 +14,12 @@ from pathlib import Path
 import pytest
 from recorded import FIXTURES, INDEPENDENT, ROOT, digest, source_of
 
-from grader.grading.records import RecordBook
+from grader.records.book import RecordBook
 from grader.grading.rejudge import grade_of
-from grader.grading.rubric import load_rubric
-from grader.grading.variants import load_variants
+from grader.rubric import load_rubric
+from grader.rubric.variants import load_variants
 from grader.kit.chaff import list_chaff
 from grader.kit.selftest import kept as kept_target
-from grader.runs.sizing import load_sets
 
 RUBRIC = load_rubric()
 VARIANTS = load_variants(RUBRIC)
@@ -40,7 +39,8 @@ def _stale(name: str, book: RecordBook, scratch: Path) -> list[str]:
     out = []
     if (FIXTURES / name / "source.txt").read_text().strip() != digest(source_of(name, scratch)):
         out.append("the submission changed")
-    sets, base, perturb = load_sets()
+    plan = load_rubric().sizing.with_hidden()
+    sets, base, perturb = plan.sets, plan.perturb_base, plan.perturb
     if book.index.get("variants", {}).get("count", 0) != (VARIANTS.count if VARIANTS else 0):
         out.append("the number of hidden variants changed")
     for record in book.records.values():

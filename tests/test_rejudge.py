@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from recorded import FIXTURES
 
-from grader.grading.outcome import CriterionResult
-from grader.grading.records import RecordBook
+from grader.outcome import CriterionResult
+from grader.records.book import RecordBook
 from grader.grading.rejudge import grade_of, rejudge
-from grader.grading.rubric import load_rubric
+from grader.rubric import load_rubric
 
 GRADER = [sys.executable, "-m", "grader.cli"]
 

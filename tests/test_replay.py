@@ -20,9 +20,9 @@ import httpx
 import pytest
 from recorded import FIXTURES, ROOT
 
-from grader.grading.records import RecordBook
+from grader.records.book import RecordBook
 from grader.grading.replay import SPREAD, failing_in, failing_runs, replay
-from grader.grading.rubric import load_rubric
+from grader.rubric import load_rubric
 from grader.kit.chaff import list_chaff, materialize
 
 pytestmark = pytest.mark.slow

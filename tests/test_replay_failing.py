@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from recorded import FIXTURES, ROOT
 
-from grader.criteria.registry import registered
-from grader.grading.records import RecordBook
+from grader.criteria.catalog import registered
+from grader.records.book import RecordBook
 from grader.grading.replay import ReplayError, _narrowed, _option, failing_in, failing_runs
-from grader.grading.rubric import load_rubric
+from grader.rubric import load_rubric
 from grader.kit.chaff import list_chaff
 
 RUBRIC = load_rubric()

@@ -18,7 +18,7 @@ import pytest
 import xmlschema
 from report_samples import EVIL_SCRIPT, sample_grade
 
-from grader.grading.outcome import Plot
+from grader.outcome import Plot
 from grader.reports import (
     HumanScoreError,
     apply_human_scores,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from round_builder import write_report
 
-from grader.reports.round import read_rows
+from grader.round.summary import read_rows
 from grader.round.blind import BLIND, CODES, BlindError, Redactor, codes_for
 from grader.round.commands import SummaryOptions, _summary, run_human_score
 from grader.round.sources import Deliverable, Sources, write_sources

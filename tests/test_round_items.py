@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from round_builder import write_report
 
-from grader.reports.round import read_rows, summary_files
+from grader.round.summary import read_rows, summary_files
 from grader.round.analysis import analyse
 from grader.round.items import item_analysis, pearson
 

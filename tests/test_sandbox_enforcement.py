@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from report_samples import sample_grade
 
-from grader.grading.outcome import Grade
+from grader.outcome import Grade
 from grader.reports import score_table, to_gradescope, to_junit
 from grader.reports.html import to_html
 from grader.reports.text import sandbox_warning, summary_lines

@@ -13,8 +13,9 @@ import pytest
 from slow_and_hung import hung, slow
 
 from grader.grading.grade import GradeRun, grade
-from grader.grading.rubric import Scenario, load_rubric
-from grader.runs.loadgen import HUNG, LoadgenRun, expected_s, limit_s
+from grader.rubric import load_rubric, Scenario
+from grader.records.loadgen import HUNG, LoadgenRun
+from grader.rubric.durations import expected_s, limit_s
 
 RUBRIC = load_rubric()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.grading.rubric import load_rubric
+from grader.rubric import load_rubric
 from grader.kit.chaff import list_chaff
 from grader.kit.traceability import ROOT, docs_table, problems, render, rows, statements
 

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from grader.grading.grade import GradeRun, _hidden
-from grader.grading.rubric import load_rubric
-from grader.grading.variants import VARIANTS_FILE, VariantsError, gateway_criterion, load_variants
+from grader.rubric import load_rubric
+from grader.rubric.variants import VARIANTS_FILE, gateway_criterion, load_variants, VariantsError
 
 RUBRIC = load_rubric()
 VARIANTS = load_variants(RUBRIC)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from grader.criteria.registry import check
 from grader.criteria.verdict import Verdict
-from grader.grading.outcome import Evidence
-from grader.grading.rubric import Criterion
 from grader.manifests import CheckResult
-from grader.runs.manifests import ManifestsRun
+from grader.outcome import Evidence
+from grader.records.manifests import ManifestsRun
+from grader.rubric import Criterion
 
 __all__ = ["CHECK_IDS"]
 

@@ -26,9 +26,9 @@ from grader.criteria.memo_rules import (
 )
 from grader.criteria.registry import check
 from grader.criteria.verdict import Verdict
-from grader.grading.outcome import Evidence
-from grader.grading.rubric import Criterion
-from grader.runs.memo import NAMED, MemoRun
+from grader.outcome import Evidence
+from grader.records.memo import NAMED, MemoRun
+from grader.rubric import Criterion
 
 __all__ = ["HUMAN_CHECKLIST", "MemoFacts", "facts_of"]
 

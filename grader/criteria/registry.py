@@ -3,10 +3,10 @@
 A check is a pure function of its section's run records (as facts) and its rubric entry: no I/O,
 no clock, no servers. It names the deliverable whose facts it takes and the numbers it reads from
 its entry's `tolerance`; loading a rubric fails, naming the criterion, when an entry has no check
-or leaves out a number its check needs (grading/rubric.py).
+or leaves out a number its check needs (grader/rubric/load.py, handed the checks by criteria/catalog.py).
 
     @check("loadgen", "loadgen.tps", needs=("rel",))
-    def check_tps(runs: list[LoadgenRun], criterion: Criterion) -> Verdict: ...
+    def check_tps(runs: list[Observed], criterion: Criterion) -> Verdict: ...
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from grader.criteria.verdict import Verdict
-from grader.grading.rubric import Criterion
+from grader.rubric import Criterion
 
-__all__ = ["ByRun", "Check", "check", "registered"]
+__all__ = ["ByRun", "Check", "check", "checks_so_far"]
 
 Judge = Callable[[Any, Criterion], Verdict]
 F = TypeVar("F", bound=Judge)
@@ -65,8 +65,6 @@ def check(deliverable: str, *ids: str, needs: tuple[str, ...] = (), by_run: ByRu
     return register
 
 
-def registered() -> Mapping[str, Check]:
-    """Every check, by criterion id (importing the criteria modules registers theirs)."""
-    from grader.criteria import gateway, loadgen, manifests, memo, sizing, tests  # noqa: F401
-
+def checks_so_far() -> Mapping[str, Check]:
+    """The checks registered by the modules imported so far (criteria/catalog.py imports every one)."""
     return MappingProxyType(_CHECKS)

@@ -1,10 +1,11 @@
 """Sizing criteria: the candidate's `sizing.command` on the seed's inputs and on sets it never saw.
 
 Each set's one JSON object (runs/sizing.py) is compared, field by field, with the contract's
-arithmetic (`sizing_truth`) within the criterion's relative tolerance (counts exact). A criterion
-that fails is diagnosed from the runs that moved one input of a base set at a time: an output that
-stays put while the arithmetic says it should move names the input the command ignores (a constant
-where an input belongs). Two stated conventions are graded by what the output says: its own
+arithmetic (`sizing_truth`) within the criterion's relative tolerance (counts exact), and so is the
+base set's output with each of the criterion's inputs moved in turn (public values, run in every
+check): an input the command ignores fails there even when no set happens to show it, and an output
+that stays put while the arithmetic says it should move names the input ignored (a constant where an
+input belongs). Two stated conventions are graded by what the output says: its own
 default month (`inputs.hours_per_month`, when the flag was left out) and `units.memory: GiB`; each
 is accepted with a note.
 """
@@ -17,11 +18,12 @@ from typing import Any
 from grader.criteria.registry import check
 from grader.criteria.sizing_truth import DEFAULTS, Conventions, expected
 from grader.criteria.verdict import Verdict
-from grader.grading.outcome import Evidence
-from grader.grading.rubric import Criterion
-from grader.runs.sizing import SizingRun, SizingRuns, argv
+from grader.outcome import Evidence
+from grader.records.sizing import SizingRun, SizingRuns
+from grader.rubric import Criterion
+from grader.rubric.sizing_plan import argv
 
-__all__ = ["GROUPS", "mismatched"]
+__all__ = ["GROUPS"]
 
 _EXACT = {"replicas_for_load", "replicas", "sequences_at_context", "holds_concurrency"}
 
@@ -198,15 +200,10 @@ def _ignored(runs: SizingRuns, criterion_id: str) -> list[str]:
     return ignored
 
 
-def mismatched(runs: SizingRuns, criterion_id: str, rel: float) -> bool:
-    """Whether some set's figures for this criterion differ from the arithmetic by more than `rel`."""
-    fields, _ = GROUPS[criterion_id]
-    return any(
-        not row[4]
-        for run in runs.runs
-        if run.output is not None and not run.problem
-        for row in compare(run, fields, rel)[0]
-    )
+def judged_runs(runs: SizingRuns, criterion_id: str) -> list[SizingRun]:
+    """The runs a criterion is judged on: every input set, and the base set with each of its inputs moved."""
+    _, deps = GROUPS[criterion_id]
+    return [*runs.runs, *(runs.extra[flag] for flag in deps if flag in runs.extra)]
 
 
 @check("sizing", *GROUPS, needs=("rel",))
@@ -215,15 +212,17 @@ def check_group(runs: SizingRuns, criterion: Criterion) -> Verdict:
     rel = criterion.tol("rel")
     rows: list[list[Any]] = []
     notes: list[str] = []
-    broken = [r for r in runs.runs if r.output is None or r.problem]
-    for run in runs.runs:
+    judged = judged_runs(runs, criterion.id)
+    broken = [r for r in judged if r.output is None or r.problem]
+    for run in judged:
         if run.output is not None and not run.problem:
             got_rows, got_notes = compare(run, fields, rel)
             rows += got_rows
             notes += got_notes
     wrong = [row for row in rows if not row[4]]
     evidence = Evidence(
-        sent=f"{len(runs.runs)} input sets: " + ", ".join(r.name for r in runs.runs),
+        sent=f"{len(runs.runs)} input sets ({', '.join(r.name for r in runs.runs)}) and "
+        f"{len(judged) - len(runs.runs)} with one input of {runs.perturb_base} moved",
         columns=["set", "field", "expected", "got", "ok"],
         rows=wrong[:40] + [r for r in rows if r[4]][:20],
         logs="\n".join(f"{r.name}: {r.problem}\n{r.stderr_tail}" for r in broken)[:4000],
@@ -237,7 +236,10 @@ def check_group(runs: SizingRuns, criterion: Criterion) -> Verdict:
             evidence=evidence,
         )
     if not wrong:
-        text = f"every field matches the arithmetic within {rel * 100:g}% on {len(runs.runs)} input sets"
+        text = (
+            f"every field matches the arithmetic within {rel * 100:g}% on {len(runs.runs)} input sets and "
+            f"{len(judged) - len(runs.runs)} with one input moved"
+        )
         return Verdict(True, "\n".join([text, *sorted(set(notes))]), evidence=evidence)
     ignored = _ignored(runs, criterion.id)
     lines = [f"{len(wrong)} of {len(rows)} figures differ from the arithmetic by more than {rel * 100:g}%"]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from grader.criteria.registry import check
 from grader.criteria.verdict import Verdict
-from grader.grading.outcome import Evidence
-from grader.grading.rubric import Criterion
-from grader.runs.tests import PERCENTILE_METHODS, TestRun, TestRuns
+from grader.outcome import Evidence
+from grader.records.tests import PERCENTILE_METHODS, TestRun, TestRuns
+from grader.rubric import Criterion
 
 __all__: list[str] = []  # the checks are found through the registry
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from grader.grading.outcome import Evidence
+from grader.outcome import Evidence
 
 __all__ = ["UNSEEN_FAILED", "UNSEEN_PASSED", "Verdict", "is_borderline", "lone_outlier", "with_unseen", "within"]
 

@@ -18,10 +18,12 @@ from typing import Any
 
 import fake_server
 from grader.contract import Submission
-from grader.grading.rubric import Criterion, Scenario
-from grader.runs.gateway import GatewayRun, gateway_config
-from grader.runs.gateway_cases import Case, GatewayPlan, body_for
-from grader.runs.loadgen import LoadgenRun, loadgen_argv
+from grader.records.gateway import GatewayRun
+from grader.records.loadgen import LoadgenRun
+from grader.rubric import Criterion, Scenario
+from grader.rubric.gateway_plan import Case, GatewayPlan, body_for
+from grader.runs.gateway import gateway_config
+from grader.runs.loadgen import loadgen_argv
 
 __all__ = [
     "PORTS",
@@ -156,7 +158,7 @@ def other_by_hand(criterion: Criterion, records: list[dict[str, Any]]) -> list[s
 
 
 def _flags(flags: dict[str, Any]) -> list[str]:
-    from grader.runs.sizing import argv
+    from grader.rubric.sizing_plan import argv
 
     return argv(flags)
 

@@ -22,15 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from grader.contract import Submission, schema_errors
+from grader.criteria.catalog import registered
 from grader.criteria.memo import HUMAN_CHECKLIST
 from grader.grading.judging import decide, result_of, skipped, unjudged
 from grader.grading.live_runs import LiveRuns
-from grader.grading.outcome import CriterionResult, Grade
-from grader.grading.records import RecordBook
-from grader.grading.rubric import Criterion, Rubric, RubricError, load_rubric
 from grader.grading.sections import NO_VARIANTS, SECTIONS, Context
-from grader.grading.variants import Variants, VariantsError, load_variants
-from grader.runs.sizing import SizingPlan
+from grader.outcome import CriterionResult, Grade
+from grader.records.book import RecordBook
+from grader.rubric import Criterion, Rubric, RubricError, load_rubric
+from grader.rubric.sizing_plan import SizingPlan
+from grader.rubric.variants import Variants, VariantsError, load_variants
 from grader.shared.yaml_files import YamlError, read_yaml
 
 __all__ = ["RUNS", "GradeRun", "contract_problems", "grade", "progress"]
@@ -147,7 +148,7 @@ def grade(run: GradeRun) -> Grade:
     """Grade one submission; write its run records to `run.out/runs/` and its reports to `run.out`."""
     started_at = dt.datetime.now(dt.UTC).replace(microsecond=0)
     t0 = time.perf_counter()
-    rubric = load_rubric(run.rubric, override=run.override)
+    rubric = load_rubric(run.rubric, override=run.override, checks=registered())
     missing = _hidden(run, rubric)
     criteria = rubric.select(run.only)
     if run.cases:

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from grader.criteria.registry import registered
+from grader.criteria.catalog import registered
 from grader.criteria.verdict import Verdict, is_borderline, lone_outlier, with_unseen
-from grader.grading.outcome import CriterionResult, Evidence, Status, Unseen, Visibility
-from grader.grading.rubric import Criterion, Rubric
 from grader.grading.sections import Section
+from grader.outcome import CriterionResult, Evidence, Status, Unseen, Visibility
+from grader.rubric import Criterion, Rubric
 
 __all__ = ["Decision", "decide", "judge", "result_of", "skipped", "unjudged"]
 

@@ -17,9 +17,9 @@ from dataclasses import replace
 from typing import Any
 
 from grader.grading.judging import FactsAt, VariantsAt
-from grader.grading.records import RecordBook
-from grader.grading.rubric import Criterion
 from grader.grading.sections import Context, Section, Varied
+from grader.records.book import RecordBook
+from grader.rubric import Criterion
 
 __all__ = ["LiveRuns"]
 

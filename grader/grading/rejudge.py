@@ -16,13 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from grader.criteria.catalog import registered
 from grader.criteria.memo import HUMAN_CHECKLIST
 from grader.grading.grade import RUNS
 from grader.grading.judging import FactsAt, VariantsAt, decide, result_of, skipped, unjudged
-from grader.grading.outcome import CriterionResult, Grade
-from grader.grading.records import RecordBook, RecordError
-from grader.grading.rubric import Criterion, Rubric, RubricError, load_rubric
 from grader.grading.sections import NO_VARIANTS, SECTIONS, Section, Varied
+from grader.outcome import CriterionResult, Grade
+from grader.records.book import RecordBook, RecordError
+from grader.rubric import Criterion, Rubric, RubricError, load_rubric
 
 __all__ = ["RecordError", "grade_of", "rejudge"]
 
@@ -40,7 +41,7 @@ def rejudge(
     Raises RecordError (no records, another version) or RubricError, each one line naming the file."""
     report_dir, out = Path(report_dir), Path(out) if out is not None else Path(report_dir)
     book = RecordBook.read(report_dir / RUNS)
-    current = load_rubric(rubric, override=override)
+    current = load_rubric(rubric, override=override, checks=registered())
     unknown = [c for c in book.index["criteria"] if not any(k.id == c for k in current.criteria)]
     if unknown:
         raise RubricError(f"{current.path}: has no criterion {unknown[0]!r}, which the grade in {report_dir} judged")

@@ -22,6 +22,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from grader.criteria.catalog import registered
 from grader.grading.by_hand import (
     gateway_by_hand,
     loadgen_by_hand,
@@ -29,10 +30,10 @@ from grader.grading.by_hand import (
     serve_gateway,
     serve_loadgen,
 )
-from grader.grading.records import RecordBook
-from grader.grading.rubric import Criterion, Rubric, load_rubric
 from grader.grading.sections import SECTIONS
 from grader.grading.side_by_side import RUN, side_by_side
+from grader.records.book import RecordBook
+from grader.rubric import Criterion, Rubric, load_rubric
 
 __all__ = [
     "SPREAD",
@@ -163,7 +164,7 @@ def replay(
     once, each in a sandbox of its own."""
     from grader.grading.grade import GradeRun, grade
 
-    loaded = load_rubric(rubric)
+    loaded = load_rubric(rubric, checks=registered())
     criterion = _criterion(loaded, criterion_id)
     names = _narrowed(criterion, loaded, _option(criterion, case, scenario) or runs)
     cases = names if criterion.deliverable == "gateway" else ()
@@ -225,7 +226,7 @@ def serve_scenario(
 ) -> None:
     """Start the servers of the criterion's (first) scenario or case on loopback, print how to run against them,
     call `wait` (it returns on Ctrl-C), then stop them."""
-    loaded = load_rubric(rubric)
+    loaded = load_rubric(rubric, checks=registered())
     criterion = _criterion(loaded, criterion_id)
     names = _narrowed(criterion, loaded, _option(criterion, case, scenario))
     from grader.contract import Submission, load_submission

@@ -18,15 +18,24 @@ from typing import Any
 
 from grader.contract import Submission
 from grader.criteria.busy import busy_from_ledgers
+from grader.criteria.loadgen.observed import Observed
 from grader.criteria.memo import facts_of
-from grader.grading.rubric import Criterion, Rubric, Scenario
-from grader.grading.variants import Variants, gateway_criterion, variant_name
-from grader.runs.gateway import GatewayRun, HangBudget, run_gateway
-from grader.runs.loadgen import HUNG, LoadgenRun, expected_s, limit_s, not_run, run_loadgen
-from grader.runs.manifests import ManifestsRun, run_checker
-from grader.runs.memo import MemoRun, run_memo
-from grader.runs.sizing import SizingPlan, SizingRuns, run_set, run_sizing
-from grader.runs.tests import TestRuns, run_tests
+from grader.records.gateway import GatewayRun
+from grader.records.loadgen import HUNG, LoadgenRun, not_run
+from grader.records.manifests import ManifestsRun
+from grader.records.memo import MemoRun
+from grader.records.sizing import SizingRuns
+from grader.records.tests import TestRuns
+from grader.rubric import Criterion, Rubric, Scenario
+from grader.rubric.durations import expected_s, limit_s
+from grader.rubric.sizing_plan import SizingPlan
+from grader.rubric.variants import Variants, gateway_criterion, variant_name
+from grader.runs.gateway import HangBudget, run_gateway
+from grader.runs.loadgen import run_loadgen
+from grader.runs.manifests import run_checker
+from grader.runs.memo import run_memo
+from grader.runs.sizing import run_set, run_sizing
+from grader.runs.tests import run_tests
 
 __all__ = ["NO_VARIANTS", "SECTIONS", "Context", "Section", "Varied"]
 
@@ -155,7 +164,7 @@ LOADGEN = Section(
     timed=True,
     keys=_loadgen_keys,
     run=_loadgen_run,
-    load=LoadgenRun.from_record,
+    load=Observed.from_record,  # the record, with the ledger's truth and the pairing its checks read
     facts=lambda runs, criterion: runs,
     busy=_loadgen_busy,
     inherent=lambda run: run.wall_s,
@@ -265,10 +274,7 @@ GATEWAY = Section(
 
 
 def _sizing_run(ctx: Context, key: str) -> dict[str, Any]:
-    diagnose = [(c.id, c.tol("rel")) for c in ctx.criteria if "rel" in c.tolerance]
-    return run_sizing(
-        ctx.box, ctx.submission, diagnose, limits=ctx.rubric.limits["sizing"], plan=ctx.sizing
-    ).to_record()
+    return run_sizing(ctx.box, ctx.submission, limits=ctx.rubric.limits["sizing"], plan=ctx.sizing).to_record()
 
 
 SIZING = Section(

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.criteria.registry import Check, registered
-from grader.grading.outcome import CriterionResult
-from grader.grading.records import RecordBook
-from grader.grading.rubric import Criterion, Rubric
+from grader.criteria.catalog import registered
+from grader.criteria.loadgen.observed import Observed
+from grader.criteria.registry import Check
 from grader.grading.sections import SECTIONS
-from grader.runs.gateway import GatewayRun
-from grader.runs.loadgen import LoadgenRun
+from grader.outcome import CriterionResult
+from grader.records.book import RecordBook
+from grader.records.gateway import GatewayRun
+from grader.rubric import Criterion, Rubric
 
 __all__ = ["MAX_ROWS", "RUN", "side_by_side"]
 
@@ -80,7 +81,7 @@ def _fmt_ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:.0f}"
 
 
-def _loadgen_side_by_side(runs: list[LoadgenRun], output: str, criterion: Criterion) -> tuple[list[str], list[str]]:
+def _loadgen_side_by_side(runs: list[Observed], output: str, criterion: Criterion) -> tuple[list[str], list[str]]:
     check = registered()[criterion.id]
     if check.by_run:
         return _runs_side_by_side(runs, criterion, check)
@@ -135,7 +136,7 @@ def _loadgen_side_by_side(runs: list[LoadgenRun], output: str, criterion: Criter
     return lines, failing
 
 
-def _runs_side_by_side(runs: list[LoadgenRun], criterion: Criterion, check: Check) -> tuple[list[str], list[str]]:
+def _runs_side_by_side(runs: list[Observed], criterion: Criterion, check: Check) -> tuple[list[str], list[str]]:
     """A check of each run as a whole fails on runs, not requests: the scenarios that failed it, and why."""
     lines: list[str] = []
     failing: list[str] = []

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.grading.grade import GradeRun, grade
-from grader.grading.outcome import CriterionResult, Grade
-from grader.grading.rubric import Criterion, Rubric, load_rubric
+from grader.outcome import CriterionResult, Grade
+from grader.rubric import Criterion, Rubric, load_rubric
 
 __all__ = ["SUBMISSIONS", "Finding", "SelftestError", "selftest"]
 

@@ -17,8 +17,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.grading.rubric import Rubric, load_rubric
 from grader.kit.chaff import Chaff, list_chaff
+from grader.rubric import Rubric, load_rubric
 
 __all__ = ["Statement", "problems", "render", "rows", "statements"]
 

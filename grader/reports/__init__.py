@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.grading.outcome import Grade
+from grader.outcome import Grade
 from grader.reports.gradescope import (
     HumanScoreError,
     apply_human_scores,

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from grader.grading.outcome import CriterionResult, Grade
+from grader.outcome import CriterionResult, Grade
 from grader.reports.text import awarded, clean, fmt_points, replay_command, summary_lines
 
 __all__ = ["VISIBILITY", "HumanScoreError", "apply_human_scores", "dumps", "to_gradescope"]

@@ -13,7 +13,7 @@ import html
 import re
 from typing import Any
 
-from grader.grading.outcome import CriterionResult, Grade
+from grader.outcome import CriterionResult, Grade
 from grader.reports.page_style import CSS
 from grader.reports.plots import plot_svg
 from grader.reports.text import (

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from grader.grading.outcome import CriterionResult, Grade
+from grader.outcome import CriterionResult, Grade
 from grader.reports.text import (
     awarded,
     by_deliverable,

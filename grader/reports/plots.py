@@ -20,7 +20,7 @@ from collections.abc import Callable
 import pygal
 from pygal.style import Style
 
-from grader.grading.outcome import Plot
+from grader.outcome import Plot
 from grader.reports.text import clean
 
 __all__ = ["CHART_STYLE", "MAX_POINTS", "plot_svg", "static_svg", "thin"]

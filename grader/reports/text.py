@@ -13,7 +13,7 @@ import re
 import shlex
 from collections import defaultdict
 
-from grader.grading.outcome import STATUSES, CriterionResult, Grade
+from grader.outcome import STATUSES, CriterionResult, Grade
 
 __all__ = [
     "awarded",

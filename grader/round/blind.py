@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from grader.reports import FILE_NAMES
-from grader.reports.round import Row, rank, summary_files, write_files
 from grader.round.analysis import Analysis
 from grader.round.sources import SourcesError, read_sources
+from grader.round.summary import Row, rank, summary_files, write_files
 
 __all__ = [
     "BLIND",

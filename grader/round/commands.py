@@ -1,5 +1,5 @@
 """What `grader grade-many` and `grader human-score` do with their arguments: the terminal side
-(progress bar, messages, exit status) of grader.round.many, grader.reports.round and grader.round.k8s_job."""
+(progress bar, messages, exit status) of grader.round.many, grader.round.summary and grader.round.k8s_job."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from typing import Any
 
 import click
 
-from grader.reports.round import RowError, read_rows, write_index
 from grader.round.many import (
     PARTIAL,
     Done,
@@ -28,6 +27,7 @@ from grader.round.many import (
     rejudge_many,
 )
 from grader.round.similarity import DEFAULT_THRESHOLD
+from grader.round.summary import RowError, read_rows, write_index
 
 __all__ = ["SummaryOptions", "parse_score", "run_grade_many", "run_human_score"]
 
@@ -206,7 +206,7 @@ def run_grade_many(
 
 
 def _grade_with_bar(run: ManyRun) -> Outcome:
-    from grader.grading.rubric import RubricError
+    from grader.rubric import RubricError
 
     with contextlib.ExitStack() as stack:
         bars: list[Any] = []

@@ -32,7 +32,7 @@ _GRADED = ("passed", "failed")
 
 
 class ScoredRow(Protocol):
-    """What the analysis reads of a round's row (grader.reports.round.Row has it)."""
+    """What the analysis reads of a round's row (grader.round.summary.Row has it)."""
 
     name: str
     statuses: dict[str, str]

@@ -9,7 +9,7 @@ so the fake servers' and the gateway's ports never meet) into `OUT/<name>/`. A g
 into `OUT/.partial/<name>/` and renamed into place only once its reports are complete, so a run
 that is killed leaves either a finished grade or nothing: the next run keeps every finished
 grade (unless `force`) and redoes the rest. `grades.csv` and `index.html` are rebuilt from the
-report folders at the end (grader/reports/round.py), which is also what `--merge` does. Beside each
+report folders at the end (grader/round/summary.py), which is also what `--merge` does. Beside each
 grade the deliverables' text is kept (`sources.json.gz`, grader/round/sources.py) for the round's
 similarity check, so a merged or re-judged round is compared as a local one.
 """
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.grading.grade import GradeRun, grade
-from grader.grading.rubric import load_rubric
 from grader.reports import FILE_NAMES
 from grader.round.sources import SOURCES_NAME
+from grader.rubric import load_rubric
 
 __all__ = [
     "ARCHIVE_SUFFIXES",
@@ -242,7 +242,7 @@ def grade_many(
 
     `on_start(to_grade, kept)` is called once before grading; `on_done` after each grade, from
     the calling thread, in the order grades finish. Report folders only: the caller writes the
-    summary (grader.reports.round.write_index) when it wants one.
+    summary (grader.round.summary.write_index) when it wants one.
     """
     criteria = [c.id for c in load_rubric(None, override=run.override).select(run.only)]
     jobs, note = _parallel_limit(run, criteria)

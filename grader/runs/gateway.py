@@ -24,72 +24,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from grader.contract import Submission
-from grader.runs.gateway_cases import Case, GatewayPlan, read_plan
-from grader.runs.gateway_session import (
-    Box,
-    CaseRun,
-    HangBudget,
-    Session,
-    await_first_probe,
-    inherent_s,
-    run_case,
-    timed_out,
-)
+from grader.records.gateway import CaseRun, GatewayRun, timed_out
+from grader.rubric.gateway_plan import Case, GatewayPlan
+from grader.runs.gateway_session import Box, HangBudget, Session, await_first_probe, inherent_s, run_case
 
-__all__ = ["Box", "CaseRun", "GatewayRun", "HangBudget", "gateway_config", "run_gateway"]
-
-
-@dataclass
-class GatewayRun:
-    plan: GatewayPlan
-    argv: list[str]
-    started: bool
-    start_problem: str
-    cases: dict[str, CaseRun]
-    wall_s: float  # the time the gateway ran
-    inherent_s: float  # sum of the cases' own durations (stalls, streams, waits)
-    stdout_tail: str = ""
-    stderr_tail: str = ""
-    seed: int = 0
-
-    def to_record(self) -> dict[str, Any]:
-        return {
-            "plan": self.plan.to_dict(),
-            "seed": self.seed,
-            "argv": self.argv,
-            "started": self.started,
-            "start_problem": self.start_problem,
-            "wall_s": self.wall_s,
-            "inherent_s": self.inherent_s,
-            "stdout_tail": self.stdout_tail,
-            "stderr_tail": self.stderr_tail,
-            "cases": [run.to_dict() for run in self.cases.values()],
-        }
-
-    @classmethod
-    def from_record(cls, data: dict[str, Any]) -> GatewayRun:
-        cases = [CaseRun.from_dict(c) for c in data["cases"]]
-        return cls(
-            read_plan(data["plan"]),
-            list(data["argv"]),
-            bool(data["started"]),
-            str(data["start_problem"]),
-            {c.case.name: c for c in cases},
-            float(data["wall_s"]),
-            float(data["inherent_s"]),
-            str(data["stdout_tail"]),
-            str(data["stderr_tail"]),
-            int(data["seed"]),
-        )
-
-    @property
-    def logs(self) -> str:
-        out = f"$ {' '.join(self.argv)}"
-        if self.stdout_tail.strip():
-            out += f"\n--- stdout (tail) ---\n{self.stdout_tail[-3000:]}"
-        if self.stderr_tail.strip():
-            out += f"\n--- stderr (tail) ---\n{self.stderr_tail[-3000:]}"
-        return out
+__all__ = ["Box", "HangBudget", "gateway_config", "run_gateway"]
 
 
 def run_gateway(

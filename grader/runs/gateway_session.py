@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from grader.runs.gateway_cases import UNHEALTHY, Case, GatewayPlan, Send, body_for
+from grader.records.gateway import CaseRun, timed_out
+from grader.rubric.gateway_plan import UNHEALTHY, Case, GatewayPlan, Send, body_for
 
-__all__ = ["Box", "CaseRun", "HangBudget", "Session", "await_first_probe", "inherent_s", "run_case", "timed_out"]
-
-
-def timed_out(answer: dict[str, Any]) -> bool:
-    """The grader stopped waiting for this answer (as opposed to a refused connection, or an answer)."""
-    return answer.get("status") is None and "timed out" in str(answer.get("error") or "").lower()
+__all__ = ["Box", "HangBudget", "Session", "await_first_probe", "inherent_s", "run_case"]
 
 
 @dataclass
@@ -67,52 +63,6 @@ class Box(Protocol):
     ) -> dict[str, Any]: ...
     def http_many(self, requests: list[dict[str, Any]], *, timeout_s: float = ...) -> list[dict[str, Any]]: ...
     def write_file(self, name: str, text: str) -> str: ...
-
-
-@dataclass
-class CaseRun:
-    case: Case
-    t0: float  # Unix time the case's first request was sent
-    sent: list[dict[str, Any]] = field(default_factory=list)
-    answers: list[dict[str, Any]] = field(default_factory=list)  # netops answers (+ "sent_at", "done_at")
-    local: list[dict[str, Any]] = field(default_factory=list)  # ledger records
-    api: list[dict[str, Any]] = field(default_factory=list)
-    stats_before: Any = None
-    stats_after: Any = None
-    local_stopped: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-    problem: str = ""  # the case could not run (a sandbox error; no new start)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "case": self.case.to_dict(),
-            "t0": self.t0,
-            "sent": self.sent,
-            "answers": self.answers,
-            "local": self.local,
-            "api": self.api,
-            "stats_before": self.stats_before,
-            "stats_after": self.stats_after,
-            "local_stopped": self.local_stopped,
-            "extra": self.extra,
-            "problem": self.problem,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CaseRun:
-        return cls(
-            Case.from_dict(data["case"]),
-            float(data["t0"]),
-            list(data["sent"]),
-            list(data["answers"]),
-            list(data["local"]),
-            list(data["api"]),
-            data["stats_before"],
-            data["stats_after"],
-            bool(data["local_stopped"]),
-            dict(data["extra"]),
-            str(data["problem"]),
-        )
 
 
 class Session:

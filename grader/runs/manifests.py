@@ -7,37 +7,14 @@ criteria/manifests.py judges it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 from grader.contract import Submission
-from grader.manifests import ManifestInputError, ManifestReport, check_manifests
+from grader.manifests import ManifestInputError, check_manifests
+from grader.records.manifests import ManifestsRun
 from grader.shared.kit_files import chart_dir
 
-__all__ = ["ManifestsRun", "run_checker"]
+__all__ = ["run_checker"]
 
 _FILE_CAP = 200_000
-
-
-@dataclass
-class ManifestsRun:
-    mode: str  # "values" | "rendered"
-    report: ManifestReport | None  # None when the checker could not run at all
-    problem: str = ""  # why it could not
-    files: dict[str, str] = field(default_factory=dict)  # the candidate's manifest files, by path in the submission
-
-    def to_record(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "report": self.report.to_dict() if self.report else None,
-            "problem": self.problem,
-            "files": self.files,
-        }
-
-    @classmethod
-    def from_record(cls, data: dict[str, Any]) -> ManifestsRun:
-        report = ManifestReport.from_dict(data["report"]) if data["report"] is not None else None
-        return cls(str(data["mode"]), report, str(data["problem"]), dict(data["files"]))
 
 
 def run_checker(submission: Submission) -> ManifestsRun:

@@ -2,134 +2,25 @@
 
 Each set is sent as flags: the public ones of the rubric (`sizing.sets`) and, in a grade, the hidden
 ones (grader/hidden/sizing_sets.yaml, never in a candidate's kit). The command must print one JSON
-object.
-When a set's output differs from the arithmetic for a criterion, the runs that diagnose it are
-made too: one input of a base set moved at a time, so the criterion can name an input the command
-ignores. A `SizingRuns` is the run record; criteria/sizing.py judges it.
+object. Then the base set runs once more per input, that input moved (the rubric's `sizing.perturb`,
+public values), so a criterion can name an input the command ignores, in `grader check` as in the
+grade. A `SizingRuns` is the run record; criteria/sizing.py judges it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from grader.contract import Submission, schema_errors
-from grader.shared.yaml_files import read_yaml
+from grader.records.sizing import SizingRun, SizingRuns
+from grader.rubric.sizing_plan import SizingPlan, argv
 
-__all__ = ["HIDDEN_SETS", "SizingPlan", "SizingRun", "SizingRuns", "argv", "load_sets", "run_set", "run_sizing"]
-
-HIDDEN_SETS = Path(__file__).resolve().parents[1] / "hidden" / "sizing_sets.yaml"
-
-
-@dataclass(frozen=True)
-class SizingPlan:
-    """The input sets a sizing command runs on, and the values that move one input of the base set at a time."""
-
-    sets: dict[str, dict[str, Any]]
-    perturb_base: str
-    perturb: dict[str, Any]
-    unseen: tuple[str, ...] = ()  # the names of the hidden sets among `sets`
-
-    @classmethod
-    def from_rubric(cls, data: dict[str, Any]) -> SizingPlan:
-        return cls({k: dict(v) for k, v in data["sets"].items()}, str(data["perturb_base"]), dict(data["perturb"]))
-
-    def problems(self) -> list[str]:
-        out = [] if self.perturb_base in self.sets else [f"perturb_base: no set named {self.perturb_base!r}"]
-        base = self.sets.get(self.perturb_base, {})
-        out += [f"perturb: moves no input {flag!r} of its base" for flag in base if flag not in self.perturb]
-        return out
-
-    def with_hidden(self, path: Path = HIDDEN_SETS) -> SizingPlan:
-        """These sets and the hidden ones (raises ValueError naming the file and field when they do not fit);
-        unchanged when the file is not there (a candidate's kit)."""
-        if not path.is_file():
-            return self
-        data = read_yaml(path)
-        hidden = data.get("sets") if isinstance(data, dict) else None
-        if not isinstance(hidden, dict) or not hidden:
-            raise ValueError(f"{path}: sets: the hidden input sets, by name")
-        if twice := sorted(set(hidden) & set(self.sets)):
-            raise ValueError(f"{path}: sets.{twice[0]}: the rubric has a public set of that name")
-        plan = SizingPlan(
-            {**self.sets, **hidden}, str(data.get("perturb_base", self.perturb_base)), self.perturb, tuple(hidden)
-        )
-        if problems := plan.problems():
-            raise ValueError(f"{path}: {problems[0]}")
-        return plan
+__all__ = ["run_set", "run_sizing"]
 
 
 class Box(Protocol):
     def run(self, argv: list[str], *, timeout_s: float, files_back: list[str]) -> Any: ...
-
-
-@dataclass
-class SizingRun:
-    """One run of the command on one set: its output, or why there is none."""
-
-    name: str
-    flags: dict[str, Any]
-    output: dict[str, Any] | None
-    problem: str  # empty when the output is a schema-valid object
-    stderr_tail: str = ""
-    wall_s: float = 0.0
-
-
-@dataclass
-class SizingRuns:
-    """Every set's run, plus the perturbation runs (the base set with one input moved), by the flag moved."""
-
-    runs: list[SizingRun]
-    perturb_base: str
-    perturb: dict[str, Any]
-    extra: dict[str, SizingRun] = field(default_factory=dict)
-
-    @property
-    def wall_s(self) -> float:
-        return sum(r.wall_s for r in [*self.runs, *self.extra.values()])
-
-    @property
-    def base(self) -> SizingRun:
-        return next(r for r in self.runs if r.name == self.perturb_base)
-
-    def to_record(self) -> dict[str, Any]:
-        return {
-            "sets": [dataclasses.asdict(r) for r in self.runs],
-            "perturb_base": self.perturb_base,
-            "perturb": self.perturb,
-            "extra": {k: dataclasses.asdict(r) for k, r in self.extra.items()},
-        }
-
-    @classmethod
-    def from_record(cls, data: dict[str, Any]) -> SizingRuns:
-        return cls(
-            [SizingRun(**r) for r in data["sets"]],
-            str(data["perturb_base"]),
-            dict(data["perturb"]),
-            {k: SizingRun(**r) for k, r in data["extra"].items()},
-        )
-
-
-def load_sets(path: Path = HIDDEN_SETS) -> tuple[dict[str, dict[str, Any]], str, dict[str, Any]]:
-    """Every set a grade runs (the kit's rubric's and the hidden ones), its perturbation base and values."""
-    from grader.grading.rubric import load_rubric
-
-    plan = load_rubric().sizing.with_hidden(path)
-    return plan.sets, plan.perturb_base, plan.perturb
-
-
-def argv(flags: dict[str, Any]) -> list[str]:
-    """Flags as appended to the command: a list repeats its flag; None leaves the flag out."""
-    out: list[str] = []
-    for name, value in flags.items():
-        for item in value if isinstance(value, list) else [value]:
-            if item is not None:
-                out += [f"--{name}", str(item)]
-    return out
 
 
 def run_set(box: Box, submission: Submission, name: str, flags: dict[str, Any], *, timeout_s: float) -> SizingRun:
@@ -169,19 +60,10 @@ def run_set(box: Box, submission: Submission, name: str, flags: dict[str, Any], 
     return SizingRun(name, flags, data, "", tail, done.wall_s)
 
 
-def run_sizing(
-    box: Box,
-    submission: Submission,
-    diagnose: Iterable[tuple[str, float]],
-    *,
-    limits: dict[str, float],
-    plan: SizingPlan,
-) -> SizingRuns:
+def run_sizing(box: Box, submission: Submission, *, limits: dict[str, float], plan: SizingPlan) -> SizingRuns:
     """Every set's run (each stopped at the rubric's set_s; once hung runs have used budget_s, the rest are
-    not run); then, for each (criterion, rel) in `diagnose` whose figures differ from the arithmetic on some
-    set, the base set once per input that criterion's figures depend on, that input moved."""
-    from grader.criteria.sizing import GROUPS, mismatched
-
+    not run); then, when the base set gave an output, the base set once per input, that input moved to its
+    `perturb` value, so a command that ignores a flag shows it in every check, not only after a failure."""
     hung = 0.0
 
     def one(name: str, flags: dict[str, Any]) -> SizingRun:
@@ -196,9 +78,6 @@ def run_sizing(
     runs = SizingRuns([one(name, flags) for name, flags in plan.sets.items()], base, perturb)
     if runs.base.output is None:
         return runs
-    for criterion_id, rel in diagnose:
-        if criterion_id in GROUPS and mismatched(runs, criterion_id, rel):
-            for flag in GROUPS[criterion_id][1]:
-                if flag not in runs.extra:
-                    runs.extra[flag] = one(f"{base}+{flag}", {**runs.base.flags, flag: perturb[flag]})
+    for flag, value in perturb.items():
+        runs.extra[flag] = one(f"{base}+{flag}", {**runs.base.flags, flag: value})
     return runs

@@ -13,61 +13,16 @@ record; criteria/tests.py judges it.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from grader.contract import Submission
+from grader.records.loadgen import HUNG
+from grader.records.tests import PERCENTILE_METHODS, TestRun, TestRuns
 from grader.runs.loadgen import Box
 
-__all__ = ["CANDIDATE_PLUGINS", "PERCENTILE_METHODS", "TestRun", "TestRuns", "run_tests"]
-
-PERCENTILE_METHODS = ("linear", "floor", "off-by-one", "unsorted")
-HUNG = "wall timeout"
+__all__ = ["CANDIDATE_PLUGINS", "run_tests"]
 _INJECTED = Path(__file__).resolve().parent / "injected"
-
-
-@dataclass
-class TestRun:
-    variant: str  # "own code", "percentile: linear", "no slot limit", ...
-    exit_code: int | None
-    killed: str | None
-    tests: dict[str, str]  # node id -> passed | failed | skipped (pytest only; empty otherwise)
-    swapped: bool  # the percentile function was really replaced
-    logs: str
-    wall_s: float
-
-    @property
-    def failed(self) -> list[str]:
-        return sorted(k for k, v in self.tests.items() if v == "failed")
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TestRun:
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
-
-
-@dataclass
-class TestRuns:
-    own: TestRun
-    variants: dict[str, TestRun] = field(default_factory=dict)
-
-    def has(self, variant: str) -> bool:
-        """Whether the runs of a variant kind ("percentile", "slots") were made."""
-        names = [f"percentile: {m}" for m in PERCENTILE_METHODS] if variant == "percentile" else ["no slot limit"]
-        return all(name in self.variants for name in names)
-
-    def to_record(self) -> dict[str, Any]:
-        return {
-            "own": dataclasses.asdict(self.own),
-            "variants": [dataclasses.asdict(v) for v in self.variants.values()],
-        }
-
-    @classmethod
-    def from_record(cls, data: dict[str, Any]) -> TestRuns:
-        variants = [TestRun.from_dict(v) for v in data["variants"]]
-        return cls(TestRun.from_dict(data["own"]), {v.variant: v for v in variants})
 
 
 #: The pytest plugins a candidate's kit installs: the fake server's fixtures, and anyio's (it comes with httpx).

@@ -10,8 +10,8 @@ from typing import Any
 
 from grader.criteria.busy import busy_from_ledgers
 from grader.criteria.verdict import Verdict
-from grader.grading.outcome import Evidence
-from grader.runs.gateway import CaseRun, GatewayRun
+from grader.outcome import Evidence
+from grader.records.gateway import CaseRun, GatewayRun
 
 __all__ = [
     "COLUMNS",

@@ -27,8 +27,8 @@ from grader.criteria.gateway.answers import (
 from grader.criteria.gateway.stats import stats_errors
 from grader.criteria.registry import check
 from grader.criteria.verdict import Verdict, within
-from grader.grading.rubric import Criterion
-from grader.runs.gateway import CaseRun, GatewayRun
+from grader.records.gateway import CaseRun, GatewayRun
+from grader.rubric import Criterion
 
 __all__: list[str] = []  # the checks are found through the registry
 

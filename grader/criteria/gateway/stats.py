@@ -20,9 +20,9 @@ from grader.criteria.gateway.answers import (
 from grader.criteria.registry import check
 from grader.criteria.truth import nearest_rank
 from grader.criteria.verdict import Verdict, within
-from grader.grading.outcome import Evidence
-from grader.grading.rubric import Criterion
-from grader.runs.gateway import CaseRun, GatewayRun
+from grader.outcome import Evidence
+from grader.records.gateway import CaseRun, GatewayRun
+from grader.rubric import Criterion
 
 __all__ = ["route_stats", "stats_cost", "stats_counts", "stats_errors", "stats_latency"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from grader.criteria.loadgen.observed import Observed
 from grader.criteria.matching import Pair
 from grader.criteria.verdict import Verdict
-from grader.grading.outcome import Evidence, Plot
-from grader.runs.loadgen import LoadgenRun
+from grader.outcome import Evidence, Plot
 
 __all__ = ["fmt", "num", "run_evidence", "ttft_plot", "unusable"]
 
@@ -48,7 +48,7 @@ def _row(i: int, pair: Pair) -> list[Any]:
     ]
 
 
-def run_evidence(run: LoadgenRun, reported: str = "", truth: str = "", plots: list[Plot] | None = None) -> Evidence:
+def run_evidence(run: Observed, reported: str = "", truth: str = "", plots: list[Plot] | None = None) -> Evidence:
     flags = run.scenario.loadgen
     sent = (
         f"scenario `{run.scenario.name}`: {run.scenario.description} Load: {flags['requests']} requests at "
@@ -65,7 +65,7 @@ def run_evidence(run: LoadgenRun, reported: str = "", truth: str = "", plots: li
     )
 
 
-def unusable(run: LoadgenRun) -> Verdict | None:
+def unusable(run: Observed) -> Verdict | None:
     """A fail when there is nothing to compare: a command that hung or was not run, no results, or requests
     that cannot be paired."""
     if run.stopped or run.results is None:
@@ -82,7 +82,7 @@ def unusable(run: LoadgenRun) -> Verdict | None:
     return None
 
 
-def ttft_plot(run: LoadgenRun) -> Plot:
+def ttft_plot(run: Observed) -> Plot:
     points = [
         (p.truth.ttft_s, num((p.reported or {}).get("ttft_s")))
         for p in run.pairs

@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from grader.criteria.loadgen.evidence import fmt, num, run_evidence, ttft_plot, unusable
+from grader.criteria.loadgen.observed import Observed
 from grader.criteria.registry import check
 from grader.criteria.truth import Truth, in_flight_series, max_in_flight, nearest_rank
 from grader.criteria.verdict import Verdict, within
-from grader.grading.outcome import Plot
-from grader.grading.rubric import Criterion
-from grader.runs.loadgen import LoadgenRun
+from grader.outcome import Plot
+from grader.rubric import Criterion
 
 __all__: list[str] = []  # the checks are found through the registry
 
@@ -60,7 +60,7 @@ def _ttft_problem(index: Any, rep: dict[str, Any], tru: Truth, criterion: Criter
 
 
 @check("loadgen", "loadgen.ttft", "loadgen.role-chunk", needs=("abs_s", "send_lead_s"))
-def check_ttft(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
+def check_ttft(runs: list[Observed], criterion: Criterion) -> Verdict:
     problems, worst, compared, outcome_problems = [], 0.0, 0, False
     for run in runs:
         if (bad := unusable(run)) is not None:
@@ -100,7 +100,7 @@ def check_ttft(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     )
 
 
-def _outcomes(run: LoadgenRun, criterion: Criterion) -> Verdict:
+def _outcomes(run: Observed, criterion: Criterion) -> Verdict:
     """Every request's outcome, failure reason and status as the ledger says they must be."""
     if (bad := unusable(run)) is not None:
         return bad
@@ -133,7 +133,7 @@ def _outcomes(run: LoadgenRun, criterion: Criterion) -> Verdict:
 
 
 @check("loadgen", "loadgen.runs", by_run=True)
-def check_runs(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
+def check_runs(runs: list[Observed], criterion: Criterion) -> Verdict:
     run = runs[0]
     problems = list(run.problems)
     if run.results is not None and len(run.requests) != run.scenario.loadgen["requests"]:
@@ -151,7 +151,7 @@ def check_runs(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
 
 
 @check("loadgen", "loadgen.reasoning-empty")
-def check_reasoning_empty(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
+def check_reasoning_empty(runs: list[Observed], criterion: Criterion) -> Verdict:
     run = runs[0]
     verdict = _outcomes(run, criterion)
     if run.results is None:
@@ -174,7 +174,7 @@ def check_reasoning_empty(runs: list[LoadgenRun], criterion: Criterion) -> Verdi
 
 
 @check("loadgen", "loadgen.multi-token")
-def check_multi_token(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
+def check_multi_token(runs: list[Observed], criterion: Criterion) -> Verdict:
     run = runs[0]
     if (bad := unusable(run)) is not None:
         return bad
@@ -182,7 +182,7 @@ def check_multi_token(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     return Verdict(not problems, "\n".join(problems[:8]) or "output tokens from usage", evidence=run_evidence(run))
 
 
-def _token_problems(run: LoadgenRun) -> list[str]:
+def _token_problems(run: Observed) -> list[str]:
     """Each successful request's output tokens against usage (completion minus reasoning tokens); none to
     compare is a problem too."""
     problems, compared = [], 0
@@ -208,7 +208,7 @@ def _token_problems(run: LoadgenRun) -> list[str]:
 
 
 @check("loadgen", "loadgen.reasoning-content", needs=("abs_s", "send_lead_s"))
-def check_reasoning_content(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
+def check_reasoning_content(runs: list[Observed], criterion: Criterion) -> Verdict:
     """A model that reasons, then answers: TTFT stops at the first content, and tokens leave reasoning out."""
     run = runs[0]
     if (bad := unusable(run)) is not None:
@@ -224,7 +224,7 @@ def check_reasoning_content(runs: list[LoadgenRun], criterion: Criterion) -> Ver
 
 
 @check("loadgen", "loadgen.queueing", needs=("abs_s", "send_lead_s"))
-def check_queueing(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
+def check_queueing(runs: list[Observed], criterion: Criterion) -> Verdict:
     run = runs[0]
     if (bad := unusable(run)) is not None:
         return bad
@@ -257,7 +257,7 @@ def check_queueing(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
 
 
 @check("loadgen", "loadgen.concurrency", by_run=True)
-def check_concurrency(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
+def check_concurrency(runs: list[Observed], criterion: Criterion) -> Verdict:
     run = runs[0]
     if run.stopped:
         return Verdict(False, run.problems[0], evidence=run_evidence(run))
@@ -291,7 +291,7 @@ def check_concurrency(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
 
 
 @check("loadgen", "loadgen.tps", needs=("rel",))
-def check_tps(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
+def check_tps(runs: list[Observed], criterion: Criterion) -> Verdict:
     run = runs[0]
     if (bad := unusable(run)) is not None:
         return bad
@@ -336,12 +336,12 @@ def check_tps(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
 
 
 @check("loadgen", "loadgen.cut", "loadgen.no-done", "loadgen.stream-error", "loadgen.malformed", "loadgen.http-errors")
-def check_failures(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
+def check_failures(runs: list[Observed], criterion: Criterion) -> Verdict:
     return _outcomes(runs[0], criterion)
 
 
 @check("loadgen", "loadgen.sse-framing", needs=("abs_s", "send_lead_s"))
-def check_sse_framing(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
+def check_sse_framing(runs: list[Observed], criterion: Criterion) -> Verdict:
     verdicts = [(run, _outcomes(run, criterion)) for run in runs]
     bad = [f"{run.scenario.name}: {v.output}" for run, v in verdicts if not v.passed]
     tokens = [check_multi_token([run], criterion) for run in runs]

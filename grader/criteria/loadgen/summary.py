@@ -11,17 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 from grader.criteria.loadgen.evidence import fmt, num, run_evidence, unusable
+from grader.criteria.loadgen.observed import Observed
 from grader.criteria.registry import check
 from grader.criteria.truth import nearest_rank
 from grader.criteria.verdict import Verdict, within
-from grader.grading.rubric import Criterion
-from grader.runs.loadgen import LoadgenRun
+from grader.rubric import Criterion
 
 __all__: list[str] = []  # the checks are found through the registry
 
 
 @check("loadgen", "loadgen.throughput", needs=("rel",), by_run=True)
-def check_throughput(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
+def check_throughput(runs: list[Observed], criterion: Criterion) -> Verdict:
     run = runs[0]
     if (bad := unusable(run)) is not None:
         return bad
@@ -68,11 +68,11 @@ def _percentile_problems(name: str, reported: Any, values: list[float], criterio
     return problems
 
 
-def _no_results(run: LoadgenRun) -> str:
+def _no_results(run: Observed) -> str:
     return "; ".join(run.problems) or "no results"
 
 
-def _usable(runs: list[LoadgenRun]) -> tuple[list[LoadgenRun], list[str]]:
+def _usable(runs: list[Observed]) -> tuple[list[Observed], list[str]]:
     """The runs with a results file, and a problem line for each without one."""
     return (
         [r for r in runs if r.results is not None],
@@ -80,17 +80,17 @@ def _usable(runs: list[LoadgenRun]) -> tuple[list[LoadgenRun], list[str]]:
     )
 
 
-def _worst(runs: list[LoadgenRun], problems: dict[str, list[str]]) -> LoadgenRun:
+def _worst(runs: list[Observed], problems: dict[str, list[str]]) -> Observed:
     """The run to show as evidence: the first with a problem, else the first."""
     return next((r for r in runs if problems.get(r.scenario.name)), runs[0])
 
 
-def _ok_samples(run: LoadgenRun, key: str) -> list[float]:
+def _ok_samples(run: Observed, key: str) -> list[float]:
     ok = [r for r in run.requests if isinstance(r, dict) and r.get("outcome") == "ok"]
     return [v for r in ok if (v := num(r.get(key))) is not None]
 
 
-def _run_percentile_problems(run: LoadgenRun, criterion: Criterion) -> list[str]:
+def _run_percentile_problems(run: Observed, criterion: Criterion) -> list[str]:
     """One run's percentile problems (a run without a results file has its own)."""
     if run.results is None:
         return [_no_results(run)]
@@ -100,7 +100,7 @@ def _run_percentile_problems(run: LoadgenRun, criterion: Criterion) -> list[str]
 
 
 @check("loadgen", "loadgen.percentiles", needs=("abs_s", "rel"), by_run=_run_percentile_problems)
-def check_percentiles(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
+def check_percentiles(runs: list[Observed], criterion: Criterion) -> Verdict:
     """In every run, the summary's percentiles are the nearest-rank values of the successful records' own."""
     usable, problems = _usable(runs)
     per_run: dict[str, list[str]] = {}
@@ -124,7 +124,7 @@ def check_percentiles(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
     return Verdict(not problems, "\n".join(problems[:12]) or ok, evidence=evidence)
 
 
-def _summary_problems(run: LoadgenRun, criterion: Criterion) -> list[str]:
+def _summary_problems(run: Observed, criterion: Criterion) -> list[str]:
     records = [r for r in run.requests if isinstance(r, dict)]
     summary, problems = run.summary, []
     counts = {k: sum(1 for r in records if r.get("outcome") == k) for k in ("ok", "empty", "failed")}
@@ -154,12 +154,12 @@ def _summary_problems(run: LoadgenRun, criterion: Criterion) -> list[str]:
     return problems
 
 
-def _run_summary_problems(run: LoadgenRun, criterion: Criterion) -> list[str]:
+def _run_summary_problems(run: Observed, criterion: Criterion) -> list[str]:
     return [_no_results(run)] if run.results is None else _summary_problems(run, criterion)
 
 
 @check("loadgen", "loadgen.summary", needs=("abs_s", "rel"), by_run=_run_summary_problems)
-def check_summary(runs: list[LoadgenRun], criterion: Criterion) -> Verdict:
+def check_summary(runs: list[Observed], criterion: Criterion) -> Verdict:
     """In every run, the summary agrees with the records: counts, ok tokens only, wall time, throughput."""
     usable, problems = _usable(runs)
     per_run = {run.scenario.name: _summary_problems(run, criterion) for run in usable}

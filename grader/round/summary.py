@@ -1,6 +1,6 @@
 """The round's summary: `grades.csv` and `index.html`, rebuilt from report folders alone.
 
-    from grader.reports.round import read_rows, write_index
+    from grader.round.summary import read_rows, write_index
     rows = read_rows(Path("grades"))          # every OUT/<name>/report.json, ranked
     write_index(rows, Path("grades"))         # grades.csv, index.html
     write_index(rows, out, analyse(out, rows))  # and the similarity, item analysis and score plots
@@ -11,7 +11,7 @@ merged (`grader grade-many --merge`) are the same thing, and a person's checklis
 included), ties by name; equal scores share a rank. With an analysis (grader.round.analysis), the
 page also lists the similar pairs, the item analysis and each deliverable's score distribution, and
 grades.csv gains each submission's highest similarity and what it matched
-(grader/reports/round_analysis.py).
+(grader/round/analysis_page.py).
 """
 
 from __future__ import annotations
@@ -295,7 +295,7 @@ def to_index_html(rows: list[Row], analysis: Analysis | None = None) -> str:
 
 
 def _analysis_html(analysis: Analysis) -> str:
-    from grader.reports.round_analysis import analysis_html
+    from grader.round.analysis_page import analysis_html
 
     return analysis_html(analysis)
 
@@ -312,7 +312,7 @@ def summary_files(rows: list[Row], analysis: Analysis | None = None) -> dict[str
     """Every file of the summary by its path under the round's folder."""
     files = {CSV_NAME: to_csv(rows, analysis), INDEX_NAME: to_index_html(rows, analysis)}
     if analysis is not None:
-        from grader.reports.round_analysis import analysis_files
+        from grader.round.analysis_page import analysis_files
 
         files.update(analysis_files(analysis))
     return files
@@ -320,7 +320,7 @@ def summary_files(rows: list[Row], analysis: Analysis | None = None) -> dict[str
 
 def write_files(files: dict[str, str], out: Path) -> dict[str, Path]:
     """Write each file under `out`, replaced whole; the side-by-side pages' folder holds only this run's."""
-    from grader.reports.pair_page import FOLDER
+    from grader.round.pair_page import FOLDER
 
     pages = out / FOLDER
     if pages.is_dir():

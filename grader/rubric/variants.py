@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from grader.grading.rubric import Criterion, Rubric, Scenario
-from grader.runs.gateway_cases import Case, GatewayPlan, PlanError, read_plan
+from grader.rubric import Criterion, Rubric, Scenario
+from grader.rubric.gateway_plan import Case, GatewayPlan, PlanError, read_plan
 from grader.shared.yaml_files import YamlError, read_yaml
 
 __all__ = ["VARIANTS_FILE", "Variants", "VariantsError", "gateway_criterion", "load_variants", "variant_name"]

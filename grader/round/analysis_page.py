@@ -1,6 +1,6 @@
 """The round summary's analysis sections and their CSV files: similarity, item analysis, score distributions.
 
-    from grader.reports.round_analysis import analysis_html, analysis_files
+    from grader.round.analysis_page import analysis_html, analysis_files
     html = analysis_html(analysis)                 # sections for index.html
     files = analysis_files(analysis)               # {"items.csv": ..., "similarity/<a>--<b>.html": ...}
 
@@ -18,11 +18,11 @@ from collections.abc import Iterable
 
 import pygal
 
-from grader.reports.pair_page import FOLDER, page_name, pair_page
 from grader.reports.plots import CHART_STYLE, static_svg
 from grader.reports.text import clean
 from grader.round.analysis import Analysis
 from grader.round.items import Item
+from grader.round.pair_page import FOLDER, page_name, pair_page
 from grader.round.similarity import Pair, Similarity
 
 __all__ = ["DELIVERABLES_CSV", "ITEMS_CSV", "SIMILARITY_CSV", "analysis_files", "analysis_html", "pair_pages"]

@@ -3,29 +3,50 @@
 `grader/rubric.yaml` is the default; a hiring team changes weights, visibility and tolerances there
 or in an override file (`grader grade --rubric FILE`), which only touches criteria (and numbers)
 the rubric already has. Both are checked against their schemas in `schemas/grader/`, and then
-against the criteria registry: a criterion with no check, or whose check needs a number its entry
-does not give, stops the load with the criterion named. Every problem is reported with the file
-and the field, never as a traceback.
+against the checks a grade will judge with (`checks`: the criteria registry, which the caller hands
+in, since the rubric's data sits below the code that judges it): a criterion with no check, or whose
+check needs a number its entry does not give, stops the load with the criterion named. Every
+problem is reported with the file and the field, never as a traceback.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from grader.runs.gateway_cases import GatewayPlan, PlanError, read_plan
-from grader.runs.sizing import SizingPlan
+from grader.rubric.gateway_plan import GatewayPlan, PlanError, read_plan
+from grader.rubric.sizing_plan import SizingPlan
 from grader.shared.kit_files import schemas_dir
 from grader.shared.schema_words import schema_problems
 from grader.shared.yaml_files import YamlError, read_yaml
 
-__all__ = ["DEFAULT_RUBRIC", "Criterion", "Judging", "Rubric", "RubricError", "Scenario", "load_rubric"]
+__all__ = [
+    "DEFAULT_RUBRIC",
+    "CheckNeeds",
+    "Criterion",
+    "Judging",
+    "Limits",
+    "Rubric",
+    "RubricError",
+    "Scenario",
+    "load_rubric",
+]
 
 #: Each section's time limits, by name (the rubric's `limits:`; schemas/grader/rubric.schema.json says which).
 Limits = dict[str, dict[str, float]]
 
 DEFAULT_RUBRIC = Path(__file__).resolve().parents[1] / "rubric.yaml"
+
+
+class CheckNeeds(Protocol):
+    """What the rubric needs to know of a registered check: the deliverable it judges, the numbers it reads."""
+
+    @property
+    def deliverable(self) -> str: ...
+    @property
+    def needs(self) -> tuple[str, ...]: ...
 
 
 class RubricError(ValueError):
@@ -141,8 +162,11 @@ def _names(value: Any) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value or ())
 
 
-def load_rubric(path: Path | None = None, *, override: Path | None = None) -> Rubric:
-    """The rubric at `path` (default: the kit's), with an override file's weights, visibility and tolerances."""
+def load_rubric(
+    path: Path | None = None, *, override: Path | None = None, checks: Mapping[str, CheckNeeds] | None = None
+) -> Rubric:
+    """The rubric at `path` (default: the kit's), with an override file's weights, visibility and tolerances;
+    held to `checks` (the criteria registry, by criterion id) when they are given."""
     path = Path(path) if path else DEFAULT_RUBRIC
     data = _read(path, "rubric")
     scenarios = {
@@ -185,7 +209,8 @@ def load_rubric(path: Path | None = None, *, override: Path | None = None) -> Ru
         raise RubricError(f"{path}:\n  " + "\n  ".join(problems))
     if override is not None:
         criteria = _apply_override(criteria, Path(override))
-    _check_registry(criteria, override or path)
+    if checks is not None:
+        _check_registry(criteria, checks, override or path)
     judging = data["judging"]
     limits = {section: {k: float(v) for k, v in numbers.items()} for section, numbers in data["limits"].items()}
     return Rubric(
@@ -204,11 +229,8 @@ def load_rubric(path: Path | None = None, *, override: Path | None = None) -> Ru
     )
 
 
-def _check_registry(criteria: list[Criterion], path: Path) -> None:
+def _check_registry(criteria: list[Criterion], checks: Mapping[str, CheckNeeds], path: Path) -> None:
     """Every criterion has a registered check of its deliverable, and gives every number that check reads."""
-    from grader.criteria.registry import registered
-
-    checks = registered()
     problems = []
     for c in criteria:
         check = checks.get(c.id)

@@ -1,0 +1,53 @@
+"""The candidate's tests' run record: the test command on the candidate's own code, and once per broken variant."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["PERCENTILE_METHODS", "TestRun", "TestRuns"]
+
+#: The wrong percentile methods swapped in for the candidate's function, one run each.
+PERCENTILE_METHODS = ("linear", "floor", "off-by-one", "unsorted")
+
+
+@dataclass
+class TestRun:
+    variant: str  # "own code", "percentile: linear", "no slot limit", ...
+    exit_code: int | None
+    killed: str | None
+    tests: dict[str, str]  # node id -> passed | failed | skipped (pytest only; empty otherwise)
+    swapped: bool  # the percentile function was really replaced
+    logs: str
+    wall_s: float
+
+    @property
+    def failed(self) -> list[str]:
+        return sorted(k for k, v in self.tests.items() if v == "failed")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TestRun:
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
+
+
+@dataclass
+class TestRuns:
+    own: TestRun
+    variants: dict[str, TestRun] = field(default_factory=dict)
+
+    def has(self, variant: str) -> bool:
+        """Whether the runs of a variant kind ("percentile", "slots") were made."""
+        names = [f"percentile: {m}" for m in PERCENTILE_METHODS] if variant == "percentile" else ["no slot limit"]
+        return all(name in self.variants for name in names)
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "own": dataclasses.asdict(self.own),
+            "variants": [dataclasses.asdict(v) for v in self.variants.values()],
+        }
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> TestRuns:
+        variants = [TestRun.from_dict(v) for v in data["variants"]]
+        return cls(TestRun.from_dict(data["own"]), {v.variant: v for v in variants})
