@@ -43,7 +43,9 @@ __all__ = [
     "failing_in",
     "failing_runs",
     "replay",
+    "replay_target",
     "serve_scenario",
+    "wait_for_interrupt",
 ]
 
 
@@ -210,6 +212,72 @@ def replay(
     return done
 
 
+def replay_target(
+    target: Path,
+    criterion: str | None,
+    *,
+    seed: int | None,
+    case: str | None,
+    scenario: str | None,
+    serve: bool,
+    out: Path,
+    jobs: int,
+    echo: Callable[[str], None],
+    wait: Callable[[], None],
+) -> bool:
+    """`grader replay TARGET [CRITERION]`: a submission and a criterion, or a report folder (every criterion it
+    failed, each on the runs that failed it there, with the grade's seed). Prints each verdict, its side by
+    side and how to reproduce it; with `serve`, starts one criterion's servers instead. Whether every replayed
+    criterion passed; ReplayError for a request that names nothing to replay."""
+    book = None
+    if (target / "runs" / "index.json").is_file():
+        submission, graded_seed, failed = failed_in_report(target)
+        book = RecordBook.read(target / "runs")
+        seed = graded_seed if seed is None else seed
+        ids = [criterion] if criterion else failed
+        if not ids:
+            echo(f"{target}: the grade failed no criterion; nothing to replay")
+            return True
+    else:
+        if not criterion:
+            raise ReplayError("name the CRITERION to replay (e.g. loadgen.ttft), or give a report folder")
+        submission, ids = target, [criterion]
+    seed = 0 if seed is None else seed
+    if serve:
+        if len(ids) > 1:
+            raise ReplayError(f"--serve starts one criterion's servers; name one of: {', '.join(ids)}")
+        serve_scenario(submission, ids[0], seed=seed, case=case, scenario=scenario, echo=echo, wait=wait)
+        return True
+    passed = True
+    rubric = load_rubric()
+    for criterion_id in ids:
+        # from a report, a criterion is replayed on the runs that failed it there (--case or --scenario win)
+        runs = failing_runs(book, rubric, criterion_id) if book else ()
+        done = replay(
+            submission,
+            criterion_id,
+            out / criterion_id if len(ids) > 1 else out,
+            seed=seed,
+            case=case,
+            scenario=scenario,
+            runs=runs,
+            jobs=jobs,
+        )
+        passed = passed and done.status == "passed"
+        echo(
+            f"{done.status.upper()} {done.score:g}/{done.criterion.weight:g}  {criterion_id}  "
+            f"(seed {seed}, replayed in {done.seconds:.1f} s)"
+        )
+        echo(done.output)
+        for line in done.lines:
+            echo(line)
+        echo("to reproduce by hand:")
+        for line in done.by_hand:
+            echo(f"  {line}")
+        echo("")
+    return passed
+
+
 # -- --serve: the scenario's servers, up until Ctrl-C -------------------------------------------------------
 
 
@@ -259,3 +327,18 @@ def serve_scenario(
         echo("ready: Ctrl-C stops the servers")
         wait()
     echo("stopped")
+
+
+def wait_for_interrupt() -> None:
+    """Block until Ctrl-C (SIGINT) or SIGTERM, then return so the servers are stopped cleanly."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

@@ -37,6 +37,7 @@ __all__ = [
     "PLATFORMS",
     "BundleError",
     "BundleResult",
+    "build",
     "build_bundle",
     "build_bundles",
     "candidate_rubric",
@@ -256,6 +257,22 @@ Everything here works with no network and no GPU.
 `chart/` is the vendored vLLM chart, `schemas/` the offline JSON schemas (the contract is in
 `schemas/contract/`), `docs/` how the kit and its grader work.
 """
+
+
+def build(
+    out: Path,
+    *,
+    pythons: Iterable[str] = DEFAULT_PYTHONS,
+    platforms: Iterable[str] = (),
+    echo: Callable[[str], None] = print,
+) -> list[BundleResult]:
+    """`grader bundle`: one archive holding every platform named when `out` is a `.tar.gz`, else one archive
+    per platform in the folder `out`. `all` names every platform; none named is this machine's."""
+    named = tuple(p for name in platforms for p in (ALL_PLATFORMS if name == "all" else (name,))) or DEFAULT_PLATFORMS
+    versions = [p for p in pythons if p]
+    if out.name.endswith((".tar.gz", ".tgz")):
+        return [build_bundle(out, pythons=versions, platforms=named, echo=echo)]
+    return build_bundles(out, pythons=versions, platforms=named, echo=echo)
 
 
 def build_bundles(

@@ -26,7 +26,13 @@ from grader.grading.grade import GradeRun, grade
 from grader.outcome import CriterionResult, Grade
 from grader.rubric import Criterion, Rubric, load_rubric
 
-__all__ = ["SUBMISSIONS", "Finding", "SelftestError", "selftest"]
+__all__ = [
+    "SUBMISSIONS",
+    "Finding",
+    "SelftestError",
+    "selftest",
+    "summary_line",
+]
 
 SUBMISSIONS = Path(__file__).resolve().parents[2] / "submissions"
 
@@ -195,3 +201,16 @@ def selftest(
                 future.result()
     order = {name: i for i, (name, *_) in enumerate(jobs_list)}
     return sorted(findings, key=lambda f: order[f.name])
+
+
+def summary_line(findings: list[Finding]) -> str:
+    """One line for the end of a selftest: how many were graded as expected, and which were not."""
+    bad = [f.name for f in findings if not f.ok]
+    unsure = sum(len(f.inconclusive) for f in findings)
+    unstable = [f.name for f in findings if f.unstable]
+    return (
+        f"{len(findings) - len(bad)} of {len(findings)} graded as expected"
+        + (f"; wrong: {', '.join(bad)}" if bad else "")
+        + (f"; {unsure} criteria inconclusive (a busy machine?)" if unsure else "")
+        + (f"; right only when graded again: {', '.join(unstable)}" if unstable else "")
+    )
