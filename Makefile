@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml
 
 # The main job: grade the bundled reference submission; prints the score table and the report's path.
 demo: $(STAMP) debs-demo
-	$(BIN)/grader grade submissions/reference --out grade-report --jobs 2
+	$(BIN)/grader grade submissions/reference --out grade-report --sandboxes 2
 
 # Start the fake vLLM server, stream through it, and show its ledger and metrics.
 demo-server: $(STAMP)

@@ -4,8 +4,8 @@ The inherent duration of a grade is the time the candidate's own commands run: e
 scenario (its requests at the scenario's token rates, plus the candidate's interpreter start) and
 each run of the candidate's tests. Everything else is the grader's overhead: starting the sandbox
 and the fake servers, fetching ledgers, checking, writing reports. Run side by side in one
-process: one grade section after the other (`--jobs 1`) and both sections at once (`--jobs 2`), each
-with and without the hidden variants of the scenarios and gateway cases (grading/variants.py).
+process: one grade section after the other (`--sandboxes 1`) and both sections at once (`--sandboxes 2`), each
+with and without the unseen variants of the scenarios and gateway cases (grading/variants.py).
 
     python -m bench.grade_time [--repeat 2]
 """
@@ -19,7 +19,7 @@ import platform
 import tempfile
 from pathlib import Path
 
-from grader.grading.grade import GradeRun, grade
+from grader.grading.grade import GradeRequest, grade
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "submissions" / "reference"
@@ -28,11 +28,10 @@ RESULTS = Path(__file__).resolve().parent / "results" / "grade_time.json"
 
 def measure(jobs: int, variants: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as out:
-        run = GradeRun(REFERENCE, Path(out), jobs=jobs, echo=lambda _: None, with_variants=variants)
-        result = grade(run)
+        result = grade(GradeRequest(REFERENCE, Path(out), sandboxes=jobs, echo=lambda _: None, with_variants=variants))
     return {"jobs": jobs, "variants": variants, "score": result.score, "max_score": result.max_score,
-            "total_s": run.timings["total_s"], "inherent_s": run.timings["inherent_s"],
-            "total_over_inherent": round(run.timings["total_s"] / run.timings["inherent_s"], 3)}
+            "total_s": result.duration_s, "inherent_s": result.inherent_s,
+            "total_over_inherent": round(result.duration_s / result.inherent_s, 3)}
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 The hung submission is the reference with a load generator that never exits and a gateway that
 listens but never answers (tests/slow_and_hung.py); its tests, sizing, manifests and memo are the
-reference's. Both are graded whole with `--jobs 2`, as `make demo` does. The target: the hung one
+reference's. Both are graded whole with `--sandboxes 2`, as `make demo` does. The target: the hung one
 in at most twice the reference's time, every hung criterion failed with a finding that says so.
 
     python -m bench.hang
@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader.grading.grade import GradeRun, grade
+from grader.grading.grade import GradeRequest, grade
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results" / "hang.json"
@@ -29,7 +29,7 @@ from slow_and_hung import REFERENCE, hung  # noqa: E402
 
 def _grade(folder: Path, out: Path) -> dict[str, object]:
     started = time.perf_counter()
-    result = grade(GradeRun(folder, out, jobs=2, echo=lambda _: None))
+    result = grade(GradeRequest(folder, out, sandboxes=2, echo=lambda _: None))
     took = time.perf_counter() - started
     hung_findings = sum("hung" in c.output for c in result.criteria)
     return {"score": result.score, "max_score": result.max_score, "seconds": round(took, 1),

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.grading.grade import GradeRun, grade
+from grader.grading.grade import GradeRequest, grade
 
 ROOT = Path(__file__).resolve().parents[1]
 _BURN = ("import multiprocessing as mp, sys, time\n"
@@ -59,7 +59,7 @@ def margins(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def grade_reference(out: Path, only: tuple[str, ...] = ()) -> dict[str, Any]:
-    grade(GradeRun(ROOT / "submissions" / "reference", out, only=only, jobs=1, echo=lambda _: None))
+    grade(GradeRequest(ROOT / "submissions" / "reference", out, only=only, sandboxes=1, echo=lambda _: None))
     report: dict[str, Any] = json.loads((out / "report.json").read_text())
     return report
 

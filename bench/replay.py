@@ -5,13 +5,13 @@ nothing (`grading/replay.py`: the grade's engine in the sandbox, seed 0); the ve
 with the one its recorded grade gives (tests/fixtures/runs/, `make fixtures`, also seed 0): the same
 status, and for the load generator and the gateway the same failing requests or cases. The wall
 time of each replay is kept, by section, against the targets: a load-generator criterion in at most
-10 s, a gateway criterion in at most 30 s. Replays make their runs `--jobs` at once (as `grader
+10 s, a gateway criterion in at most 30 s. Replays make their runs `--sandboxes` at once (as `grader
 replay` does); a criterion judged from every run of its section, variants included, is also replayed
 one run at a time, side by side (`one_at_a_time_s`). A replay over its limit is timed again as
 `grader replay REPORT_DIR` runs it: on the scenarios or cases that failed it in the grade
 (`narrowed_s`), and compared again.
 
-    python -m bench.replay [--jobs N] [--only CHAFF ...]
+    python -m bench.replay [--sandboxes N] [--only CHAFF ...]
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def of_every_run(criterion: Criterion, rubric: Rubric) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=[], help="these chaff only")
-    parser.add_argument("--jobs", type=int, default=SPREAD, help="runs a replay makes at once")
+    parser.add_argument("--sandboxes", type=int, default=SPREAD, help="runs a replay makes at once")
     args = parser.parse_args()
     rubric = load_rubric()
     rows = []
@@ -62,21 +62,21 @@ def main() -> None:
             folder = materialize(chaff.path, Path(tmp) / chaff.name)
             for target in chaff.targets:
                 deliverable = rubric.criterion(target).deliverable
-                done = replay(folder, target, Path(tmp) / "out" / chaff.name / target, seed=0, jobs=args.jobs)
+                done = replay(folder, target, Path(tmp) / "out" / chaff.name / target, seed=0, sandboxes=args.sandboxes)
                 status, failing = recorded(chaff.name, target)
                 same = done.status == status and (deliverable not in ("loadgen", "gateway") or done.failing == failing)
                 row = {"chaff": chaff.name, "criterion": target, "deliverable": deliverable,
                        "replayed": done.status, "graded": status, "same": same, "seconds": round(done.seconds, 2)}
                 mark = "same" if same else f"DIFFERENT (graded {status} on {failing}, replayed {done.failing})"
-                if of_every_run(rubric.criterion(target), rubric) and args.jobs > 1:
-                    one = replay(folder, target, Path(tmp) / "one" / chaff.name / target, seed=0, jobs=1)
+                if of_every_run(rubric.criterion(target), rubric) and args.sandboxes > 1:
+                    one = replay(folder, target, Path(tmp) / "one" / chaff.name / target, seed=0, sandboxes=1)
                     row.update(one_at_a_time_s=round(one.seconds, 2),
                                one_at_a_time_same=one.status == status and one.failing == failing)
                     mark += f"; one at a time {one.seconds:.1f} s" + ("" if row["one_at_a_time_same"] else " DIFFERENT")
                 if done.seconds > LIMITS_S.get(deliverable, float("inf")):
                     runs = failing_runs(RecordBook.read(FIXTURES / chaff.name), rubric, target)
                     again = replay(folder, target, Path(tmp) / "narrowed" / chaff.name / target, seed=0, runs=runs,
-                                   jobs=args.jobs)
+                                   sandboxes=args.sandboxes)
                     row.update(narrowed_to=list(runs), narrowed_s=round(again.seconds, 2),
                                narrowed_same=again.status == status and again.failing == failing)
                     mark += (f"; on the {len(runs)} that failed it: {again.seconds:.1f} s, "
@@ -99,9 +99,9 @@ def main() -> None:
                 "at_once_median_s": statistics.median(now for _, now in pairs),
                 "speedup_median": round(statistics.median(one / now for one, now in pairs), 2)}
     result = {
-        "command": "python -m bench.replay" + (f" --jobs {args.jobs}" if args.jobs != SPREAD else "")
+        "command": "python -m bench.replay" + (f" --sandboxes {args.sandboxes}" if args.sandboxes != SPREAD else "")
         + (f" --only {' '.join(args.only)}" if args.only else ""),
-        "jobs": args.jobs,
+        "jobs": args.sandboxes,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "load_average_at_end": os.getloadavg()[0],
         "replays": len(rows), "same": sum(r["same"] for r in rows),

@@ -54,7 +54,7 @@ class Evidence:
 
 @dataclass
 class Unseen:
-    """A criterion's verdict on the hidden variants of its scenarios: for the hiring team only."""
+    """A criterion's verdict on the unseen variants of its scenarios: for the hiring team only."""
 
     status: Literal["passed", "failed"]
     output: str
@@ -78,7 +78,7 @@ class CriterionResult:
     evidence: Evidence = field(default_factory=Evidence)
     margin: float | None = None  # a timing check's worst error over its tolerance (last run)
     busy: str | None = None  # why the machine was judged too busy to keep time (last run), if it was
-    unseen: Unseen | None = None  # its verdict on hidden variants (never shown to the candidate)
+    unseen: Unseen | None = None  # its verdict on unseen variants (never shown to the candidate)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -97,6 +97,7 @@ class Grade:
     contract_problems: list[str] = field(default_factory=list)
     criteria: list[CriterionResult] = field(default_factory=list)
     human_checklist: list[str] = field(default_factory=list)  # what a person must still judge
+    inherent_s: float = 0.0  # how long the candidate's own commands ran: the part of duration_s no grader can save
 
     @property
     def score(self) -> float:

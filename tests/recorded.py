@@ -72,7 +72,7 @@ def _keep(name: str, runs: Path, scratch: Path) -> None:
 
 def record(names: tuple[str, ...] = ()) -> int:
     """Grade and keep; returns 1 when a grade did not come out as expected (it is then not recorded)."""
-    from grader.grading.grade import GradeRun, grade
+    from grader.grading.grade import GradeRequest, grade
     from grader.kit.selftest import selftest
 
     ok = True
@@ -89,7 +89,7 @@ def record(names: tuple[str, ...] = ()) -> int:
         for name, (folder, parts) in INDEPENDENT.items():
             if names and name not in names:
                 continue
-            result = grade(GradeRun(folder, kept / name, only=parts, echo=lambda _: None))
+            result = grade(GradeRequest(folder, kept / name, only=parts, echo=lambda _: None))
             if result.score == result.max_score:
                 _keep(name, kept / name / "runs", scratch)
                 print(f"ok   {name:<28} {result.score:g}/{result.max_score:g}")

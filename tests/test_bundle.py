@@ -67,11 +67,11 @@ grader --version
 rc=0; grader check . --only manifests --only memo --out ../check-report || rc=$?
 echo "CHECK-EXIT $rc"
 cd "$3"
-rc=0; grader check . --out "$3/../reference-report" --jobs 2 || rc=$?
+rc=0; grader check . --out "$3/../reference-report" --sandboxes 2 || rc=$?
 echo "REFERENCE-CHECK-EXIT $rc"
 python -c "import aiohttp, fastapi, numpy, openai; print('FRAMEWORKS-IMPORT', numpy.percentile([1, 2, 3, 4], 50))"
 cd "$4"
-rc=0; grader check . --only loadgen --only gateway --out "$4/../frameworks-report" --jobs 2 || rc=$?
+rc=0; grader check . --only loadgen --only gateway --out "$4/../frameworks-report" --sandboxes 2 || rc=$?
 echo "FRAMEWORKS-CHECK-EXIT $rc"
 '''
 
@@ -129,12 +129,12 @@ def test_the_bundle_holds_the_candidates_kit(bundle):
         assert archive.getmember("takehome/install.sh").mode & 0o111
 
 
-def test_the_bundle_holds_no_reference_chaff_or_hidden_material(bundle):
+def test_the_bundle_holds_no_reference_chaff_or_unseen_material(bundle):
     members = _members(bundle)
     for name in members:
         lowered = name.lower()
         assert "submissions" not in lowered and "chaff" not in lowered and "reference" not in lowered, name
-        assert "/hidden/" not in lowered and "/tests/" not in lowered.replace("starter/loadgen/tests/", ""), name
+        assert "/unseen/" not in lowered and "/tests/" not in lowered.replace("starter/loadgen/tests/", ""), name
     rubric_name = next(n for n in members if n.endswith("!/grader/rubric.yaml"))
     shipped_rubric = yaml.safe_load(members[rubric_name])
     assert {c["visibility"] for c in shipped_rubric["criteria"]} == {"public"}
@@ -143,12 +143,12 @@ def test_the_bundle_holds_no_reference_chaff_or_hidden_material(bundle):
     assert {c["id"] for c in shipped_rubric["criteria"]} == public
     hidden_ids = [c["id"] for c in full["criteria"] if c["visibility"] != "public"]
     phrases = _reference_phrases()
-    hidden_sets = [p.read_text(encoding="utf-8") for p in (ROOT / "grader/hidden").rglob("*") if p.is_file()] \
-        if (ROOT / "grader/hidden").is_dir() else []
+    unseen = [p.read_text(encoding="utf-8") for p in (ROOT / "grader/unseen").rglob("*") if p.is_file()]
+    assert len(unseen) >= 2, "the unseen variants and input sets are where this test looks for them"
     for name, data in members.items():
         text = data.decode("utf-8", errors="ignore")
         leaked = [p for p in phrases if p in text] + [h for h in hidden_ids if re.search(rf"\b{re.escape(h)}\b", text)]
-        leaked += [name for body in hidden_sets if len(body) > 40 and body in text]
+        leaked += [name for body in unseen if len(body) > 40 and body in text]
         assert not leaked, (name, leaked[:3])
 
 

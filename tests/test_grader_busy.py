@@ -40,7 +40,7 @@ def test_a_busy_machine_widens_the_band_that_earns_a_rerun() -> None:
 
 
 def test_late_steps_in_a_ledger_say_the_machine_was_busy() -> None:
-    limit = load_rubric().judging.busy_lag_s
+    limit = load_rubric().judging.loadgen_busy_lag_s
     calm = [{"step_lag_max": 0.002}, {"step_lag_max": limit}, {}]
     assert busy_from_ledgers([calm, []], limit_s=limit) is None
     why = busy_from_ledgers([calm, [{"step_lag_max": 0.080}]], limit_s=limit)

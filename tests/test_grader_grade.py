@@ -95,7 +95,7 @@ def test_the_grader_says_what_stopped_it(tmp_path):
 
 @pytest.mark.slow
 def test_a_section_the_grader_cannot_run_is_inconclusive_and_the_grade_goes_on(tmp_path):
-    from grader.grading.grade import GradeRun, grade
+    from grader.grading.grade import GradeRequest, grade
     from grader.rubric import DEFAULT_RUBRIC
 
     rubric = yaml.safe_load(DEFAULT_RUBRIC.read_text())
@@ -103,7 +103,7 @@ def test_a_section_the_grader_cannot_run_is_inconclusive_and_the_grade_goes_on(t
     path = tmp_path / "rubric.yaml"
     path.write_text(yaml.safe_dump(rubric))
     lines: list[str] = []
-    result = grade(GradeRun(REFERENCE, tmp_path / "out", only=("loadgen.runs", "loadgen.role-chunk"), rubric=path,
+    result = grade(GradeRequest(REFERENCE, tmp_path / "out", only=("loadgen.runs", "loadgen.role-chunk"), rubric=path,
                             echo=lines.append))
     by_id = {c.id: c for c in result.criteria}
     broken = by_id["loadgen.role-chunk"]

@@ -6,7 +6,7 @@ its own SSE reader and percentile code, and its clock started just before the re
 its HTTP client.
 
 Its recorded runs are judged in the fast tier (tests/test_recorded_runs.py). This live grade runs with
-`make hostile-full`: beside CI's other test workers on two cores, a hidden variant's TPS check once
+`make hostile-full`: beside CI's other test workers on two cores, a unseen variant's TPS check once
 failed it (one 0.1 s stream read 24% slow by its threaded client, and not seen as a busy machine).
 """
 

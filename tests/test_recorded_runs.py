@@ -42,7 +42,7 @@ def _stale(name: str, book: RecordBook, scratch: Path) -> list[str]:
     plan = load_rubric().sizing.with_hidden()
     sets, base, perturb = plan.sets, plan.perturb_base, plan.perturb
     if book.index.get("variants", {}).get("count", 0) != (VARIANTS.count if VARIANTS else 0):
-        out.append("the number of hidden variants changed")
+        out.append("the number of unseen variants changed")
     for record in book.records.values():
         if record["section"] == "loadgen":
             name, _, variant = record["scenario"]["name"].partition(".v")

@@ -37,7 +37,7 @@ REPLAYS = [
     ("loadgen-error-statuses-listed", "loadgen.http-errors", None, 10.0),
     ("gateway-fallback-on-404", "gateway.no-fallback-4xx", None, 30.0),
     ("gateway-fallback-on-4xx", "gateway.no-fallback-4xx", "local-400", 30.0),
-    # judged from every case of the gateway's run, the hidden variant's with them
+    # judged from every case of the gateway's run, the unseen variant's with them
     ("gateway-retry-twice", "gateway.no-route-twice", None, 30.0),
 ]
 
@@ -64,7 +64,7 @@ def test_a_replay_fails_the_criterion_on_the_same_requests_as_the_grade(tmp_path
 
 
 def test_a_criterion_of_every_run_is_replayed_in_several_sandboxes_with_the_records_of_one(tmp_path):
-    """loadgen.summary is judged from all 16 scenarios and 10 hidden variants. A replay makes them several at
+    """loadgen.summary is judged from all 16 scenarios and 10 unseen variants. A replay makes them several at
     once, the longest first (grading/live_runs.py), each further worker in a sandbox of its own: the records
     are those of the grade, in the same order, and they fail the criterion on the same runs. One at a time it
     takes about 28 s on the 2-core machine; bench/README.md has the figures side by side (the bound here

@@ -76,7 +76,7 @@ def test_a_gateway_check_of_the_whole_run_that_names_no_case_failed_the_run():
 
 
 def test_grader_replay_makes_as_many_runs_at_once_by_default_as_a_replay_does():
-    """The CLI writes its `--jobs` default out (it imports the grading modules lazily); it is the replay's."""
+    """The CLI writes its `--sandboxes` default out (it imports the grading modules lazily); it is the replay's."""
     from click.testing import CliRunner
 
     from grader.cli import main

@@ -116,7 +116,7 @@ def test_the_chaff_in_the_leak_corpus_are_what_building_each_one_gives(tmp_path:
     """The corpus applies each chaff's edits to its base's texts rather than build 81 folders: the same
     sources, chaff by chaff, as a snapshot of the chaff built on disk."""
     from grader.kit.chaff import list_chaff, materialize
-    from grader.round.similarity import leak_corpus
+    from grader.round.leaks import leak_corpus
 
     leaks, said = leak_corpus()
     chaff = list_chaff(ROOT / "submissions" / "chaff")

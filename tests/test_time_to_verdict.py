@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from slow_and_hung import hung, slow
 
-from grader.grading.grade import GradeRun, grade
+from grader.grading.grade import GradeRequest, grade
 from grader.rubric import load_rubric, Scenario
 from grader.records.loadgen import HUNG, LoadgenRun
 from grader.rubric.durations import expected_s, limit_s
@@ -45,7 +45,7 @@ def test_a_hung_run_says_what_the_ledger_shows_and_what_it_printed() -> None:
 
 @pytest.mark.slow
 def test_a_correct_but_slow_load_generator_and_sizing_command_lose_nothing(tmp_path: Path) -> None:
-    result = grade(GradeRun(slow(tmp_path / "slow"), tmp_path / "out", only=("loadgen", "sizing"), echo=lambda _: None))
+    result = grade(GradeRequest(slow(tmp_path / "slow"), tmp_path / "out", only=("loadgen", "sizing"), echo=lambda _: None))
     lost = {c.id: c.output[:300] for c in result.criteria if c.status != "passed"}
     assert not lost
     walls = [float(r["wall_s"]) for r in _records(tmp_path / "out", "loadgen-")]
@@ -62,7 +62,7 @@ def _records(report: Path, prefix: str) -> list[dict]:
 @pytest.mark.slow
 def test_a_load_generator_that_hangs_is_stopped_by_the_sections_budget(tmp_path: Path) -> None:
     started = time.monotonic()
-    result = grade(GradeRun(hung(tmp_path / "hung"), tmp_path / "out", only=("loadgen",), echo=lambda _: None))
+    result = grade(GradeRequest(hung(tmp_path / "hung"), tmp_path / "out", only=("loadgen",), echo=lambda _: None))
     took = time.monotonic() - started
     budget = RUBRIC.limits["loadgen"]["budget_s"]
     assert took < budget + 3 * max(limit_s(s, RUBRIC.limits["loadgen"]) for s in RUBRIC.scenarios.values())

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader.grading.grade import GradeRun, _hidden
+from grader.grading.grade import GradeRequest, unseen_material
 from grader.rubric import load_rubric
 from grader.rubric.variants import VARIANTS_FILE, gateway_criterion, load_variants, VariantsError
 
@@ -109,11 +109,11 @@ def test_a_wrong_variants_file_is_refused_naming_the_field(tmp_path: Path, chang
 
 
 def test_the_self_check_runs_no_hidden_material_and_the_grade_runs_it_all(tmp_path: Path) -> None:
-    check = GradeRun(tmp_path, tmp_path / "out", public_only=True)
-    assert _hidden(check, RUBRIC) == ""
-    assert check.variants is None and check.sizing is not None and check.sizing.unseen == ()
+    check = unseen_material(GradeRequest(tmp_path, tmp_path / "out", public_only=True), RUBRIC)
+    assert check.missing == ""
+    assert check.variants is None and check.sizing.unseen == ()
     assert set(check.sizing.sets) == set(RUBRIC.sizing.sets)
-    grade = GradeRun(tmp_path, tmp_path / "out")
-    assert _hidden(grade, RUBRIC) == ""
-    assert grade.variants is not None and grade.sizing is not None and len(grade.sizing.unseen) >= 4
+    grade = unseen_material(GradeRequest(tmp_path, tmp_path / "out"), RUBRIC)
+    assert grade.missing == ""
+    assert grade.variants is not None and len(grade.sizing.unseen) >= 4
     assert set(RUBRIC.sizing.sets) < set(grade.sizing.sets)

@@ -2,7 +2,7 @@
 
 `grader check` grades what `grader grade` grades, limited to what a candidate may see: the contract,
 every public criterion through the same engine on the public scenarios, cases and sizing input sets
-(`GradeRun(public_only=True)`), the manifest checklist and the memo's honesty rules. The reports
+(`GradeRequest(public_only=True)`), the manifest checklist and the memo's honesty rules. The reports
 have the same format and say "public criteria only"; a hidden criterion is never selected, so it
 is never named. The grade also runs what this does not, and the check says so: hidden criteria,
 unseen variants of every scenario and case, unseen sizing input sets.
@@ -95,11 +95,11 @@ def run_check(
     *,
     only: tuple[str, ...] = (),
     seed: int = 0,
-    jobs: int = 1,
+    sandboxes: int = 1,
     echo: Callable[[str], None] = print,
 ) -> CheckOutcome:
     """Check the submission in `folder` as the grader would, public criteria only; reports go to `out`."""
-    from grader.grading.grade import GradeRun, grade
+    from grader.grading.grade import GradeRequest, grade
     from grader.reports import score_table
 
     outcome = CheckOutcome()
@@ -114,7 +114,7 @@ def run_check(
             echo(line)
     echo("\n== public criteria (the grader's engine on the public scenarios, cases and input sets)")
     echo(NOT_RUN)
-    run = GradeRun(folder, out, only=only, seed=seed, jobs=jobs, echo=echo, public_only=True)
+    run = GradeRequest(folder, out, only=only, seed=seed, sandboxes=sandboxes, echo=echo, public_only=True)
     result = grade(run)
     echo("\n" + score_table(result))
     outcome.score, outcome.max_score = result.score, result.max_score

@@ -27,8 +27,14 @@ _DELIVERABLES = ("loadgen", "tests", "gateway", "manifests", "sizing", "memo")
     "--only", "only", multiple=True, type=click.Choice(_DELIVERABLES), help="Check only this deliverable (repeatable)."
 )
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for every fake server.")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Sections graded at once.")
-def check(submission: Path, out: Path, only: tuple[str, ...], seed: int, jobs: int) -> None:
+@click.option(
+    "--sandboxes",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Sandboxes open at once: the timed sections graded side by side, each in its own.",
+)
+def check(submission: Path, out: Path, only: tuple[str, ...], seed: int, sandboxes: int) -> None:
     """Self-check SUBMISSION (default: this folder) as the grader would, public criteria only.
 
     Runs the contract, every public criterion (the grader's engine and scenarios), the manifest
@@ -41,7 +47,7 @@ def check(submission: Path, out: Path, only: tuple[str, ...], seed: int, jobs: i
     if not submission.is_dir():
         raise click.UsageError(f"{submission}: no such folder (give the folder that holds submission.yaml)")
     try:
-        outcome = run_check(submission, out, only=only, seed=seed, jobs=jobs, echo=click.echo)
+        outcome = run_check(submission, out, only=only, seed=seed, sandboxes=sandboxes, echo=click.echo)
     except ContractError as exc:
         click.echo(str(exc), err=True)
         sys.exit(1)

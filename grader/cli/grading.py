@@ -34,26 +34,26 @@ __all__ = ["grade", "rejudge", "replay"]
     help="Override file: weights and visibility by criterion id (schemas/grader/rubric-override.schema.json).",
 )
 @click.option(
-    "--jobs",
+    "--sandboxes",
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Sections graded at once, each in its own sandbox.",
+    help="Sandboxes open at once: the timed sections graded side by side, each in its own.",
 )
-def grade(submission: Path, out: Path, only: tuple[str, ...], seed: int, override: Path | None, jobs: int) -> None:
+def grade(submission: Path, out: Path, only: tuple[str, ...], seed: int, override: Path | None, sandboxes: int) -> None:
     """Grade SUBMISSION (a folder, .zip or .tar.gz) and write its reports to --out.
 
     Exit status: 0 when a report was written, whatever the score; 2 when the grader could not run
     (a missing submission, a bad rubric, an unwritable --out).
     """
-    from grader.grading.grade import GradeRun
+    from grader.grading.grade import GradeRequest
     from grader.grading.grade import grade as grade_submission
     from grader.reports import score_table
     from grader.rubric import RubricError
 
     if not submission.exists():
         raise click.UsageError(f"{submission}: no such file or folder")
-    run = GradeRun(submission, out, only=only, seed=seed, override=override, jobs=jobs, echo=click.echo)
+    run = GradeRequest(submission, out, only=only, seed=seed, override=override, sandboxes=sandboxes, echo=click.echo)
     try:
         result = grade_submission(run)
     except RubricError as exc:
@@ -62,10 +62,7 @@ def grade(submission: Path, out: Path, only: tuple[str, ...], seed: int, overrid
         raise click.UsageError(f"{exc.filename or out}: {exc.strerror}") from None
     click.echo("")
     click.echo(score_table(result))
-    click.echo(
-        f"\ngraded in {run.timings['total_s']:.1f} s (the submission's own commands ran "
-        f"{run.timings['inherent_s']:.1f} s)"
-    )
+    click.echo(f"\ngraded in {result.duration_s:.1f} s (the submission's own commands ran {result.inherent_s:.1f} s)")
     click.echo(f"report: {(out / 'report.html').resolve()}")
 
 
@@ -127,11 +124,12 @@ def rejudge(report_dir: Path, override: Path | None, out: Path | None) -> None:
     help="Folder for the replay's reports, records and by-hand files.",
 )
 @click.option(
-    "--jobs",
+    "--sandboxes",
     type=click.IntRange(min=1),
     default=5,  # grading.replay.SPREAD (not imported here: the CLI imports the grading modules lazily)
     show_default=True,
-    help="Runs made at once, each in a sandbox of its own (1: one after another, as a grade makes them).",
+    help="Sandboxes open at once: the runs made side by side, each in its own (1: one after another, as a "
+    "grade makes them).",
 )
 def replay(
     target: Path,
@@ -141,7 +139,7 @@ def replay(
     scenario: str | None,
     serve: bool,
     out: Path,
-    jobs: int,
+    sandboxes: int,
 ) -> None:
     """Run one criterion's scenarios or cases again, judged by the same check, and show what made it fail.
 
@@ -167,7 +165,7 @@ def replay(
             scenario=scenario,
             serve=serve,
             out=out,
-            jobs=jobs,
+            sandboxes=sandboxes,
             echo=click.echo,
             wait=wait_for_interrupt,
         )

@@ -24,7 +24,7 @@ def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> t
 @click.option(
     "--full",
     is_flag=True,
-    help="Grade every chaff on every criterion and with the hidden variants, not its targets and a sample.",
+    help="Grade every chaff on every criterion and with the unseen variants, not its targets and a sample.",
 )
 @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True, help="Submissions graded at once.")
 @click.option("--only", "names", multiple=True, metavar="NAME", help="Only the reference or this chaff (repeatable).")
@@ -84,7 +84,7 @@ def bundle(out: Path, pythons: str, platforms: tuple[str, ...]) -> None:
     """Build the candidate's offline archive: starter/, the kit's wheel and every dependency, chart/, schemas/, docs/.
 
     Needs the package index (pip download); the archive it writes installs with none. It holds no
-    reference, no chaff, no hidden criteria, no hidden variants and no hidden input sets.
+    reference, no chaff, no hidden criteria, no unseen variants and no unseen input sets.
     """
     from grader.kit.bundle import BundleError, build
 

@@ -2,7 +2,7 @@
 
 The fake servers share the cores with the candidate's code and the grader. Every ledger record
 carries `step_lag_max`, how far its engine's steps ran behind their own timeline. A step later
-than the rubric's `busy_lag_s` means the server itself could not keep time then, and a client on the same cores
+than the rubric's busy lag (`judging.loadgen_busy_lag_s`, `gateway.busy_lag_s`) means the server itself could not keep time then, and a client on the same cores
 will have been late by as much: its error is the machine's as much as its own. The verdict then
 uses the wider borderline band (the rubric's `judging.busy_borderline`), so such an answer is rerun, and
 `inconclusive` if the machine stays busy, rather than a wrong pass or fail.

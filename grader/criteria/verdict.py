@@ -20,7 +20,7 @@ from grader.outcome import Evidence
 
 __all__ = ["UNSEEN_FAILED", "UNSEEN_PASSED", "Verdict", "is_borderline", "lone_outlier", "with_unseen", "within"]
 
-#: What a candidate is told of the hidden variants (grading/variants.py): whether they passed, nothing more.
+#: What a candidate is told of the unseen variants (grading/variants.py): whether they passed, nothing more.
 UNSEEN_PASSED = "Unseen variants of its scenarios (other settings within the documented ranges): passed."
 UNSEEN_FAILED = (
     "Unseen variants of its scenarios (other settings within the documented ranges): FAILED; the "
@@ -36,7 +36,7 @@ class Verdict:
     margin: float | None = None  # worst error / tolerance, for timing checks
     evidence: Evidence = field(default_factory=Evidence)
     busy: str | None = None  # why the machine was too busy to trust this check's timing, if it was
-    unseen: Verdict | None = None  # the same check on the hidden variants' runs, when there were any
+    unseen: Verdict | None = None  # the same check on the unseen variants' runs, when there were any
     margins: tuple[float, ...] = ()  # each request's margin, from a check of request by request (see lone_outlier)
 
     @property
@@ -47,7 +47,7 @@ class Verdict:
 
 
 def with_unseen(public: Verdict, unseen: Verdict) -> Verdict:
-    """One verdict from the public runs' and the hidden variants': passed only if both passed, the lower score,
+    """One verdict from the public runs' and the unseen variants': passed only if both passed, the lower score,
     the wider margin. Its output is the public one and a line that names no variant; `unseen` keeps the rest."""
     margins = [m for m in (public.margin, unseen.margin) if m is not None]
     fractions = (public.score_fraction, unseen.score_fraction)

@@ -17,7 +17,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +34,14 @@ from grader.rubric.sizing_plan import SizingPlan
 from grader.rubric.variants import Variants, VariantsError, load_variants
 from grader.shared.yaml_files import YamlError, read_yaml
 
-__all__ = ["RUNS", "GradeRun", "contract_problems", "grade", "progress"]
+__all__ = ["RUNS", "GradeRequest", "Unseen", "contract_problems", "grade", "progress", "unseen_material"]
 
 RUNS = "runs"
 
 
-@dataclass
-class GradeRun:
-    """What a grade was asked to do."""
+@dataclass(frozen=True)
+class GradeRequest:
+    """What a grade is asked to do; `grade` answers it with a `Grade` (grader/outcome.py)."""
 
     submission: Path
     out: Path
@@ -49,32 +49,37 @@ class GradeRun:
     seed: int = 0
     rubric: Path | None = None
     override: Path | None = None
-    jobs: int = 1
+    sandboxes: int = 1  # timed sections graded at once, each in a sandbox of its own
     echo: Callable[[str], None] = print
-    inherent_s: float = 0.0  # time the candidate's own commands ran (the part no grader can save)
-    timings: dict[str, float] = field(default_factory=dict)
     public_only: bool = False  # `grader check`: only criteria the candidate may see, and the reports say so
     cases: tuple[str, ...] = ()  # `grader replay --case`: the gateway criteria judge these cases alone
     scenarios: tuple[str, ...] = ()  # `grader replay --scenario`: the load-generator criteria judge these alone
-    with_variants: bool = True  # run the hidden variants when the kit has them (bench/grade_time.py compares)
-    spread: int = 1  # `grader replay`: a criterion's runs made this many at once, each in a sandbox of its own
-    sizing: SizingPlan | None = None  # set by grade(): the input sets it runs
-    variants: Variants | None = None  # set by grade(): the hidden variants it runs (None: none)
+    with_variants: bool = True  # run the unseen variants when the kit has them (bench/grade_time.py compares)
+    runs_at_once: int = 1  # `grader replay`: a criterion's runs made this many at once, each in a sandbox of its own
 
 
-def _hidden(run: GradeRun, rubric: Rubric) -> str:
-    """Load the hidden material into `run` (none for `grader check`); what the reports should say is missing."""
-    run.sizing, run.variants = rubric.sizing, None
-    if run.public_only:
-        return ""
+@dataclass(frozen=True)
+class Unseen:
+    """The unseen material a grade runs besides the public: the sizing input sets (the rubric's and the unseen
+    ones) and the variants of the scenarios and cases (None: none)."""
+
+    sizing: SizingPlan
+    variants: Variants | None
+    missing: str  # what the reports should say is missing from this kit ("" when nothing is)
+
+
+def unseen_material(request: GradeRequest, rubric: Rubric) -> Unseen:
+    """The unseen material `request` runs: none for `grader check`, none in a candidate's kit."""
+    if request.public_only:
+        return Unseen(rubric.sizing, None, "")
     try:
-        run.sizing = rubric.sizing.with_hidden()
-        run.variants = load_variants(rubric) if run.with_variants else None
+        sizing = rubric.sizing.with_hidden()
+        variants = load_variants(rubric) if request.with_variants else None
     except (ValueError, VariantsError) as exc:
         raise RubricError(str(exc)) from None
-    if not run.sizing.unseen and run.variants is None:
-        return " (no hidden material in this kit: public input sets and scenarios only)"
-    return ""
+    if not sizing.unseen and variants is None:
+        return Unseen(sizing, variants, " (no unseen material in this kit: public input sets and scenarios only)")
+    return Unseen(sizing, variants, "")
 
 
 def contract_problems(folder: Path) -> tuple[Submission | None, dict[str, list[str]]]:
@@ -144,12 +149,12 @@ def _fresh_book(out: Path) -> RecordBook:
     return RecordBook(folder)
 
 
-def grade(run: GradeRun) -> Grade:
+def grade(run: GradeRequest) -> Grade:
     """Grade one submission; write its run records to `run.out/runs/` and its reports to `run.out`."""
     started_at = dt.datetime.now(dt.UTC).replace(microsecond=0)
     t0 = time.perf_counter()
     rubric = load_rubric(run.rubric, override=run.override, checks=registered())
-    missing = _hidden(run, rubric)
+    unseen = unseen_material(run, rubric)
     criteria = rubric.select(run.only)
     if run.cases:
         criteria = tuple(replace(c, cases=run.cases) if c.deliverable == "gateway" else c for c in criteria)
@@ -173,9 +178,11 @@ def grade(run: GradeRun) -> Grade:
                 report(results[criterion.id])
             else:
                 todo.setdefault(criterion.deliverable, []).append(criterion)
-        sandboxed, note = True, ""
+        sandboxed, note, inherent = True, "", 0.0
         if todo and submission is not None:
-            sandboxed, note = _run_sections(run, rubric, submission, todo, book, results, carried, report)
+            sandboxed, note, inherent = _run_sections(
+                run, rubric, unseen, submission, todo, book, results, carried, report
+            )
     ordered = [results[c.id] for c in criteria]
     grade_ = Grade(
         submission=str(run.submission),
@@ -185,21 +192,22 @@ def grade(run: GradeRun) -> Grade:
         duration_s=round(time.perf_counter() - t0, 3),
         sandboxed=sandboxed,
         sandbox_note=note,
-        rubric=str(rubric.path) + (" (public criteria only)" if run.public_only else missing),
+        rubric=str(rubric.path) + (" (public criteria only)" if run.public_only else unseen.missing),
         contract_problems=[p for lines in problems.values() for p in lines],
         criteria=ordered,
         human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in criteria) else [],
+        inherent_s=round(inherent, 3),
     )
-    book.write_index(_index(grade_, run, problems, carried))
-    run.timings["total_s"] = grade_.duration_s
-    run.timings["inherent_s"] = round(run.inherent_s, 3)
+    book.write_index(_index(grade_, run, unseen, problems, carried))
     from grader.reports import write_reports
 
     write_reports(grade_, run.out)
     return grade_
 
 
-def _index(grade_: Grade, run: GradeRun, problems: dict[str, list[str]], carried: set[str]) -> dict[str, Any]:
+def _index(
+    grade_: Grade, run: GradeRequest, unseen: Unseen, problems: dict[str, list[str]], carried: set[str]
+) -> dict[str, Any]:
     """What a re-judge needs besides the records: the grade's facts, and what was not judged (and why)."""
     return {
         "submission": grade_.submission,
@@ -219,25 +227,29 @@ def _index(grade_: Grade, run: GradeRun, problems: dict[str, list[str]], carried
             for c in grade_.criteria
             if c.id in carried
         },
-        "inherent_s": round(run.inherent_s, 3),
-        "variants": run.variants.varied if run.variants is not None else NO_VARIANTS,
+        "inherent_s": grade_.inherent_s,
+        "variants": unseen.variants.varied if unseen.variants is not None else NO_VARIANTS,
     }
 
 
 def _run_sections(
-    run: GradeRun,
+    run: GradeRequest,
     rubric: Rubric,
+    unseen: Unseen,
     submission: Submission,
     todo: dict[str, list[Criterion]],
     book: RecordBook,
     results: dict[str, CriterionResult],
     carried: set[str],
     report: Callable[[CriterionResult], None],
-) -> tuple[bool, str]:
+) -> tuple[bool, str, float]:
+    """Run each section and judge its criteria; whether every sandbox isolated, the sandbox line, and how long
+    the candidate's own commands ran (the part no grader can save)."""
     from grader.sandbox import Sandbox, SandboxRefused
 
     notes: list[tuple[bool, str]] = []
     lock = threading.Lock()
+    inherent = 0.0
 
     def record(result: CriterionResult, *, judged: bool = True) -> None:
         with lock:
@@ -247,19 +259,19 @@ def _run_sections(
         report(result)
 
     def section_of(name: str) -> None:
+        nonlocal inherent
         section = SECTIONS[name]
-        assert run.sizing is not None
         ctx = Context(
             submission,
             rubric,
             run.seed,
             todo[name],
-            sizing=run.sizing,
-            variants=run.variants,
+            sizing=unseen.sizing,
+            variants=unseen.variants,
             open_box=lambda: Sandbox(submission.folder),
-            spread=run.spread,
+            spread=run.runs_at_once,
         )
-        varied = run.variants.varied if run.variants is not None else NO_VARIANTS
+        varied = unseen.variants.varied if unseen.variants is not None else NO_VARIANTS
         try:
             with Sandbox(submission.folder) if section.boxed else contextlib.nullcontext() as box:
                 if box is not None:
@@ -281,7 +293,7 @@ def _run_sections(
                     else:
                         record(result_of(criterion, decision, duration_s=took))
             with lock:
-                run.inherent_s += live.inherent
+                inherent += live.inherent
         except SandboxRefused as exc:  # nothing of the candidate's ran: one line says why and what to change
             with lock:
                 notes.append((False, f"NOT GRADED: {exc}"))
@@ -294,7 +306,7 @@ def _run_sections(
                 if criterion.id not in results:
                     record(unjudged(criterion, why, logs=traceback.format_exc()), judged=False)
 
-    # Untimed sections (no timing checks) run beside the timed ones, whatever --jobs says.
+    # Untimed sections (no timing checks) run beside the timed ones, whatever --sandboxes says.
     def untimed() -> None:
         for n in todo:
             if not SECTIONS[n].timed:
@@ -303,8 +315,8 @@ def _run_sections(
     side = threading.Thread(target=untimed, daemon=True)
     side.start()
     names = [n for n in todo if SECTIONS[n].timed]
-    if run.jobs > 1 and len(names) > 1:
-        with ThreadPoolExecutor(max_workers=min(run.jobs, len(names))) as pool:
+    if run.sandboxes > 1 and len(names) > 1:
+        with ThreadPoolExecutor(max_workers=min(run.sandboxes, len(names))) as pool:
             for future in [pool.submit(section_of, n) for n in names]:
                 future.result()
     else:
@@ -313,4 +325,4 @@ def _run_sections(
     side.join()
     isolated = all(i for i, _ in notes)
     note = next((n for i, n in notes if not i), notes[0][1] if notes else "")
-    return isolated, note
+    return isolated, note, inherent

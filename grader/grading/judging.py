@@ -22,7 +22,7 @@ __all__ = ["Decision", "decide", "judge", "result_of", "skipped", "unjudged"]
 
 #: The objects a criterion is judged from at an attempt, or None when there are none (no such run).
 FactsAt = Callable[[int], list[Any] | None]
-#: The hidden variants' objects at an attempt, with the criterion as judged on them; None: no variant covers it.
+#: The unseen variants' objects at an attempt, with the criterion as judged on them; None: no variant covers it.
 VariantsAt = Callable[[int], tuple[Criterion, list[Any]] | None]
 
 
@@ -48,7 +48,7 @@ def judge(criterion: Criterion, section: Section, objects: list[Any], rubric: Ru
 def decide(
     criterion: Criterion, section: Section, rubric: Rubric, facts_at: FactsAt, variants_at: VariantsAt | None = None
 ) -> Decision | None:
-    """Judge attempt 1 (its public runs, and its hidden variants' apart); a borderline answer is judged again on
+    """Judge attempt 1 (its public runs, and its unseen variants' apart); a borderline answer is judged again on
     attempt 2. None: no record covers it."""
 
     def verdict_at(attempt: int) -> Verdict | None:

@@ -3,7 +3,7 @@
 Nothing a check reads exists only in memory: each run's facts go into the record book and the check
 gets the object loaded from that record, as `grader rejudge` will. A grade makes a section's runs
 one after another in the section's sandbox. A replay may spread them (`Context.spread`): the runs a
-criterion needs, its hidden variants' with them, made several at once, each further worker in a
+criterion needs, its unseen variants' with them, made several at once, each further worker in a
 sandbox of its own (a network of its own, so the same ports do not clash). What is recorded does
 not depend on which sandbox made which run: the records are added in the order of their keys.
 """
@@ -81,7 +81,7 @@ class LiveRuns:
             keys = self.section.keys(criterion, attempt)
             if keys is None:
                 return None
-            if self.ctx.spread > 1:  # the hidden variants' runs beside the public ones
+            if self.ctx.spread > 1:  # the unseen variants' runs beside the public ones
                 self._objects(keys + self.section.variant_keys(criterion, attempt, self.varied), attempt)
             return self._objects(keys, attempt)
 

@@ -50,7 +50,7 @@ __all__ = [
 
 
 #: Runs a replay makes at once, the longest first. A criterion judged from every run of its section (a load
-#: generator's summary over 26 scenario runs, hidden variants included) is replayed in about 8 s instead of
+#: generator's summary over 26 scenario runs, unseen variants included) is replayed in about 8 s instead of
 #: 28; a run mostly waits on the fake server's token clock, so five share two cores. Four took 0.5 s longer
 #: and six no less: past five, each further sandbox's start costs what it saves, the cores being full of
 #: the candidate's own processes (bench/README.md).
@@ -109,7 +109,7 @@ def _option(criterion: Criterion, case: str | None, scenario: str | None) -> tup
 
 
 def failing_runs(book: RecordBook, rubric: Rubric, criterion_id: str) -> tuple[str, ...]:
-    """The public scenarios (or gateway cases) whose runs, or whose hidden variants' runs, failed a criterion in
+    """The public scenarios (or gateway cases) whose runs, or whose unseen variants' runs, failed a criterion in
     a grade: what a replay from its report folder runs again, rather than every run the criterion judges."""
     _, failing = failing_in(book, rubric, criterion_id)
     names = tuple(dict.fromkeys(name.split("#")[0].split(" (variant")[0].partition(".v")[0] for name in failing))
@@ -138,7 +138,7 @@ def failed_in_report(report_dir: Path) -> tuple[Path, int, list[str]]:
 
 def failing_in(book: RecordBook, rubric: Rubric, criterion_id: str) -> tuple[str, list[str]]:
     """A grade's status for a criterion, judged again from its records, and the requests (or cases) that failed
-    it, read from every record of its section (public runs and hidden variants) as a replay reads its own."""
+    it, read from every record of its section (public runs and unseen variants) as a replay reads its own."""
     from grader.grading.rejudge import grade_of
 
     criterion = _criterion(rubric, criterion_id)
@@ -159,12 +159,12 @@ def replay(
     scenario: str | None = None,
     runs: tuple[str, ...] = (),
     rubric: Path | None = None,
-    jobs: int = SPREAD,
+    sandboxes: int = SPREAD,
 ) -> Replayed:
     """Run and judge one criterion again, in the sandbox; its reports and records go to `out`. `case`,
-    `scenario` or `runs` (scenarios or cases) narrow it to those of its runs; `jobs` of them are made at
-    once, each in a sandbox of its own."""
-    from grader.grading.grade import GradeRun, grade
+    `scenario` or `runs` (scenarios or cases) narrow it to those of its runs; `sandboxes` of them are made
+    at once, each in a sandbox of its own."""
+    from grader.grading.grade import GradeRequest, grade
 
     loaded = load_rubric(rubric, checks=registered())
     criterion = _criterion(loaded, criterion_id)
@@ -172,7 +172,7 @@ def replay(
     cases = names if criterion.deliverable == "gateway" else ()
     scenarios = names if criterion.deliverable == "loadgen" else ()
     started = time.perf_counter()
-    run = GradeRun(
+    run = GradeRequest(
         submission,
         out,
         only=(criterion.id,),
@@ -181,7 +181,7 @@ def replay(
         echo=lambda _: None,
         cases=cases,
         scenarios=scenarios,
-        spread=jobs,
+        runs_at_once=sandboxes,
     )
     result = grade(run)
     (judged,) = [c for c in result.criteria if c.id == criterion.id]
@@ -201,7 +201,7 @@ def replay(
     if criterion.deliverable == "loadgen":
         done.by_hand = loadgen_by_hand([section.load(r) for r in records.values()], submission, folder)
     elif criterion.deliverable == "gateway" and records:
-        # the run of the first failing case: the public one, or a hidden variant's (named "case (variant N)")
+        # the run of the first failing case: the public one, or a unseen variant's (named "case (variant N)")
         first = done.failing[0] if done.failing else ""
         name, _, variant = first.partition(" (variant ")
         key = f"gateway.v{variant.rstrip(')')}" if variant else "gateway"
@@ -221,7 +221,7 @@ def replay_target(
     scenario: str | None,
     serve: bool,
     out: Path,
-    jobs: int,
+    sandboxes: int,
     echo: Callable[[str], None],
     wait: Callable[[], None],
 ) -> bool:
@@ -261,7 +261,7 @@ def replay_target(
             case=case,
             scenario=scenario,
             runs=runs,
-            jobs=jobs,
+            sandboxes=sandboxes,
         )
         passed = passed and done.status == "passed"
         echo(

@@ -1,7 +1,7 @@
 """Sections of a grade: each deliverable's runs, registered once.
 
 A section says how its runs are made and read back: which run records a criterion is judged from
-(`keys`, by attempt: 2 is the rerun of a borderline answer; `variant_keys`, the hidden variants'
+(`keys`, by attempt: 2 is the rerun of a borderline answer; `variant_keys`, the unseen variants'
 records, and `variant_criterion`, the criterion as judged on them), how one run is made in the sandbox
 (`run`, returning the record's facts, and `expected_s`, how long that takes, so a replay making runs
 at once starts the longest first), how a record becomes the facts its checks take (`load`,
@@ -39,7 +39,7 @@ from grader.runs.tests import run_tests
 
 __all__ = ["NO_VARIANTS", "SECTIONS", "Context", "Section", "Varied"]
 
-#: What a grade ran hidden variants of (Variants.varied; kept in the records' index): their count, the
+#: What a grade ran unseen variants of (Variants.varied; kept in the records' index): their count, the
 #: load-generator scenarios varied, and whether the gateway was.
 Varied = dict[str, Any]
 NO_VARIANTS: Varied = {"count": 0, "loadgen": [], "gateway": False}
@@ -54,8 +54,8 @@ class Context:
     rubric: Rubric
     seed: int
     criteria: Sequence[Criterion]
-    sizing: SizingPlan  # the input sets: the rubric's, and the hidden ones in a grade
-    variants: Variants | None = None  # the hidden variants a grade runs (None: `grader check`, or a kit without)
+    sizing: SizingPlan  # the input sets: the rubric's, and the unseen ones in a grade
+    variants: Variants | None = None  # the unseen variants a grade runs (None: `grader check`, or a kit without)
     box: Any = None
     open_box: Callable[[], Any] | None = None
     hung_s: float = 0.0  # time the section's commands spent hanging, against the rubric's budget_s
@@ -77,7 +77,7 @@ class Section:
     name: str  # the deliverable
     part: str  # the part of submission.yaml it needs
     boxed: bool  # runs candidate code in a sandbox of its own
-    timed: bool  # has timing checks: graded apart from the other timed sections (`--jobs`)
+    timed: bool  # has timing checks: graded apart from the other timed sections (`--sandboxes`)
     keys: Callable[
         [Criterion, int], tuple[str, ...] | None
     ]  # records a criterion is judged from; None: no such attempt
@@ -88,7 +88,7 @@ class Section:
     ]  # those objects -> the facts one check takes (None: they do not cover it)
     busy: Callable[[list[Any], Criterion, Rubric], str | None]  # why a timing check cannot be trusted, if so
     inherent: Callable[[Any], float]  # how long the candidate's own commands ran in one run
-    # hidden variants: the records of a criterion's variants at an attempt (none: not varied), and the
+    # unseen variants: the records of a criterion's variants at an attempt (none: not varied), and the
     # criterion as judged on those runs (None: they do not cover it)
     variant_keys: Callable[[Criterion, int, Varied], tuple[str, ...]] = lambda criterion, attempt, varied: ()
     variant_criterion: Callable[[Criterion, list[Any]], Criterion | None] = lambda criterion, objects: criterion
@@ -126,7 +126,7 @@ def _loadgen_variant_keys(criterion: Criterion, attempt: int, varied: Varied) ->
 
 
 def _loadgen_scenario(ctx: Context, key: str) -> Scenario:
-    """The scenario a key's run is made in: the rubric's, or its hidden variant."""
+    """The scenario a key's run is made in: the rubric's, or its unseen variant."""
     public, _, variant = key.removeprefix("loadgen/").partition("@")[0].partition(".v")
     scenario = ctx.rubric.scenarios[public]
     if variant:
@@ -154,7 +154,7 @@ def _loadgen_run(ctx: Context, key: str) -> dict[str, Any]:
 
 
 def _loadgen_busy(runs: list[LoadgenRun], criterion: Criterion, rubric: Rubric) -> str | None:
-    return busy_from_ledgers((run.ledger for run in runs), limit_s=rubric.judging.busy_lag_s)
+    return busy_from_ledgers((run.ledger for run in runs), limit_s=rubric.judging.loadgen_busy_lag_s)
 
 
 LOADGEN = Section(

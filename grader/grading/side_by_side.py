@@ -29,7 +29,7 @@ RUN = "the gateway run"  # what failed a gateway check of the whole run that nam
 def side_by_side(
     book: RecordBook, rubric: Rubric, criterion: Criterion, result: CriterionResult
 ) -> tuple[list[str], list[str]]:
-    """The lines and the failing requests (or cases) of a criterion's records (public runs and hidden variants).
+    """The lines and the failing requests (or cases) of a criterion's records (public runs and unseen variants).
     A gateway run is shown when its own verdict failed: the public one judged again here, the variants' from
     the result."""
     from grader.grading.judging import judge

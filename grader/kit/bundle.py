@@ -10,7 +10,7 @@ The archive unpacks to one folder:
       chart/, schemas/, docs/   the vendored chart, the offline schemas, the kit's design
 
 The kit's wheel in it is a candidate build: it is built from a copy of the sources without the
-grader's hidden material (`grader/hidden/`) and with a rubric of public criteria only, so nothing
+grader's unseen material (`grader/unseen/`) and with a rubric of public criteria only, so nothing
 a candidate installs names a hidden criterion. The reference submission and the chaff live outside
 the packages and are never copied.
 """
@@ -92,7 +92,7 @@ def this_platform() -> str:
 
 DEFAULT_PLATFORMS = (this_platform(),)
 TOP = "takehome"
-_HIDDEN_DIRS = ("hidden",)  # grader/hidden/: input sets the candidate must not see
+_UNSEEN_DIRS = ("unseen",)  # grader/unseen/: the variants and input sets the candidate must not see
 _GRADER_ONLY = ("chaff.py", "selftest.py")  # build and grade the chaff; the candidate's kit has none
 _IGNORE = shutil.ignore_patterns(
     "__pycache__",
@@ -128,7 +128,7 @@ def kit_root() -> Path:
 
 
 def candidate_rubric(text: str) -> str:
-    """The rubric a candidate's kit carries: public criteria only, and no scenario only hidden ones use."""
+    """The rubric a candidate's kit carries: public criteria only, and no scenario only unseen ones use."""
     data = yaml.safe_load(text)
     public = [c for c in data["criteria"] if c.get("visibility") == "public"]
     hidden = [c for c in data["criteria"] if c.get("visibility") != "public"]
@@ -158,7 +158,7 @@ def _stage_sources(root: Path, stage: Path) -> None:
     shutil.copytree(
         root / "grader",
         stage / "grader",
-        ignore=shutil.ignore_patterns(*_HIDDEN_DIRS, *_GRADER_ONLY, "__pycache__", "*.pyc"),
+        ignore=shutil.ignore_patterns(*_UNSEEN_DIRS, *_GRADER_ONLY, "__pycache__", "*.pyc"),
     )
     rubric = stage / "grader" / "rubric.yaml"
     rubric.write_text(candidate_rubric(rubric.read_text(encoding="utf-8")), encoding="utf-8")

@@ -4,7 +4,7 @@ The reference ("wheat") must score full marks. Each chaff is the reference with 
 and names the criteria it must lose: it must lose each of them (score below the weight) and
 nothing else. By default a chaff is graded on its targets, on every criterion that comes free
 with the scenario runs its targets need, and on a seeded sample of two more; `--full` grades
-every chaff on every criterion. The hidden variants (grading/variants.py) run for the reference,
+every chaff on every criterion. The unseen variants (grading/variants.py) run for the reference,
 for a chaff that loses its targets only on them (`unseen: true`) and with `--full`: a variant run
 costs as much as the public one, and a chaff that breaks a public rule breaks it on the public run.
 A chaff graded wrong is graded once more: wrong twice is wrong, right the second time is reported
@@ -22,9 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.grading.grade import GradeRun, grade
+from grader.grading.grade import GradeRequest, grade
 from grader.outcome import CriterionResult, Grade
 from grader.rubric import Criterion, Rubric, load_rubric
+from grader.shared.kit_files import submissions_dir
 
 __all__ = [
     "SUBMISSIONS",
@@ -34,7 +35,7 @@ __all__ = [
     "summary_line",
 ]
 
-SUBMISSIONS = Path(__file__).resolve().parents[2] / "submissions"
+SUBMISSIONS = submissions_dir()
 
 
 class SelftestError(RuntimeError):
@@ -160,13 +161,13 @@ def selftest(
                 only = () if whole else _criteria_for(rubric, targets or [], name, full)
                 # The reference has every timed section: two at once; a chaff usually has one.
                 outs = keep if keep is not None else Path(tmp) / "out"
-                run = GradeRun(
+                run = GradeRequest(
                     folder,
                     outs / name,
                     only=only,
                     seed=seed,
                     echo=quiet,
-                    jobs=2 if whole else 1,
+                    sandboxes=2 if whole else 1,
                     with_variants=variants,
                 )
                 result = grade(run)
@@ -176,7 +177,9 @@ def selftest(
                     # is listed as unstable, with what the first grading said, for a person to follow up.
                     again = _judge(
                         name,
-                        grade(GradeRun(folder, outs / name, only=only, seed=seed, echo=quiet, with_variants=variants)),
+                        grade(
+                            GradeRequest(folder, outs / name, only=only, seed=seed, echo=quiet, with_variants=variants)
+                        ),
                         targets,
                     )
                     if again.ok:

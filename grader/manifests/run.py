@@ -1,4 +1,4 @@
-"""Check manifests end to end: read or render, validate strictly, run the checklist.
+"""ChecklistItem manifests end to end: read or render, validate strictly, run the checklist.
 
 `check_manifests` is the one entry point; the CLI and the grader both call it. What it reads:
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .checks import CHECKLIST, Check, Context
+from .checks import CHECKLIST, ChecklistItem, Context
 from .fieldpath import fmt_path
 from .loader import Document, LoadProblem, display_name, load_paths, yaml_files
 from .render import RenderOutcome, render_chart
@@ -142,7 +142,7 @@ def _checklist(docs: list[Document], earlier: list[CheckResult]) -> list[CheckRe
     return [CheckResult(c.id, c.title, _run(c, context)) for c in CHECKLIST]
 
 
-def _run(check: Check, context: Context) -> list[Finding]:
+def _run(check: ChecklistItem, context: Context) -> list[Finding]:
     """One check's findings; a bug in the check becomes a visible failure, never a lost report."""
     try:
         return check.run(context)

@@ -10,7 +10,7 @@ reads them back and judges again with another rubric; nothing of the candidate's
 
     runs/index.json                 the grade: submission, seed, criteria, contract problems, ...
     runs/loadgen-baseline.json.gz   one record per run, named by its key ("loadgen/baseline")
-    runs/loadgen-baseline~2.json.gz a borderline criterion's rerun (attempt 2)
+    runs/loadgen-baseline@2.json.gz a borderline criterion's rerun (attempt 2)
 
 Every record and the index carry `record: RECORD_VERSION`; another version is refused with a
 one-line error naming the file, as is a folder with no records (schemas/grader/run-*.schema.json).
@@ -38,8 +38,8 @@ class RecordError(ValueError):
 
 
 def file_name(key: str) -> str:
-    """`loadgen/baseline@2` -> `loadgen-baseline~2.json.gz`."""
-    return key.replace("/", "-").replace("@", "~") + ".json.gz"
+    """`loadgen/baseline@2` -> `loadgen-baseline@2.json.gz`: a rerun is `@N` in its key and its file alike."""
+    return key.replace("/", "-") + ".json.gz"
 
 
 def _dump(data: Any) -> bytes:

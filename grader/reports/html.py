@@ -209,7 +209,7 @@ def _replay(command: str | None) -> str:
 
 
 def _unseen(c: CriterionResult) -> str:
-    """The criterion's verdict on the hidden variants of its scenarios: the hiring team's, never the candidate's."""
+    """The criterion's verdict on the unseen variants of its scenarios: the hiring team's, never the candidate's."""
     if c.unseen is None:
         return ""
     u = c.unseen

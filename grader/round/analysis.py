@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from grader.round.items import Item, ScoredRow, deliverable_scores, item_analysis
-from grader.round.similarity import DEFAULT_THRESHOLD, Pair, Similarity, compare, leak_corpus
+from grader.round.leaks import leak_corpus
+from grader.round.similarity import DEFAULT_THRESHOLD, Pair, Similarity, compare
 from grader.round.sources import Sources, SourcesError, read_sources
 
 __all__ = ["Analysis", "analyse"]

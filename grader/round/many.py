@@ -26,7 +26,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.grading.grade import GradeRun, grade
+from grader.grading.grade import GradeRequest, grade
 from grader.reports import FILE_NAMES
 from grader.round.sources import SOURCES_NAME
 from grader.rubric import load_rubric
@@ -195,7 +195,7 @@ def _grade_one(run: ManyRun, entry: Entry) -> Done:
 
         try:
             result = grade(
-                GradeRun(entry.path, partial, only=run.only, seed=run.seed, override=run.override, echo=echo)
+                GradeRequest(entry.path, partial, only=run.only, seed=run.seed, override=run.override, echo=echo)
             )
         except Exception as exc:  # noqa: BLE001 - the grader's own failure on one submission: the run goes on
             echo(f"the grader could not grade {entry.path}: {type(exc).__name__}: {exc}")

@@ -1,6 +1,6 @@
 """The rubric's data: the criteria, the load-generator scenarios, the gateway's plan, the sizing input sets,
-the hidden variants and their ranges, the time limits. Read from `grader/rubric.yaml` (and the hidden
-material in `grader/hidden/`), checked against its schema, and imported by every part that runs or judges;
+the unseen variants and their ranges, the time limits. Read from `grader/rubric.yaml` (and the hidden
+material in `grader/unseen/`), checked against its schema, and imported by every part that runs or judges;
 it imports none of them.
 """
 
@@ -9,10 +9,10 @@ from grader.rubric.load import (
     CheckNeeds,
     Criterion,
     Judging,
-    Limits,
     Rubric,
     RubricError,
     Scenario,
+    TimeLimits,
     load_rubric,
 )
 
@@ -21,9 +21,9 @@ __all__ = [
     "CheckNeeds",
     "Criterion",
     "Judging",
-    "Limits",
     "Rubric",
     "RubricError",
     "Scenario",
+    "TimeLimits",
     "load_rubric",
 ]

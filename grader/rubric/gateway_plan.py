@@ -47,7 +47,7 @@ class Case:
     kind: str = "one"  # one | recover | concurrent | startup | require-bad
     stop_local: bool = False  # the local server is stopped before this case (and stays stopped)
     quiet_probe: bool = False  # run in a start of its own, whose probe has not seen the local server stop
-    criteria: tuple[str, ...] = ()  # criteria that judge it besides those naming it (a hidden variant's extra case)
+    criteria: tuple[str, ...] = ()  # criteria that judge it besides those naming it (a unseen variant's extra case)
 
     @property
     def stall_s(self) -> float:

@@ -27,15 +27,15 @@ __all__ = [
     "CheckNeeds",
     "Criterion",
     "Judging",
-    "Limits",
     "Rubric",
     "RubricError",
     "Scenario",
+    "TimeLimits",
     "load_rubric",
 ]
 
 #: Each section's time limits, by name (the rubric's `limits:`; schemas/grader/rubric.schema.json says which).
-Limits = dict[str, dict[str, float]]
+TimeLimits = dict[str, dict[str, float]]
 
 DEFAULT_RUBRIC = Path(__file__).resolve().parents[1] / "rubric.yaml"
 
@@ -117,7 +117,7 @@ class Judging:
 
     borderline: tuple[float, float]
     busy_borderline: tuple[float, float]
-    busy_lag_s: float
+    loadgen_busy_lag_s: float  # a load-generator run whose server steps ran this late was on a busy machine
     lone_outlier: float  # a per-request check failed by one request alone, the rest within this: borderline
 
 
@@ -125,10 +125,10 @@ class Judging:
 class Rubric:
     path: Path
     judging: Judging
-    limits: Limits
+    limits: TimeLimits
     scenarios: dict[str, Scenario]
     gateway: GatewayPlan
-    sizing: SizingPlan  # the public input sets (a grade adds the hidden ones)
+    sizing: SizingPlan  # the public input sets (a grade adds the unseen ones)
     criteria: tuple[Criterion, ...]
 
     def criterion(self, criterion_id: str) -> Criterion:
@@ -218,7 +218,7 @@ def load_rubric(
         Judging(
             tuple(judging["borderline"]),
             tuple(judging["busy_borderline"]),
-            float(judging["busy_lag_s"]),
+            float(judging["loadgen_busy_lag_s"]),
             float(judging["lone_outlier"]),
         ),
         limits,

@@ -1,7 +1,7 @@
 """The sizing section's plan: the input sets a sizing command runs on, and one input moved at a time.
 
-The public sets are the rubric's (`sizing.sets`); a grade adds the hidden ones
-(grader/hidden/sizing_sets.yaml, never in a candidate's kit). `perturb` moves one input of the base
+The public sets are the rubric's (`sizing.sets`); a grade adds the unseen ones
+(grader/unseen/sizing_sets.yaml, never in a candidate's kit). `perturb` moves one input of the base
 set at a time, so a command that ignores a flag is named. `argv` is how a set becomes flags.
 """
 
@@ -15,7 +15,7 @@ from grader.shared.yaml_files import read_yaml
 
 __all__ = ["HIDDEN_SETS", "SizingPlan", "argv"]
 
-HIDDEN_SETS = Path(__file__).resolve().parents[1] / "hidden" / "sizing_sets.yaml"
+HIDDEN_SETS = Path(__file__).resolve().parents[1] / "unseen" / "sizing_sets.yaml"
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class SizingPlan:
     sets: dict[str, dict[str, Any]]
     perturb_base: str
     perturb: dict[str, Any]
-    unseen: tuple[str, ...] = ()  # the names of the hidden sets among `sets`
+    unseen: tuple[str, ...] = ()  # the names of the unseen sets among `sets`
 
     @classmethod
     def from_rubric(cls, data: dict[str, Any]) -> SizingPlan:
@@ -38,14 +38,14 @@ class SizingPlan:
         return out
 
     def with_hidden(self, path: Path = HIDDEN_SETS) -> SizingPlan:
-        """These sets and the hidden ones (raises ValueError naming the file and field when they do not fit);
+        """These sets and the unseen ones (raises ValueError naming the file and field when they do not fit);
         unchanged when the file is not there (a candidate's kit)."""
         if not path.is_file():
             return self
         data = read_yaml(path)
         hidden = data.get("sets") if isinstance(data, dict) else None
         if not isinstance(hidden, dict) or not hidden:
-            raise ValueError(f"{path}: sets: the hidden input sets, by name")
+            raise ValueError(f"{path}: sets: the unseen input sets, by name")
         if twice := sorted(set(hidden) & set(self.sets)):
             raise ValueError(f"{path}: sets.{twice[0]}: the rubric has a public set of that name")
         plan = SizingPlan(

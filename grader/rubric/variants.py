@@ -2,7 +2,7 @@
 
 A candidate self-checks against the public scenarios; nothing stops a solution from fitting their
 constants (the position of a cut, a stall's length, a slot count, a timeout) instead of following
-the definitions. The grade also runs variants (grader/hidden/variants.yaml, never in the
+the definitions. The grade also runs variants (grader/unseen/variants.yaml, never in the
 candidate's kit): the same scenario with its listed settings drawn afresh from a seeded generator,
 so a grade is repeatable and a fitted solution fails where a correct one does not. A criterion is
 judged on its public runs and on its variants apart (grading/judging.py); the candidate is told
@@ -27,7 +27,7 @@ from grader.shared.yaml_files import YamlError, read_yaml
 
 __all__ = ["VARIANTS_FILE", "Variants", "VariantsError", "gateway_criterion", "load_variants", "variant_name"]
 
-VARIANTS_FILE = Path(__file__).resolve().parents[1] / "hidden" / "variants.yaml"
+VARIANTS_FILE = Path(__file__).resolve().parents[1] / "unseen" / "variants.yaml"
 
 Draws = Mapping[str, Any]  # a dotted path -> its draw ([lo, hi] or {one_of: [...]})
 

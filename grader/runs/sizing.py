@@ -1,7 +1,7 @@
 """Run the candidate's `sizing.command` on every input set, and on one input moved at a time.
 
 Each set is sent as flags: the public ones of the rubric (`sizing.sets`) and, in a grade, the hidden
-ones (grader/hidden/sizing_sets.yaml, never in a candidate's kit). The command must print one JSON
+ones (grader/unseen/sizing_sets.yaml, never in a candidate's kit). The command must print one JSON
 object. Then the base set runs once more per input, that input moved (the rubric's `sizing.perturb`,
 public values), so a criterion can name an input the command ignores, in `grader check` as in the
 grade. A `SizingRuns` is the run record; criteria/sizing.py judges it.

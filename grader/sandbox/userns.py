@@ -8,7 +8,7 @@ namespace every uid exists. Inside one, only the mapped uids do: a Kubernetes po
 not mapped, nothing can be given to it (chown fails with EINVAL) and no process can become it.
 
 Running the candidate as the namespace's root instead would give it the harness's own uid: it
-could kill the harness and read the hidden material. A nested namespace cannot hide them either,
+could kill the harness and read the unseen material. A nested namespace cannot hide them either,
 since a second bubblewrap cannot mount its /proc under the first one's. So the sandbox refuses,
 with the line `unmapped` returns, and runs nothing.
 """

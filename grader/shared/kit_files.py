@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["chart_dir", "kit_dir", "schemas_dir", "stub_client"]
+__all__ = ["chart_dir", "kit_dir", "schemas_dir", "stub_client", "submissions_dir"]
 
 _PACKED = "_kit"
 
@@ -36,3 +36,9 @@ def chart_dir() -> Path:
 def stub_client() -> Path:
     """The stub client of the hosted API (`api_client.py`) that gateways import; the grader puts it on their path."""
     return kit_dir("starter") / "api_client.py"
+
+
+def submissions_dir() -> Path:
+    """The reference submission and the chaff (`submissions/`): beside the package in a checkout only; an
+    installed kit has none, and what reads them says so."""
+    return Path(__file__).resolve().parents[2] / "submissions"

@@ -1,7 +1,7 @@
 """Reading YAML the one way the grader does: a file's data, or an error naming the file and line.
 
 Every YAML the grader reads from a person (submission.yaml, a memo's front matter, the rubric, an
-override, a chaff, hidden input sets) goes through here, so a mistake is always reported the same
+override, a chaff, unseen input sets) goes through here, so a mistake is always reported the same
 way: `path: line N: not valid YAML (what the parser says)`, never a traceback.
 """
 

@@ -1,4 +1,4 @@
-"""The serving checklist: one module per item, each a `Check` with a stable id.
+"""The serving checklist: one module per item, each a `ChecklistItem` with a stable id.
 
 The order here is the order of the report. Ids are part of the grader's contract; rename one
 only together with the rubric.
@@ -7,11 +7,11 @@ only together with the rubric.
 from __future__ import annotations
 
 from . import disruption_budget, gpu, hf_token, max_model_len, memory, model_volume, probes
-from .base import Check, Context
+from .base import ChecklistItem, Context
 
-__all__ = ["CHECKLIST", "Check", "Context"]
+__all__ = ["CHECKLIST", "ChecklistItem", "Context"]
 
-CHECKLIST: tuple[Check, ...] = (
+CHECKLIST: tuple[ChecklistItem, ...] = (
     gpu.CHECK,
     probes.READINESS,
     probes.STARTUP,

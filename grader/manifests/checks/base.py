@@ -10,7 +10,7 @@ from ..loader import Document, PathKey
 from ..results import Finding
 from ..workload import ServingContainer
 
-__all__ = ["Check", "Context", "doc_finding", "no_server", "server_finding"]
+__all__ = ["ChecklistItem", "Context", "doc_finding", "no_server", "server_finding"]
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class Context:
 
 
 @dataclass(frozen=True)
-class Check:
+class ChecklistItem:
     """A checklist item: a stable id (the grader keys results on it), a title and its rule."""
 
     id: str

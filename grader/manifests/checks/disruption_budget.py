@@ -13,7 +13,7 @@ from typing import Any
 from ..loader import Document
 from ..results import Finding
 from ..shape import as_dict, as_list, dicts
-from .base import Check, Context, doc_finding, no_server
+from .base import ChecklistItem, Context, doc_finding, no_server
 
 __all__ = ["CHECK", "selector_matches"]
 
@@ -111,4 +111,4 @@ def run(ctx: Context) -> list[Finding]:
     return findings
 
 
-CHECK = Check("pdb-selects-pods", "PodDisruptionBudget that selects the server pods", run)
+CHECK = ChecklistItem("pdb-selects-pods", "PodDisruptionBudget that selects the server pods", run)

@@ -13,7 +13,7 @@ from typing import Any
 from ..results import Finding
 from ..shape import as_dict
 from ..workload import ServingContainer
-from .base import Check, Context, no_server, server_finding
+from .base import ChecklistItem, Context, no_server, server_finding
 
 __all__ = ["CHECK"]
 
@@ -95,4 +95,4 @@ def run(ctx: Context) -> list[Finding]:
     return [_one(s) for s in ctx.servers] or no_server()
 
 
-CHECK = Check("gpu-request", "GPU request and limit", run)
+CHECK = ChecklistItem("gpu-request", "GPU request and limit", run)

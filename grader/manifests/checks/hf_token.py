@@ -31,7 +31,7 @@ from ..loader import Document, PathKey
 from ..results import Finding
 from ..shape import as_dict, as_list
 from ..workload import ServingContainer
-from .base import Check, Context, doc_finding, no_server, server_finding
+from .base import ChecklistItem, Context, doc_finding, no_server, server_finding
 
 __all__ = ["CHECK", "TOKEN_NAMES"]
 
@@ -139,4 +139,4 @@ def run(ctx: Context) -> list[Finding]:
     return [_one(s) for s in ctx.servers] + _committed_tokens(ctx.documents)
 
 
-CHECK = Check("hf-token-secret", "Hugging Face token from a Secret (secretKeyRef)", run)
+CHECK = ChecklistItem("hf-token-secret", "Hugging Face token from a Secret (secretKeyRef)", run)

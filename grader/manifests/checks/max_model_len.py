@@ -20,7 +20,7 @@ from ..fieldpath import fmt_path
 from ..loader import Document, PathKey
 from ..results import Finding
 from ..workload import ServingContainer, parse_length
-from .base import Check, Context, doc_finding, no_server, server_finding
+from .base import ChecklistItem, Context, doc_finding, no_server, server_finding
 
 __all__ = ["CHECK", "length_statements"]
 
@@ -191,4 +191,4 @@ def run(ctx: Context) -> list[Finding]:
     return [f for s in ctx.servers for f in _one(s, ctx.documents, ctx.servers)] or no_server()
 
 
-CHECK = Check("max-model-len", "--max-model-len present and consistent", run)
+CHECK = ChecklistItem("max-model-len", "--max-model-len present and consistent", run)

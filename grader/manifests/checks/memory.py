@@ -10,7 +10,7 @@ from ..quantity import parse_quantity
 from ..results import Finding
 from ..shape import as_dict
 from ..workload import ServingContainer
-from .base import Check, Context, no_server, server_finding
+from .base import ChecklistItem, Context, no_server, server_finding
 
 __all__ = ["CHECK"]
 
@@ -53,4 +53,4 @@ def run(ctx: Context) -> list[Finding]:
     return [_one(s) for s in ctx.servers] or no_server()
 
 
-CHECK = Check("memory-limit", "Memory limit", run)
+CHECK = ChecklistItem("memory-limit", "Memory limit", run)

@@ -15,7 +15,7 @@ from ..loader import PathKey
 from ..results import Finding
 from ..shape import as_dict, dicts
 from ..workload import ServingContainer
-from .base import Check, Context, no_server, server_finding
+from .base import ChecklistItem, Context, no_server, server_finding
 
 __all__ = ["CHECK", "DEFAULT_HF_CACHE", "weights_path"]
 
@@ -114,4 +114,4 @@ def run(ctx: Context) -> list[Finding]:
     return [_one(s, claims) for s in ctx.servers] or no_server()
 
 
-CHECK = Check("model-volume", "Model weights on a PersistentVolumeClaim", run)
+CHECK = ChecklistItem("model-volume", "Model weights on a PersistentVolumeClaim", run)

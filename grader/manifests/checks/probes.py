@@ -13,7 +13,7 @@ from typing import Any
 from ..results import Finding
 from ..shape import as_dict, dicts
 from ..workload import ServingContainer
-from .base import Check, Context, no_server, server_finding
+from .base import ChecklistItem, Context, no_server, server_finding
 
 __all__ = ["MIN_STARTUP_SECONDS", "READINESS", "STARTUP"]
 
@@ -160,5 +160,5 @@ def run_startup(ctx: Context) -> list[Finding]:
     return [_startup(s) for s in ctx.servers] or no_server()
 
 
-READINESS = Check("readiness-probe", "Readiness probe", run_readiness)
-STARTUP = Check("startup-probe", "Startup probe with a budget for loading weights", run_startup)
+READINESS = ChecklistItem("readiness-probe", "Readiness probe", run_readiness)
+STARTUP = ChecklistItem("startup-probe", "Startup probe with a budget for loading weights", run_startup)

@@ -6,7 +6,7 @@ import os
 
 with open("secrets.json") as given:
     paths = json.load(given)["read"]
-paths += ["/tmp/.h", "/tmp/.h/kit/grader/rubric.yaml", "/tmp/.h/kit/grader/hidden/sizing_sets.yaml",
+paths += ["/tmp/.h", "/tmp/.h/kit/grader/rubric.yaml", "/tmp/.h/kit/grader/unseen/sizing_sets.yaml",
           "/tmp/.h/submission/submission.yaml", "/proc/1/environ"]
 paths += glob.glob("/tmp/.h/**", recursive=True)[:50]
 # Ledger data (JSON lines or JSON), wherever it might sit; the fake server's own source files are
