@@ -125,6 +125,10 @@ class ModelSettings:
         choices=TIMING_MODES,
         aliases=TIMING_ALIASES,
     )
+    default_system_prompt: str = _opt(
+        "",
+        "A system message the chat template adds to a chat that opens without one (as Qwen2.5's does); it counts in /tokenize, usage and the context-length check.",
+    )
     sse_line_ending: str = _opt(
         "lf",
         "Line ending of streamed SSE events: lf as vLLM, crlf as sse-starlette, or cr.",

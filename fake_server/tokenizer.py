@@ -15,7 +15,9 @@ A chat request is rendered with a ChatML-style template before it is tokenized::
     <|im_start|>assistant\\n                       (the generation prompt)
 
 so a one-message chat "Hello" is 8 tokens: `<|im_start|>`, `user`, `\\nHello`, `<|im_end|>`,
-`\\n`, `<|im_start|>`, `assistant`, `\\n`. Token ids are stable across runs
+`\\n`, `<|im_start|>`, `assistant`, `\\n`. Some models' templates add a default system message when a
+chat has none (Qwen2.5's does); a model's `default_system_prompt` setting does the same here, so only the
+server's own `/tokenize` knows how many tokens a chat costs on it. Token ids are stable across runs
 (CRC-32 of the piece), which is all the prefix cache needs.
 """
 
@@ -82,9 +84,12 @@ def message_text(content: object) -> str:
     return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
 
 
-def render_chat(messages: Sequence[dict[str, object]]) -> str:
-    """Render chat messages with the ChatML-style template and the assistant generation prompt."""
+def render_chat(messages: Sequence[dict[str, object]], default_system_prompt: str = "") -> str:
+    """Render chat messages with the ChatML-style template and the assistant generation prompt; a chat that
+    does not open with a system message gets `default_system_prompt` as one, when it is not empty."""
     out = []
+    if default_system_prompt and not (messages and messages[0].get("role") == "system"):
+        out.append(f"{IM_START}system\n{default_system_prompt}{IM_END}\n")
     for message in messages:
         out.append(f"{IM_START}{message['role']}\n{message_text(message.get('content'))}{IM_END}\n")
     out.append(f"{IM_START}assistant\n")

@@ -19,6 +19,7 @@ Kinds, and what a plain client sees:
   engine_crash         after `after_tokens` tokens the model's engine step raises: every request
                        of that engine ends with an error, `/health` answers 503 until a reset
   unhealthy            `/health` answers 503 (selects no request)
+  tokenize_error       `POST /tokenize` answers `status` with an OpenAI-style body (selects no request)
 
 A client that gives up during a stall ends it: the request is aborted at the disconnect (as vLLM
 cancels the handler of a client that has gone), so its ledger record ends when the client left.
@@ -52,7 +53,10 @@ FAULT_KINDS = (
     "malformed_chunk",
     "engine_crash",
     "unhealthy",
+    "tokenize_error",
 )
+# Kinds that act on an endpoint other than generation, so select no request.
+_ENDPOINT_KINDS = {"unhealthy", "tokenize_error"}
 # Kinds that act once the response has started (the rest act before it, or not on requests).
 _STREAM_KINDS = {"stall_after_headers", "stall", "cut", "no_done", "stream_error", "malformed_chunk", "engine_crash"}
 # Kinds the engine applies at generated token `after_tokens`, and those of them that end generation.
@@ -74,7 +78,7 @@ class FaultRule:
     model: str | None = None
 
     def selects(self, number: int, model: str, seed: int, index: int) -> bool:
-        if self.kind == "unhealthy" or (self.model is not None and self.model != model):
+        if self.kind in _ENDPOINT_KINDS or (self.model is not None and self.model != model):
             return False
         if self.requests or self.every is None:
             return number in self.requests
@@ -200,3 +204,8 @@ class FaultPlan:
     @property
     def unhealthy(self) -> bool:
         return any(rule.kind == "unhealthy" for rule in self.rules)
+
+    @property
+    def tokenize_error(self) -> FaultRule | None:
+        """The rule that makes `/tokenize` answer an error, if any."""
+        return next((rule for rule in self.rules if rule.kind == "tokenize_error"), None)

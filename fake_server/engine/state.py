@@ -24,7 +24,10 @@ from fake_server.settings import (
     slot_limit_ignored,
 )
 
-__all__ = ["ServerState"]
+__all__ = ["LOGGED_ENDPOINTS", "ServerState"]
+
+#: Endpoints whose every answer is logged with its time: `/health` and `/tokenize`.
+LOGGED_ENDPOINTS = ("health", "tokenize")
 
 
 class ServerState:
@@ -54,9 +57,12 @@ class ServerState:
                     name, model, settings.seed, ignore_slot_limit=self.ignore_slot_limit
                 )
             self.engines[name] = engine
-        # Every /health answer as (Unix time, status), newest last: a grader reads when a client's
-        # probe saw the server healthy or not. Kept across resets (a probe is not a request).
-        self.health_checks: deque[tuple[float, int]] = deque(maxlen=4096)
+        # Every answer of an endpoint that is not a request (`LOGGED_ENDPOINTS`) as (Unix time, status),
+        # newest last: a grader reads when a client's probe saw the server healthy or not, and whether it
+        # counted a prompt with /tokenize. Kept across resets (a probe is not a request).
+        self.endpoint_calls: dict[str, deque[tuple[float, int]]] = {
+            name: deque(maxlen=4096) for name in LOGGED_ENDPOINTS
+        }
         self.count = 0  # requests of the current generation (the ledger's): numbers restart at each reset
         self.persona: Any = None  # set by create_app; the API persona keeps rate-limit windows
 

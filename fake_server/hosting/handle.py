@@ -34,7 +34,7 @@ class Controls(Protocol):
     def set_healthy(self, healthy: bool) -> bool: ...
     def reset(self) -> None: ...
     def ledger(self, *, settle: float, generation: int | None) -> dict[str, Any]: ...
-    def health_checks(self, *, since: float) -> list[dict[str, Any]]: ...
+    def endpoint_calls(self, endpoint: str, *, since: float) -> list[dict[str, Any]]: ...
 
 
 class LocalControls:
@@ -56,8 +56,8 @@ class LocalControls:
     def reset(self) -> None:
         self._on_loop(self.control.reset)
 
-    def health_checks(self, *, since: float) -> list[dict[str, Any]]:
-        return self._on_loop(lambda: self.control.health_checks(since=since))
+    def endpoint_calls(self, endpoint: str, *, since: float) -> list[dict[str, Any]]:
+        return self._on_loop(lambda: self.control.endpoint_calls(endpoint, since=since))
 
     def ledger(self, *, settle: float, generation: int | None) -> dict[str, Any]:
         # The ledger locks, so this one runs here: it blocks this thread, not the server's loop, and
@@ -94,11 +94,11 @@ class AdminControls:
     def reset(self) -> None:
         self._call("POST", "/admin/reset")
 
-    def health_checks(self, *, since: float) -> list[dict[str, Any]]:
-        checks: list[dict[str, Any]] = self._call("GET", "/admin/health-checks", params={"since": repr(since)})[
-            "health_checks"
+    def endpoint_calls(self, endpoint: str, *, since: float) -> list[dict[str, Any]]:
+        calls: list[dict[str, Any]] = self._call("GET", f"/admin/calls/{endpoint}", params={"since": repr(since)})[
+            "calls"
         ]
-        return checks
+        return calls
 
     def ledger(self, *, settle: float, generation: int | None) -> dict[str, Any]:
         params: dict[str, Any] = {"settle": f"{settle:g}"}
@@ -188,7 +188,12 @@ class RunningServer:
     def health_checks(self, since: float = 0.0) -> list[dict[str, Any]]:
         """The /health answers given after Unix time `since`, oldest first ({"at", "status"}): when a
         client's health probe saw this server, and what it was told."""
-        return self.controls.health_checks(since=since)
+        return self.controls.endpoint_calls("health", since=since)
+
+    def tokenize_calls(self, since: float = 0.0) -> list[dict[str, Any]]:
+        """The /tokenize answers given after Unix time `since`, oldest first ({"at", "status"}): whether a
+        client counted its prompt on this server, and what it was told."""
+        return self.controls.endpoint_calls("tokenize", since=since)
 
     def log_text(self) -> str:
         """What a subprocess server has written to stdout and stderr so far ("" in-process)."""

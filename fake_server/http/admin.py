@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from fake_server.engine.state import LOGGED_ENDPOINTS
 from fake_server.http.control import MAX_SETTLE, ServerControl
 from fake_server.http.protocol import BadRequest, parse_json
 from fake_server.http.wire import error_body
@@ -122,13 +123,24 @@ async def ledger(request: Request, control: ServerControl) -> Response:
     return JSONResponse(await asyncio.to_thread(read) if settle > 0 else read())
 
 
-async def health_checks(request: Request, control: ServerControl) -> Response:
-    """The /health answers given so far, `?since=T` only those after Unix time T."""
+def _since(request: Request) -> float:
     try:
-        since = float(request.query_params.get("since", "0"))
+        return float(request.query_params.get("since", "0"))
     except ValueError:
         raise BadRequest("`since` must be a Unix time in seconds.") from None
-    return JSONResponse({"health_checks": control.health_checks(since=since)})
+
+
+async def health_checks(request: Request, control: ServerControl) -> Response:
+    """The /health answers given so far, `?since=T` only those after Unix time T."""
+    return JSONResponse({"health_checks": control.endpoint_calls("health", since=_since(request))})
+
+
+async def endpoint_calls(request: Request, control: ServerControl) -> Response:
+    """`/admin/calls/{endpoint}`: the /health or /tokenize answers given so far, `?since=T` only those after T."""
+    endpoint = request.path_params["endpoint"]
+    if endpoint not in LOGGED_ENDPOINTS:
+        raise BadRequest(f"No call log for `{endpoint}`; there are logs for {', '.join(LOGGED_ENDPOINTS)}.", status=404)
+    return JSONResponse({"calls": control.endpoint_calls(endpoint, since=_since(request))})
 
 
 def admin_routes(control: ServerControl) -> list[Route]:
@@ -140,6 +152,7 @@ def admin_routes(control: ServerControl) -> list[Route]:
         Route("/admin/faults", _admin(post_fault, control), methods=["POST"]),
         Route("/admin/health", _admin(set_health, control), methods=["POST"]),
         Route("/admin/health-checks", _admin(health_checks, control), methods=["GET"]),
+        Route("/admin/calls/{endpoint}", _admin(endpoint_calls, control), methods=["GET"]),
         Route("/admin/reset", _admin(reset, control), methods=["POST"]),
         Route("/admin/ledger", _admin(ledger, control), methods=["GET"]),
     ]

@@ -31,7 +31,7 @@ VERSION = "0.11.0-fake"
 async def health(request: Request) -> Response:
     state: ServerState = request.app.state.server
     status = 200 if state.health_ok() else 503
-    state.health_checks.append((time.time(), status))
+    state.endpoint_calls["health"].append((time.time(), status))
     return Response(status_code=status)
 
 
@@ -77,6 +77,14 @@ def _permission(state: ServerState, name: str) -> dict[str, Any]:
 
 async def tokenize(request: Request) -> Response:
     state: ServerState = request.app.state.server
+    response = await _tokenize(request, state)
+    state.endpoint_calls["tokenize"].append((time.time(), response.status_code))
+    return response
+
+
+async def _tokenize(request: Request, state: ServerState) -> Response:
+    if (fault := state.faults.tokenize_error) is not None:
+        return error_response(fault.status, fault.message or f"tokenize failed (injected fault, {fault.status})")
     try:
         data = parse_json(await request.body())
         model = data.get("model") or state.default_model
@@ -86,7 +94,9 @@ async def tokenize(request: Request) -> Response:
         if engine is None:
             return error_response(404, f"The model `{model}` does not exist.", "model")
         if "messages" in data:
-            text = tokenizer.render_chat(parse_chat({"messages": data["messages"]}).messages or [])
+            text = tokenizer.render_chat(
+                parse_chat({"messages": data["messages"]}).messages or [], engine.settings.default_system_prompt
+            )
         elif isinstance(data.get("prompt"), str):
             text = data["prompt"]
         else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fake_server.engine.state import ServerState
+from fake_server.engine.state import LOGGED_ENDPOINTS, ServerState
 from fake_server.settings import SettingsError
 
 __all__ = ["MAX_SETTLE", "ServerControl"]
@@ -56,10 +56,13 @@ class ServerControl:
     def reset(self) -> None:
         self.state.reset()
 
-    def health_checks(self, *, since: float = 0.0) -> list[dict[str, Any]]:
-        """The /health answers given after Unix time `since`, oldest first: {"at": time, "status": 200|503}
-        (the last 4,096 are kept, across resets)."""
-        return [{"at": at, "status": status} for at, status in self.state.health_checks if at > since]
+    def endpoint_calls(self, endpoint: str, *, since: float = 0.0) -> list[dict[str, Any]]:
+        """The answers `/health` or `/tokenize` (`endpoint`: "health" or "tokenize") gave after Unix time
+        `since`, oldest first: {"at": time, "status": ...} (the last 4,096 of each are kept, across resets)."""
+        log = self.state.endpoint_calls.get(endpoint)
+        if log is None:
+            raise SettingsError(f"calls: `endpoint` must be one of {', '.join(LOGGED_ENDPOINTS)}, got {endpoint!r}")
+        return [{"at": at, "status": status} for at, status in log if at > since]
 
     def ledger(self, *, since: int = 0, settle: float = 0.0, generation: int | None = None) -> dict[str, Any]:
         """Finished records of one generation (default: the current one) numbered above `since`,

@@ -137,7 +137,7 @@ async def _serve(request: Request, state: ServerState, record: LedgerRecord, cha
     settings = engine.settings
     if chat:
         assert req.messages is not None
-        pieces = tokenizer.tokenize(tokenizer.render_chat(req.messages))
+        pieces = tokenizer.tokenize(tokenizer.render_chat(req.messages, settings.default_system_prompt))
         prompt_ids = tokenizer.token_ids(pieces)
     elif isinstance(req.prompt, str):
         prompt_ids = tokenizer.token_ids(tokenizer.tokenize(req.prompt))

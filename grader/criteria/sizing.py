@@ -13,6 +13,7 @@ is accepted with a note.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from grader.criteria.registry import check
@@ -276,3 +277,55 @@ def check_runs(runs: SizingRuns, criterion: Criterion) -> Verdict:
         f"set {r.name}: {r.problem}" + (f"\n  stderr: {r.stderr_tail[-300:]}" if r.stderr_tail else "") for r in broken
     ]
     return Verdict(False, "\n".join(lines), evidence=evidence)
+
+
+#: A traceback on stderr: Python's header line, or the last line of one (`ValueError: ...`; click's own `Error: ...`
+#: message is not one).
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^[A-Za-z_.]+(Error|Exception)(: |$)", re.MULTILINE)
+
+
+def refusal_problem(run: SizingRun, flag: str) -> str | None:
+    """Why a run on inputs the command must refuse is not a refusal: exit status 0 (or no exit: a hang), no
+    message naming `flag` on stderr, or a traceback instead of a message. None when it refused as it must."""
+    if run.exit_code is None:
+        return run.problem or "did not exit"
+    if run.exit_code == 0:
+        return "exited 0: it accepted inputs it must refuse"
+    named = {f"--{flag}", flag, flag.replace("-", "_")}
+    if _TRACEBACK.search(run.stderr_tail):
+        return f"exited {run.exit_code} with a traceback on stderr instead of a message"
+    if not any(name in run.stderr_tail for name in named):
+        said = run.stderr_tail.strip().splitlines()[-1][:120] if run.stderr_tail.strip() else "nothing"
+        return f"exited {run.exit_code}, but stderr does not name --{flag} (it says: {said!r})"
+    return None
+
+
+@check("sizing", "sizing.refuses")
+def check_refuses(runs: SizingRuns, criterion: Criterion) -> Verdict:
+    """A missing required flag, and each kind of out-of-range value, is refused: a non-zero exit and a message
+    on stderr that names the flag, never a traceback and never an answer."""
+    rows, problems = [], []
+    for run in runs.refusals:
+        flag = _refused_flag(run.name)
+        problem = refusal_problem(run, flag)
+        rows.append([run.name, run.exit_code, problem or "refused, naming the flag", run.stderr_tail[-160:]])
+        if problem:
+            problems.append(f"{run.name}: {problem}")
+    evidence = Evidence(
+        sent=f"{len(runs.refusals)} inputs to refuse, each the base set {runs.perturb_base} with one flag left out or "
+        "out of its range",
+        columns=["inputs", "exit", "result", "stderr (tail)"],
+        rows=rows,
+    )
+    if not runs.refusals:
+        return Verdict(False, "nothing to judge: no run on inputs to refuse was recorded", evidence=evidence)
+    if problems:
+        return Verdict(False, "\n".join(problems[:8]), evidence=evidence)
+    return Verdict(
+        True, f"all {len(runs.refusals)} inputs refused, each with a message naming its flag", evidence=evidence
+    )
+
+
+def _refused_flag(name: str) -> str:
+    """The flag a refusal run moved, from its name (`no --throughput` or `--utilisation [1.5]`)."""
+    return name.removeprefix("no ").split()[0].removeprefix("--")

@@ -17,7 +17,9 @@ from typing import Any
 
 __all__ = ["FAILURE_REASONS", "Truth", "in_flight_series", "max_in_flight", "nearest_rank", "truth_of"]
 
-# Which `failure` values a correct load generator may report for each fault kind.
+# Which `failure` values a correct load generator may report for each fault kind. A stall fails a request when
+# it outlasts the client's timeout (truth_of's `timeout_s`), or when its client gave up on it: a stream that
+# waited out a stall shorter than the timeout and ended with [DONE] is ok.
 FAILURE_REASONS: dict[str, frozenset[str]] = {
     "http_error": frozenset({"http_status"}),
     "cut": frozenset({"connection", "no_done"}),
@@ -27,6 +29,9 @@ FAILURE_REASONS: dict[str, frozenset[str]] = {
     "stall_before_headers": frozenset({"timeout"}),
     "stall_after_headers": frozenset({"timeout"}),
 }
+
+
+_STALLS = frozenset({"stall_before_headers", "stall_after_headers"})
 
 
 @dataclass(frozen=True)
@@ -46,8 +51,9 @@ class Truth:
     reasoning_tokens: int = 0  # what the model spent thinking (never output tokens)
 
 
-def truth_of(record: dict[str, Any]) -> Truth:
-    """The truth about one ledger record (a `LedgerRecord.to_dict()`)."""
+def truth_of(record: dict[str, Any], timeout_s: float | None = None) -> Truth:
+    """The truth about one ledger record (a `LedgerRecord.to_dict()`), for a client that gives up on a request
+    after `timeout_s` (None: one that waits as long as it takes)."""
     chunks = record.get("chunks") or []
     content = [t for t, kind, tokens in chunks if kind == "content" and tokens > 0]
     fault = record.get("fault") or {}
@@ -55,9 +61,14 @@ def truth_of(record: dict[str, Any]) -> Truth:
     kinds = [kind for _, kind, _ in chunks]
     status = int(record.get("status") or 200)
     end = chunks[-1][0] if chunks else (record.get("finished") or record["arrival"])
+    outlasts = timeout_s is not None and float(fault.get("seconds") or 0.0) > timeout_s
     if status != 200:
         outcome, reasons = "failed", frozenset({"http_status"})
-    elif applied in FAILURE_REASONS or "done" not in kinds or record.get("finish_reason") in ("abort", "error"):
+    elif (
+        (applied in FAILURE_REASONS and not (applied in _STALLS and "done" in kinds and not outlasts))
+        or "done" not in kinds
+        or record.get("finish_reason") in ("abort", "error")
+    ):
         outcome, reasons = "failed", FAILURE_REASONS.get(applied or "", frozenset({"connection", "no_done"}))
     elif not content:
         outcome, reasons = "empty", frozenset()

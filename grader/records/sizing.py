@@ -19,6 +19,7 @@ class SizingRun:
     problem: str  # empty when the output is a schema-valid object
     stderr_tail: str = ""
     wall_s: float = 0.0
+    exit_code: int | None = None  # None: it did not exit (a hang, a kill) or was not run
 
 
 @dataclass
@@ -29,6 +30,7 @@ class SizingRuns:
     perturb_base: str
     perturb: dict[str, Any]
     extra: dict[str, SizingRun] = field(default_factory=dict)
+    refusals: list[SizingRun] = field(default_factory=list)  # runs on inputs it must refuse; `name` says which
 
     @property
     def wall_s(self) -> float:
@@ -44,6 +46,7 @@ class SizingRuns:
             "perturb_base": self.perturb_base,
             "perturb": self.perturb,
             "extra": {k: dataclasses.asdict(r) for k, r in self.extra.items()},
+            "refusals": [dataclasses.asdict(r) for r in self.refusals],
         }
 
     @classmethod
@@ -53,4 +56,5 @@ class SizingRuns:
             str(data["perturb_base"]),
             dict(data["perturb"]),
             {k: SizingRun(**r) for k, r in data["extra"].items()},
+            [SizingRun(**r) for r in data.get("refusals", [])],
         )

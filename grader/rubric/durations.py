@@ -20,7 +20,7 @@ def expected_s(scenario: Scenario) -> float:
         (float(f.get("seconds", 0)) for f in scenario.server.get("faults") or () if "stall" in f.get("kind", "")),
         default=0.0,
     )
-    return waves * (model.prefill_overhead + flags["max_tokens"] / model.token_rate) + stall
+    return float(waves * (model.prefill_overhead + flags["max_tokens"] / model.token_rate) + stall)
 
 
 def limit_s(scenario: Scenario, limits: dict[str, float]) -> float:

@@ -13,9 +13,11 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Case", "GatewayPlan", "PlanError", "Send", "body_for", "read_plan"]
+__all__ = ["Case", "GatewayPlan", "PlanError", "Send", "billing_as_told", "body_for", "read_plan"]
 
 UNHEALTHY = {"kind": "unhealthy"}
+#: The API route's prices in the gateway's config, and the API persona's settings that bill them.
+_PRICES = (("input_per_million_usd", "price_input"), ("output_per_million_usd", "price_output"))
 
 
 class PlanError(ValueError):
@@ -44,8 +46,9 @@ class Case:
     send: Send = Send()
     wait_probe: bool = False  # let the probe see the faults (the plan's notice_s) before sending
     warm_s: float = 0.0  # healthy traffic for this long first (so a cached "healthy" is old)
-    kind: str = "one"  # one | recover | concurrent | startup | require-bad
+    kind: str = "one"  # one | recover | concurrent | many | probe-period | startup | require-bad
     stop_local: bool = False  # the local server is stopped before this case (and stays stopped)
+    hold_local: bool = False  # and its port then takes no connection: every connect hangs until it times out
     quiet_probe: bool = False  # run in a start of its own, whose probe has not seen the local server stop
     criteria: tuple[str, ...] = ()  # criteria that judge it besides those naming it (a unseen variant's extra case)
 
@@ -73,6 +76,7 @@ class Case:
             ("wait_probe", self.wait_probe),
             ("warm_s", self.warm_s),
             ("stop_local", self.stop_local),
+            ("hold_local", self.hold_local),
             ("quiet_probe", self.quiet_probe),
             ("criteria", list(self.criteria)),
         ):
@@ -94,6 +98,7 @@ class Case:
             wait_probe=bool(raw.get("wait_probe", False)),
             warm_s=float(raw.get("warm_s", 0.0)),
             stop_local=bool(raw.get("stop_local", False)),
+            hold_local=bool(raw.get("hold_local", False)),
             quiet_probe=bool(raw.get("quiet_probe", False)),
             criteria=tuple(raw.get("criteria") or ()),
         )
@@ -121,6 +126,14 @@ class GatewayPlan:
     @property
     def first_byte_s(self) -> float:
         return float(self.config["local"]["timeouts"]["first_byte_s"])
+
+    @property
+    def connect_s(self) -> float:
+        return float(self.config["local"]["timeouts"]["connect_s"])
+
+    @property
+    def total_s(self) -> float:
+        return float(self.config["local"]["timeouts"]["total_s"])
 
     @property
     def notice_s(self) -> float:
@@ -173,21 +186,17 @@ def read_plan(data: dict[str, Any]) -> GatewayPlan:
     names = [c.name for c in cases]
     if twice := sorted({n for n in names if names.count(n) > 1}):
         raise PlanError(f"cases: {twice[0]!r} appears twice")
-    local, api = dict(data["servers"]["local"]), dict(data["servers"]["api"])
+    local = dict(data["servers"]["local"])
     config = copy.deepcopy(data["config"])
-    prices = config.get("api", {}).get("prices", {})
-    for key, setting in (("input_per_million_usd", "price_input"), ("output_per_million_usd", "price_output")):
-        if prices.get(key) != api.get(setting):
-            raise PlanError(
-                f"config.api.prices.{key} ({prices.get(key)}) differs from servers.api.{setting} "
-                f"({api.get(setting)}): the gateway would be told another price than the API bills"
-            )
+    api = billing_as_told(dict(data["servers"]["api"]), config)
     if "max_model_len" not in local:
         raise PlanError("servers.local.max_model_len: the context-length cases need it")
     stopped = [c.name for c in cases if c.stop_local]
     after = [c.name for c in cases[len(cases) - len(stopped) :]]
     if stopped != after:
         raise PlanError(f"cases: the cases that stop the local server ({', '.join(stopped)}) must come last")
+    if held := [c.name for c in cases if c.hold_local and not (c.stop_local and c.quiet_probe)]:
+        raise PlanError(f"cases.{held[0]}: hold_local holds a stopped server's port: give stop_local and quiet_probe")
     try:
         plan = GatewayPlan(
             int(data["port"]),
@@ -205,6 +214,18 @@ def read_plan(data: dict[str, Any]) -> GatewayPlan:
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanError(f"config: {exc}") from None
     return plan
+
+
+def billing_as_told(api: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """The API persona's settings with the prices the gateway's config tells it (one source, the config), so
+    the API bills what the gateway is told; a price stated on both sides must agree."""
+    prices = config.get("api", {}).get("prices", {})
+    for key, setting in _PRICES:
+        if not isinstance(prices.get(key), int | float):
+            raise PlanError(f"config.api.prices.{key}: the API route's price, a number")
+        if setting in api and api[setting] != prices[key]:
+            raise PlanError(f"servers.api.{setting}: the API's prices come from config.api.prices.{key}; leave it out")
+    return {**api, **{setting: prices[key] for key, setting in _PRICES}}
 
 
 def body_for(plan: GatewayPlan, case: Case, send: Send, *, max_tokens: int | None = None) -> dict[str, Any]:

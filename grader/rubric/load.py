@@ -58,7 +58,7 @@ class Scenario:
     name: str
     description: str
     server: dict[str, Any]  # fake-server settings
-    loadgen: dict[str, int]  # requests, concurrency, prompt_tokens, max_tokens
+    loadgen: dict[str, Any]  # requests, concurrency, prompt_tokens, max_tokens (ints); timeout_s (seconds), if given
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "server": self.server, "loadgen": self.loadgen}
@@ -71,6 +71,8 @@ class Scenario:
 def _number_text(name: str, value: float) -> str:
     if name == "rel":
         return f"{value * 100:g}%"
+    if name.endswith("_ratio"):
+        return f"{name[:-6].replace('_', ' ')} x{value:g}"
     if name == "abs_s":
         return f"{value * 1000:g} ms"
     return f"{name[:-2].replace('_', ' ')} {value * 1000:g} ms"

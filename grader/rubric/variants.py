@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.rubric import Criterion, Rubric, Scenario
-from grader.rubric.gateway_plan import Case, GatewayPlan, PlanError, read_plan
+from grader.rubric.gateway_plan import Case, GatewayPlan, PlanError, billing_as_told, read_plan
 from grader.shared.yaml_files import YamlError, read_yaml
 
 __all__ = ["VARIANTS_FILE", "Variants", "VariantsError", "gateway_criterion", "load_variants", "variant_name"]
@@ -143,12 +143,20 @@ class Variants:
             if c.kind == "startup"
         ]
         varied = [(case, self.gateway_cases[case.name]) for case in base.cases if case.name in self.gateway_cases]
-        for case, draws in [*varied, *((extra.case, extra.draw) for extra in self.extra_cases)]:
+        extras = [(extra.case, extra.draw) for extra in self.extra_cases]
+        # the cases that stop the local server last, as in the public plan (a stopped server stays stopped)
+        ordered = sorted([*varied, *extras], key=lambda pair: pair[0].stop_local)
+        for case, draws in ordered:
             drawn = _drawn(case.to_dict(), draws, rng)
             drawn["what"] = f"{case.what} (an unseen variant; drawn: {_what_changed(drawn, draws)})"
             cases.append(Case.from_dict(drawn))
+        api = {k: v for k, v in servers["api"].items() if k not in ("price_input", "price_output")}
         return replace(
-            base, config=config, local_server=servers["local"], api_server=servers["api"], cases=tuple(cases)
+            base,
+            config=config,
+            local_server=servers["local"],
+            api_server=billing_as_told(api, config),  # the API bills the drawn prices the gateway is told
+            cases=tuple(cases),
         )
 
 
@@ -209,12 +217,13 @@ def load_variants(rubric: Rubric, path: Path = VARIANTS_FILE) -> Variants | None
     cases: dict[str, Draws] = {}
     for name, draws in (block.get("cases") or {}).items():
         public = next((c for c in plan.cases if c.name == name), None)
-        if public is None or public.stop_local:
+        if public is None or (public.stop_local and not public.quiet_probe):
             problems.append(
                 where(
                     f"gateway.cases.{name}: no such case in {rubric.path.name}"
                     if public is None
-                    else f"gateway.cases.{name}: a case that stops the local server cannot run in a variant"
+                    else f"gateway.cases.{name}: a case that stops the local server runs in a variant only in a "
+                    "start of its own (quiet_probe)"
                 )
             )
             continue

@@ -54,7 +54,8 @@ class Box(Protocol):
     def reset(self, name: str) -> None: ...
     def stop_server(self, name: str) -> None: ...
     def ledger(self, name: str, settle: float = ...) -> list[dict[str, Any]]: ...
-    def health_checks(self, name: str, since: float = ...) -> list[dict[str, Any]]: ...
+    def endpoint_calls(self, name: str, endpoint: str, since: float = ...) -> list[dict[str, Any]]: ...
+    def hold_port(self, port: int) -> None: ...
     def spawn(self, argv: list[str], *, timeout_s: float = ...) -> str: ...
     def stop(self, handle: str) -> Any: ...
     def wait_port(self, port: int, timeout_s: float = ...) -> bool: ...
@@ -104,6 +105,8 @@ class Session:
         if case.stop_local and not self.local_stopped:
             self.box.stop_server(self.local_name)
             self.local_stopped = True
+            if case.hold_local:  # its port now hangs every connect, as a host gone silent does
+                self.box.hold_port(int(self.local_url.rsplit(":", 1)[1]))
         if not self.local_stopped:
             healthy_at = time.time()
             self.box.reset(self.local_name)
@@ -123,6 +126,8 @@ class Session:
     def ledgers(self, run: CaseRun, settle: float) -> None:
         if not self.local_stopped:
             run.local = self.box.ledger(self.local_name, settle=settle)
+            # when the gateway counted prompts on the local server, in this case
+            run.extra["tokenize_calls"] = self.box.endpoint_calls(self.local_name, "tokenize", since=run.t0)
         run.api = self.box.ledger(self.api_name, settle=settle)
 
     def send(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -199,7 +204,11 @@ def _note_unseen(run: CaseRun, why: str | None) -> None:
 
 def _probed(session: Session, since: float, status: int) -> bool:
     """Whether the local server's /health answered `status` to anyone after Unix time `since`."""
-    return any(c.get("status") == status for c in session.box.health_checks(session.local_name, since=since))
+    return any(c.get("status") == status for c in _health_calls(session, since))
+
+
+def _health_calls(session: Session, since: float) -> list[dict[str, Any]]:
+    return session.box.endpoint_calls(session.local_name, "health", since=since)
 
 
 def _probe_unseen(session: Session, since: float, *, status: int) -> str | None:
@@ -211,7 +220,7 @@ def _probe_unseen(session: Session, since: float, *, status: int) -> str | None:
     if _probed(session, since, status):
         return None
     waited = time.time() - since
-    checks = session.box.health_checks(session.local_name, since=session.started_at)  # only on this rare path
+    checks = _health_calls(session, session.started_at)  # only on this rare path
     if not checks:
         return None
     last = max(float(c.get("at", 0.0)) for c in checks)
@@ -281,6 +290,40 @@ def _run_concurrent(session: Session, case: Case, run: CaseRun) -> None:
     session.box.reset(session.local_name)
 
 
+#: A probe-period case watches this many health intervals (after one to let the last case's traffic settle).
+PROBE_PERIODS = 8
+#: A `many` case's requests: enough that a route's latency percentiles have n >= 100 (p99 is then not the max).
+MANY_REQUESTS = 110
+MANY_AT_ONCE = 10
+
+
+def _run_probe_period(session: Session, case: Case, run: CaseRun) -> None:
+    """Nothing is sent: the grader only watches the gateway's probe of /health for PROBE_PERIODS intervals."""
+    interval = session.plan.health_interval_s
+    time.sleep(interval)
+    run.t0 = time.time()
+    time.sleep(PROBE_PERIODS * interval)
+    run.extra["window"] = [run.t0, time.time()]
+    run.extra["health_calls"] = [c["at"] for c in _health_calls(session, run.t0)]
+
+
+def _run_many(session: Session, case: Case, run: CaseRun) -> None:
+    """MANY_REQUESTS short requests, MANY_AT_ONCE at a time, all for the local route: /stats then has n >= 100
+    there. Few at once: this counts samples, it is not a load test (the `concurrent` case is one)."""
+    run.t0 = time.time()
+    bodies = [
+        body_for(session.plan, Case(f"{case.name}-{i:03d}", ""), Send(max_tokens=1)) for i in range(MANY_REQUESTS)
+    ]
+    run.sent = bodies
+    started = time.monotonic()
+    for first in range(0, MANY_REQUESTS, MANY_AT_ONCE):
+        batch = bodies[first : first + MANY_AT_ONCE]
+        requests = [{"method": "POST", "url": session.url + "/v1/chat/completions", "json": b} for b in batch]
+        run.answers += session.box.http_many(requests, timeout_s=session.hang.request_s)
+    if answers_lost := [a for a in run.answers if a.get("status") is None]:
+        session.hang.note(answers_lost[0], time.monotonic() - started)
+
+
 def await_first_probe(session: Session, timeout_s: float = 5.0) -> None:
     """Wait for the gateway's start-up probe to have had its 200 (the contract says to probe at start).
 
@@ -305,6 +348,10 @@ def run_case(session: Session, case: Case, run: CaseRun) -> CaseRun:
         return run
     if case.kind == "recover":
         _run_recover(session, case, run)
+    elif case.kind == "probe-period":
+        _run_probe_period(session, case, run)
+    elif case.kind == "many":
+        _run_many(session, case, run)
     elif case.kind == "require-bad":
         _run_require_bad(session, case, run)
     else:
@@ -323,6 +370,8 @@ def inherent_s(plan: GatewayPlan, case: Case, run: CaseRun, took: float) -> floa
     floor = case.warm_s + (plan.notice_s if case.wait_probe else 0.0) + case.stall_s
     if case.kind == "recover":
         floor += plan.notice_s + run.extra.get("recovered_after_s", 0.0)
+    if case.kind == "probe-period":
+        floor += (PROBE_PERIODS + 1) * plan.health_interval_s
     if run.answers:
         floor += (
             max((a.get("done_at", 0.0) - a.get("sent_at", 0.0)) for a in run.answers) if case.kind == "one" else 0.0

@@ -54,6 +54,7 @@ def loadgen_argv(submission: Submission, scenario: Scenario, base_url: str, outp
         str(flags["max_tokens"]),
         "--output",
         output,
+        *(["--timeout-s", f"{flags['timeout_s']:g}"] if "timeout_s" in flags else []),
     ]
 
 

@@ -402,12 +402,18 @@ class Sandbox:
         )["records"]
         return records
 
-    def health_checks(self, name: str, since: float = 0.0) -> list[dict[str, Any]]:
-        """The named server's /health answers after Unix time `since` ({"at", "status"}, oldest first)."""
-        checks: list[dict[str, Any]] = self._request(
-            "health_checks", {"name": name, "since": since}, timeout_s=_OP_MARGIN_S
-        )["checks"]
-        return checks
+    def endpoint_calls(self, name: str, endpoint: str, since: float = 0.0) -> list[dict[str, Any]]:
+        """The named server's /health or /tokenize (`endpoint`) answers after Unix time `since` ({"at",
+        "status"}, oldest first)."""
+        calls: list[dict[str, Any]] = self._request(
+            "endpoint_calls", {"name": name, "endpoint": endpoint, "since": since}, timeout_s=_OP_MARGIN_S
+        )["calls"]
+        return calls
+
+    def hold_port(self, port: int) -> None:
+        """Make a loopback port inside take no connection: every connect to it hangs until its client gives up
+        (a stopped server's port, for a connect timeout)."""
+        self._request("hold_port", {"port": port}, timeout_s=_OP_MARGIN_S)
 
     def run(
         self,

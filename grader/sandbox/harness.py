@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .jobs import Job, JobContext, JobSpec
-from .netops import http_many, http_request, wait_port
+from .netops import HeldPort, http_many, http_request, wait_port
 from .protocol import HarnessConfig
 from .servers import ServerPool
 
@@ -32,15 +32,17 @@ class Harness:
         self.ctx = JobContext(config)
         self.servers = ServerPool()
         self.spawned: dict[str, Job] = {}
+        self.held: list[HeldPort] = []
         self.ops: dict[str, Callable[[dict[str, Any]], Any]] = {
             "serve": lambda a: self.servers.serve(_req(a, "name"), a.get("settings") or {}),
             "configure": lambda a: self.servers.configure(_req(a, "name"), a.get("settings") or {}),
             "set_faults": lambda a: self.servers.set_faults(_req(a, "name"), _req(a, "faults")),
             "reset": lambda a: self.servers.reset(_req(a, "name")),
             "stop_server": lambda a: self.servers.stop(_req(a, "name")),
-            "health_checks": lambda a: {
-                "checks": self.servers.health_checks(_req(a, "name"), _number(a, "since", 0.0))
+            "endpoint_calls": lambda a: {
+                "calls": self.servers.endpoint_calls(_req(a, "name"), _req(a, "endpoint"), _number(a, "since", 0.0))
             },
+            "hold_port": self._hold_port,
             "ledger": lambda a: {"records": self.servers.ledger(_req(a, "name"), _number(a, "settle", 2.0))},
             "run": self._run,
             "spawn": self._spawn,
@@ -122,9 +124,16 @@ class Harness:
             raise ValueError(f"no spawned command {handle!r} (live: {', '.join(sorted(self.spawned)) or 'none'})")
         return job.stop().to_dict()
 
+    def _hold_port(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Make a loopback port (a stopped server's) hang every connect until the client gives up."""
+        self.held.append(HeldPort(_req(args, "port")))
+        return {"held": self.held[-1].port}
+
     def close(self) -> None:
         for handle in list(self.spawned):
             self.spawned.pop(handle).stop()
+        for held in self.held:
+            held.close()
         self.servers.close()
         self.ctx.sweep()
 

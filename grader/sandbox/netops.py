@@ -7,6 +7,7 @@ receive time of every server-sent event (Unix epoch seconds, the ledger's clock)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import socket
 import ssl
@@ -16,7 +17,7 @@ from typing import Any
 
 import httpx
 
-__all__ = ["LOOPBACK_HOSTS", "http_many", "http_request", "wait_port"]
+__all__ = ["LOOPBACK_HOSTS", "HeldPort", "http_many", "http_request", "wait_port"]
 
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 _BODY_CAP = 8 * 1024 * 1024
@@ -53,6 +54,7 @@ def http_request(
     if not isinstance(method, str) or not method.isalpha():
         raise ValueError(f"http: {method!r} is not an HTTP method")
     out: dict[str, Any] = {"status": None, "headers": {}, "body": "", "events": [], "error": None}
+    out["sent_at"] = time.time()
     deadline = time.monotonic() + timeout_s
     body = bytearray()
     try:
@@ -73,6 +75,7 @@ def http_request(
     except httpx.HTTPError as exc:
         out["error"] = f"{type(exc).__name__}: {exc}"
     out["body"] = body.decode("utf-8", "replace")
+    out["done_at"] = time.time()
     return out
 
 
@@ -128,6 +131,30 @@ def http_many(requests: Any, *, timeout_s: float = 30.0) -> list[dict[str, Any]]
 
     with ThreadPoolExecutor(max_workers=len(requests)) as pool:
         return list(pool.map(one, requests))
+
+
+class HeldPort:
+    """A loopback port that takes no connection: a listener whose one-place accept queue is already full.
+
+    The kernel then drops every new SYN on it (the queue has no room), so a client's connect neither
+    succeeds nor is refused: it hangs until the client's own connect timeout, as a host that has gone
+    silent does. A refused connection, by contrast, is what a stopped server gives.
+    """
+
+    def __init__(self, port: int) -> None:
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+            raise ValueError(f"hold_port: {port!r} is not a port number")
+        self.port = port
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", port))
+        self._listener.listen(0)  # room for one connection waiting to be accepted, and none is ever accepted
+        self._filler = socket.create_connection(("127.0.0.1", port), timeout=2.0)
+
+    def close(self) -> None:
+        for sock in (self._filler, self._listener):
+            with contextlib.suppress(OSError):
+                sock.close()
 
 
 def wait_port(port: int, timeout_s: float) -> dict[str, Any]:

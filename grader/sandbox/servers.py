@@ -63,8 +63,14 @@ class ServerPool:
     def ledger(self, name: str, settle: float) -> list[dict[str, Any]]:
         return self.get(name).ledger(settle)
 
-    def health_checks(self, name: str, since: float) -> list[dict[str, Any]]:
-        return self.get(name).health_checks(since)
+    def endpoint_calls(self, name: str, endpoint: str, since: float) -> list[dict[str, Any]]:
+        """The named server's /health or /tokenize answers after Unix time `since`."""
+        server = self.get(name)
+        if endpoint == "health":
+            return server.health_checks(since)
+        if endpoint == "tokenize":
+            return server.tokenize_calls(since)
+        raise ValueError(f"endpoint_calls: no log of {endpoint!r} (health, tokenize)")
 
     def stop(self, name: str) -> None:
         self.get(name)

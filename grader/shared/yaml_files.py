@@ -26,6 +26,22 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[mi
     means (YAML 1.2), not the string YAML 1.1 sees."""
 
 
+def _mapping(loader: _Loader, node: yaml.MappingNode) -> dict[Any, Any]:
+    """A mapping, refusing a key given twice: YAML keeps the last and drops the first without a word, and a
+    person who wrote both meant one of them."""
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if isinstance(key, str | int | float | bool) and key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"the key {key!r} appears twice (first on line {seen[key] + 1})", key_node.start_mark
+            )
+        if isinstance(key, str | int | float | bool):
+            seen[key] = key_node.start_mark.line
+    return dict(loader.construct_mapping(node, deep=True))
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 _Loader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),

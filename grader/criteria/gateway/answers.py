@@ -111,7 +111,7 @@ def record_whole(record: dict[str, Any]) -> bool:
 def success_records(run: CaseRun) -> dict[str, list[dict[str, Any]]]:
     """Per route, the ledger records of attempts that gave the client a whole successful answer."""
     out: dict[str, list[dict[str, Any]]] = {"local": [], "api": []}
-    if run.case.kind == "concurrent":
+    if run.case.kind in BURSTS:  # many requests, all meant for the local route
         ok = sum(is_complete(run, a, i) for i, a in enumerate(run.answers))
         out["local"] = [r for r in run.local if r.get("status") == 200][:ok]
     else:
@@ -248,10 +248,14 @@ BUSY = (
 )
 
 
+#: The kinds of case that send many requests at once, all meant for the local route.
+BURSTS = ("concurrent", "many")
+
+
 def too_busy(run: CaseRun) -> bool:
     """A case with no fault in which the gateway still went to the API: on this machine a local first
     byte took longer than first_byte_s, so the case cannot tell a right gateway from a wrong one."""
-    return run.case.kind == "concurrent" and bool(run.api)
+    return run.case.kind in BURSTS and bool(run.api)
 
 
 def unanswered(run: CaseRun) -> str | None:

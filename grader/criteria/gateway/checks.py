@@ -9,6 +9,7 @@ answers and the evidence timeline live in `answers.py`; the `/stats` checks in `
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 
@@ -75,13 +76,25 @@ def _fallback(run: CaseRun) -> list[str]:
     return out
 
 
-@check("gateway", "gateway.fallback-timeout")
+@check("gateway", "gateway.fallback-timeout", needs=("connect_margin_s",))
 def _timeout(gw: GatewayRun, criterion: Criterion) -> Verdict:
     """A local route whose first byte is later than the config's `first_byte_s` is given up for the API; one
-    whose first byte comes within it is waited for (the timeout is the config's, not a constant)."""
-    limit = gw.plan.first_byte_s
+    whose first byte comes within it is waited for; one whose port takes no connection is given up at its
+    `connect_s` (the timeouts are the config's, not constants)."""
+    limit, connect = gw.plan.first_byte_s, gw.plan.connect_s
+    allowed = connect + criterion.tol("connect_margin_s")
 
     def per_case(run: CaseRun) -> list[str]:
+        if run.case.hold_local:
+            out = _fallback(run)
+            answer = run.answers[0] if run.answers else {}
+            arrivals = [float(r["arrival"]) for r in run.api if r.get("arrival") is not None]
+            if arrivals and "sent_at" in answer and (waited := min(arrivals) - answer["sent_at"]) > allowed:
+                out.append(
+                    f"the API route was asked {waited:.2f} s after the request: a connect to the local route that "
+                    f"hangs must be given up at connect_s {connect:g} s (allowed {allowed:g} s)"
+                )
+            return out
         if run.case.stall_s < limit:
             return [
                 p + f" (its first byte came after {run.case.stall_s:g} s, within first_byte_s {limit:g} s)"
@@ -89,7 +102,12 @@ def _timeout(gw: GatewayRun, criterion: Criterion) -> Verdict:
             ]
         return _fallback(run)
 
-    return judge_cases(gw, criterion.cases, per_case, truth=f"first_byte_s of the local route: {limit:g} s")
+    return judge_cases(
+        gw,
+        criterion.cases,
+        per_case,
+        truth=f"the local route's first_byte_s {limit:g} s, connect_s {connect:g} s",
+    )
 
 
 def _no_local(check: Callable[[CaseRun], list[str]]) -> Callable[[CaseRun], list[str]]:
@@ -122,6 +140,39 @@ def _passed_through(run: CaseRun) -> list[str]:
     if run.api:
         out.append(f"the API ledger shows {len(run.api)} request(s): a 4xx must not fall back")
     return out
+
+
+@check("gateway", "gateway.committed-stream", needs=("total_margin_s",))
+def _after_first_byte(gw: GatewayRun, criterion: Criterion) -> Verdict:
+    """After the first byte no retry or fallback: a failure reaches the client as an error event; only the
+    config's `total_s` bounds a stream after its first event, so a pause within it is waited for."""
+    total = gw.plan.total_s
+    allowed = total + criterion.tol("total_margin_s")
+
+    def per_case(run: CaseRun) -> list[str]:
+        pause = _mid_stream_pause(run)
+        if pause is None:
+            return _committed(run)
+        if pause < total:
+            return [
+                p + f" (a {pause:g} s pause after the first event, within total_s {total:g} s)"
+                for p in _served_by("local")(run)
+            ]
+        out = _committed(run)
+        answer = run.answers[0] if run.answers else {}
+        if "sent_at" in answer and (took := answer["done_at"] - answer["sent_at"]) > allowed:
+            out.append(
+                f"the client's stream ended {took:.2f} s after the request: past total_s {total:g} s it must end "
+                f"(allowed {allowed:g} s)"
+            )
+        return out
+
+    return judge_cases(gw, criterion.cases, per_case, truth=f"total_s of the local route: {total:g} s")
+
+
+def _mid_stream_pause(run: CaseRun) -> float | None:
+    """How long the local stream pauses after its first event (a `stall` fault), or None when it does not."""
+    return next((float(f["seconds"]) for f in run.case.local_faults if f["kind"] == "stall"), None)
 
 
 def _committed(run: CaseRun) -> list[str]:
@@ -203,20 +254,26 @@ def _all_failed(run: CaseRun) -> list[str]:
 
 def _context(run: CaseRun) -> list[str]:
     """A request that fits (prompt + max_tokens == max_model_len) is served locally; one that does not
-    goes to the API without touching the local route."""
-    if run.case.send.fit == "exact":
+    goes to the API without touching the local route; one whose /tokenize answers an error is served locally
+    (no pre-check, never the API because of it)."""
+    if run.case.send.fit == "exact" or any(f["kind"] == "tokenize_error" for f in run.case.local_faults):
         return _served_by("local")(run)
     return _no_local(_served_by("api"))(run)
 
 
-@check("gateway", "gateway.health-probe", needs=("margin_s",))
+@check("gateway", "gateway.health-probe", needs=("margin_s", "probe_low_ratio", "probe_high_ratio"))
 def _health(gw: GatewayRun, criterion: Criterion) -> Verdict:
     interval, extra = gw.plan.health_interval_s, criterion.tol("margin_s")
     bound = interval + extra
     margin: float | None = None
+    band = (criterion.tol("probe_low_ratio") * interval, criterion.tol("probe_high_ratio") * interval)
 
     def per_case(run: CaseRun) -> list[str]:
         nonlocal margin
+        if run.case.kind == "probe-period":
+            problems, off = _probe_period(run, interval, band)
+            margin = max(margin or 0.0, off)
+            return problems
         if run.case.kind != "recover":
             return _no_local(_served_by("api"))(run)
         after = run.extra.get("recovered_after_s")
@@ -242,6 +299,28 @@ def _health(gw: GatewayRun, criterion: Criterion) -> Verdict:
                 f"\nserved locally again {rec.extra['recovered_after_s']:.3f} s after /health turned healthy"
             )
     return verdict
+
+
+def _probe_period(run: CaseRun, interval: float, band: tuple[float, float]) -> tuple[list[str], float]:
+    """The probe's gaps over a quiet window: their median within `band`. The problems, and how far outside
+    the band the median lies (its margin: above 1 is outside)."""
+    calls = sorted(float(t) for t in run.extra.get("health_calls", []))
+    start, end = run.extra.get("window", [run.t0, run.t0])
+    span = f"{len(calls)} calls of /health in {end - start:.2f} s (health_interval_s {interval:g} s)"
+    if len(calls) < 3:
+        return [f"the probe is too rare: {span}"], float("inf")
+    gaps = sorted(b - a for a, b in itertools.pairwise(calls))
+    median = gaps[len(gaps) // 2]
+    low, high = band
+    off = max(low / median if median > 0 else float("inf"), median / high)
+    run.extra["probe_median_gap_s"] = median
+    if median < low:
+        return [
+            f"the probe is too frequent: a median gap of {median:.3f} s, {span}; allowed {low:.3f}-{high:.3f} s"
+        ], off
+    if median > high:
+        return [f"the probe is too rare: a median gap of {median:.3f} s, {span}; allowed {low:.3f}-{high:.3f} s"], off
+    return [], off
 
 
 def _single(run: CaseRun) -> bool:
@@ -404,7 +483,6 @@ _cases("gateway.starts", _starts)
 _cases("gateway.fallback-5xx", _fallback)
 _cases("gateway.fallback-refused", _fallback)
 _cases("gateway.no-fallback-4xx", _passed_through)
-_cases("gateway.committed-stream", _committed)
 _cases("gateway.require-field", _require_bad)
 _cases("gateway.require-local-failure", _require_local_failure)
 _cases("gateway.require-local-unhealthy", _refused_with(503, no_local=True))

@@ -73,7 +73,9 @@ def stats_problems(run: CaseRun) -> list[str]:
 
 @check("gateway", "gateway.stats-counts")
 def stats_counts(gw: GatewayRun, criterion: Criterion) -> Verdict:
-    names = tuple(n for n, r in gw.cases.items() if r.case.kind in ("one", "recover", "concurrent", "require-bad"))
+    names = tuple(
+        n for n, r in gw.cases.items() if r.case.kind in ("one", "recover", "concurrent", "many", "require-bad")
+    )
     return judge_cases(
         gw,
         names,
@@ -118,7 +120,7 @@ def cost_problems(run: CaseRun, price_out: float) -> list[str]:
 
 @check("gateway", "gateway.stats-cost")
 def stats_cost(gw: GatewayRun, criterion: Criterion) -> Verdict:
-    names = tuple(n for n, r in gw.cases.items() if r.case.kind in ("one", "concurrent", "recover"))
+    names = tuple(n for n, r in gw.cases.items() if r.case.kind in ("one", "concurrent", "many", "recover"))
     price = gw.plan.price_out
     return judge_cases(
         gw,
@@ -163,6 +165,11 @@ def stats_latency(gw: GatewayRun, criterion: Criterion) -> Verdict:
                 f"{route}.latency_s.n is {got.get('n')}; the ledgers show {len(latencies)} successful attempts"
             )
             continue
+        if got.get("p99_is_max") is not (len(latencies) < 100):
+            problems.append(
+                f"{route}.latency_s.p99_is_max is {got.get('p99_is_max')!r} with n = {len(latencies)}; "
+                f"it is true exactly when n < 100"
+            )
         for key, p in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)):
             truth = nearest_rank(latencies, p) if latencies else None
             value = got.get(key)

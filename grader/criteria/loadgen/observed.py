@@ -25,7 +25,8 @@ class Observed(LoadgenRun):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.truths = sorted((truth_of(r) for r in self.ledger), key=lambda t: t.number)
+        timeout = self.scenario.loadgen.get("timeout_s")  # the client's, when the scenario gives it one
+        self.truths = sorted((truth_of(r, timeout) for r in self.ledger), key=lambda t: t.number)
         self.pairs = match(self.requests, self.truths)
 
 

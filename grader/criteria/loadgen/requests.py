@@ -335,7 +335,15 @@ def check_tps(runs: list[Observed], criterion: Criterion) -> Verdict:
     )
 
 
-@check("loadgen", "loadgen.cut", "loadgen.no-done", "loadgen.stream-error", "loadgen.malformed", "loadgen.http-errors")
+@check(
+    "loadgen",
+    "loadgen.cut",
+    "loadgen.no-done",
+    "loadgen.stream-error",
+    "loadgen.malformed",
+    "loadgen.http-errors",
+    "loadgen.timeout",
+)
 def check_failures(runs: list[Observed], criterion: Criterion) -> Verdict:
     return _outcomes(runs[0], criterion)
 

@@ -56,8 +56,9 @@ _seconds = click.FloatRange(min=0.001, max=86_400)
               help="Seconds to open a connection.")
 @click.option("--read-timeout", default=_DEFAULTS.read_s, show_default=True, type=_seconds,
               help="Longest silence in seconds: before the headers (first byte) and between reads.")
-@click.option("--request-timeout", default=_DEFAULTS.request_s, show_default=True, type=_seconds,
-              help="Longest time in seconds for one whole request.")
+@click.option("--timeout-s", "--request-timeout", "request_timeout", default=_DEFAULTS.request_s, show_default=True,
+              type=_seconds, help="Longest time in seconds for one whole request, sent to last byte; past it the "
+              "request is abandoned as a `timeout` failure.")
 def command(base_url: str, model: str, requests_: int, concurrency: int, prompt_tokens: int, max_tokens: int,
             output: Path, api_key: str | None, seed: int, connect_timeout: float, read_timeout: float,
             request_timeout: float) -> None:
