@@ -33,17 +33,17 @@ Errors, by kind (every one is an `ApiError`):
     │   └── ApiServerError    5xx: the API failed
     ├── ApiStreamError        a 200 answer that did not complete: an in-stream error, a cut, a
     │                         malformed chunk, no [DONE], or a body that cannot be used
-    ├── ApiTimeout            too slow; `.phase` says which limit: connect, pool, first_byte, stall, total
+    ├── ApiTimeout            too slow; `.phase` says which limit: connect, pool, first_byte, total
     └── ApiConnectionError    the API could not be reached (refused, reset before any answer, DNS)
 
-Timeouts (`Timeouts(connect, first_byte, total)`): `connect` bounds opening a connection;
-`first_byte` bounds, in a stream, the wait for the first chunk and then every gap between chunks
-(phase "first_byte", then "stall"); `total` bounds the whole call (async: exactly; sync: checked
-as chunks arrive, so a stall is caught by `first_byte`). A non-streamed answer arrives all at once
-when it is complete, so `first_byte` bounds the wait for the whole answer there (phase
-"first_byte"), as the gateway contract's `first_byte_s` does; give a gateway's timeouts to the
-client as they are and both routes keep the same rule. The client opens as many connections as
-calls in flight, so no call waits for a free one.
+Timeouts (`Timeouts(connect, first_byte, total)`), as the gateway contract has them: `connect`
+bounds opening a connection; `first_byte` bounds, counted from the call, the wait for the headers
+and, in a stream, its first event (phase "first_byte"); `total` bounds the whole call, and after a
+stream's first event only `total` does: a pause between events is no timeout until `total` has
+passed (phase "total"). A non-streamed answer arrives all at once when it is complete, so
+`first_byte` bounds the wait for the whole answer there, as the contract's `first_byte_s` does;
+give a gateway's timeouts to the client as they are and both routes keep the same rule. The client
+opens as many connections as calls in flight, so no call waits for a free one.
 
 Prices: pass `prices=Prices(input_per_million=4, output_per_million=20)`, or leave it out and the
 client reads them once from the API's `/v1/models` (`pricing`). Output tokens are the usage's
@@ -54,7 +54,10 @@ Only dependency: httpx.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import queue
+import threading
 import time
 from collections.abc import AsyncGenerator, Generator
 from dataclasses import dataclass
@@ -117,7 +120,7 @@ class ApiStreamError(ApiError):
 
 
 class ApiTimeout(ApiError):
-    """Too slow; `.phase` is "connect", "pool", "first_byte", "stall" or "total"."""
+    """Too slow; `.phase` is "connect", "pool", "first_byte" or "total"."""
 
     def __init__(self, phase: str, seconds: float) -> None:
         super().__init__(f"{phase} timeout after {seconds:g} s")
@@ -202,8 +205,9 @@ def _status_error(response: httpx.Response) -> ApiStatusError:
 
 
 def _stream_timeout(timeouts: Timeouts) -> httpx.Timeout:
-    read = min(timeouts.first_byte, timeouts.total)
-    return httpx.Timeout(connect=timeouts.connect, read=read, write=timeouts.connect, pool=timeouts.connect)
+    """httpx's own limits for a stream: no read may outlast the call; the first event's and the call's deadlines
+    are kept by the stream itself (a read timeout would bound every gap, which the contract does not)."""
+    return httpx.Timeout(connect=timeouts.connect, read=timeouts.total, write=timeouts.connect, pool=timeouts.connect)
 
 
 def _whole_timeout(timeouts: Timeouts) -> httpx.Timeout:
@@ -225,10 +229,69 @@ def _translate(exc: Exception, timeouts: Timeouts, *, answered: bool, streaming:
         if not streaming:  # the wait for a whole answer: bounded by first_byte (or total, if that is shorter)
             return (ApiTimeout("first_byte", timeouts.first_byte) if timeouts.first_byte < timeouts.total
                     else ApiTimeout("total", timeouts.total))
-        return ApiTimeout("stall" if first_byte else "first_byte", min(timeouts.first_byte, timeouts.total))
+        return _phase(timeouts, first_event=first_byte)
     if answered:
         return ApiStreamError(f"the answer was cut: {type(exc).__name__}: {exc}")
     return ApiConnectionError(f"{type(exc).__name__}: {exc}")
+
+
+def _phase(timeouts: Timeouts, *, first_event: bool) -> ApiTimeout:
+    """A stream's timeout: the first event's (first_byte) until it arrived, the call's (total) after."""
+    if first_event or timeouts.total <= timeouts.first_byte:
+        return ApiTimeout("total", timeouts.total)
+    return ApiTimeout("first_byte", timeouts.first_byte)
+
+
+def _deadlines(timeouts: Timeouts, start: float) -> tuple[float, float]:
+    """When, on time.perf_counter(), a stream must have its first event, and when it must have ended."""
+    return start + min(timeouts.first_byte, timeouts.total), start + timeouts.total
+
+
+class _Arrivals:
+    """A sync stream's call made on a thread of its own, so its deadlines hold while it waits: the response's
+    headers and then its text are handed over as they arrive, each wait bounded by a deadline
+    (time.perf_counter()). httpx's own read timeout (`total`) ends the thread's wait at the latest."""
+
+    def __init__(self, http: httpx.Client, url: str, body: dict[str, Any]) -> None:
+        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._response: httpx.Response | None = None
+        self._left = threading.Event()  # the caller has gone: stop reading
+        threading.Thread(target=self._call, args=(http, url, body), name="api-client-stream", daemon=True).start()
+
+    def _call(self, http: httpx.Client, url: str, body: dict[str, Any]) -> None:
+        try:
+            with http.stream("POST", url, json=body) as response:
+                self._response = response
+                if response.status_code >= 400:
+                    response.read()
+                self._queue.put(("headers", response))
+                if response.status_code >= 400:
+                    return
+                for text in response.iter_text():
+                    if self._left.is_set():
+                        return
+                    self._queue.put(("text", text))
+            self._queue.put(("end", None))
+        except Exception as exc:  # handed to the caller, who raises it as the kind of failure it is
+            self._queue.put(("error", exc))
+
+    def next(self, deadline: float) -> tuple[str, Any]:
+        """The next thing that arrived: ("headers", response), ("text", str) or ("end", None); TimeoutError
+        past `deadline`, and what the call raised as it is."""
+        try:
+            kind, value = self._queue.get(timeout=max(0.0, deadline - time.perf_counter()))
+        except queue.Empty:
+            raise TimeoutError from None
+        if kind == "error":
+            raise value
+        return kind, value
+
+    def close(self) -> None:
+        """Stop: the thread reads no further, and the connection is closed (the API stops generating)."""
+        self._left.set()
+        if self._response is not None:
+            with contextlib.suppress(Exception):
+                self._response.close()
 
 
 class SSEDecoder:
@@ -458,28 +521,34 @@ class ApiClient(_Base):
                 extra: dict[str, Any]) -> Generator[StreamPiece, None, None]:
         self._ensure_prices()
         start = time.perf_counter()
-        parser, answered, first_byte = _StreamParser(start), False, False
+        first_by, total_by = _deadlines(self.timeouts, start)
+        parser, answered, first_event = _StreamParser(start), False, False
+        call = _Arrivals(self._http, self.base_url + "/chat/completions",
+                         _body(messages, model, max_tokens, extra, stream=True))
         try:
-            with self._http.stream("POST", self.base_url + "/chat/completions",
-                                   json=_body(messages, model, max_tokens, extra, stream=True)) as response:
-                if response.status_code >= 400:
-                    response.read()
-                    raise _status_error(response)
-                answered = True
-                decoder = SSEDecoder()
-                for text in response.iter_text():
-                    first_byte = True
-                    if time.perf_counter() - start > self.timeouts.total:
-                        raise ApiTimeout("total", self.timeouts.total)
-                    for data in decoder.feed(text):
-                        piece = parser.feed(data)
-                        if piece:
-                            yield StreamPiece(text=piece)
+            _, response = call.next(first_by)  # the headers, within the first event's time
+            if response.status_code >= 400:
+                raise _status_error(response)
+            answered = True
+            decoder = SSEDecoder()
+            while True:
+                kind, text = call.next(total_by if first_event else first_by)
+                if kind == "end":
+                    break
+                for data in decoder.feed(text):
+                    first_event = True
+                    piece = parser.feed(data)
+                    if piece:
+                        yield StreamPiece(text=piece)
+        except TimeoutError:
+            raise self._billed(_phase(self.timeouts, first_event=first_event), parser) from None
         except httpx.HTTPError as exc:
-            error = _translate(exc, self.timeouts, answered=answered, streaming=True, first_byte=first_byte)
+            error = _translate(exc, self.timeouts, answered=answered, streaming=True, first_byte=first_event)
             raise self._billed(error, parser) from exc
         except (ApiStreamError, ApiTimeout) as exc:
             raise self._billed(exc, parser) from None
+        finally:
+            call.close()
         yield StreamPiece(result=self._stream_result(parser, model, start))
 
 
@@ -535,36 +604,43 @@ class AsyncApiClient(_Base):
                       extra: dict[str, Any]) -> AsyncGenerator[StreamPiece, None]:
         await self._ensure_prices()
         start = time.perf_counter()
-        deadline = start + self.timeouts.total
-        parser, answered, first_byte = _StreamParser(start), False, False
+        first_by, total_by = _deadlines(self.timeouts, start)
+        parser, answered, first_event = _StreamParser(start), False, False
+        call = self._http.stream("POST", self.base_url + "/chat/completions",
+                                 json=_body(messages, model, max_tokens, extra, stream=True))
         try:
-            async with self._http.stream("POST", self.base_url + "/chat/completions",
-                                         json=_body(messages, model, max_tokens, extra, stream=True)) as response:
-                if response.status_code >= 400:
-                    await response.aread()
-                    raise _status_error(response)
-                answered = True
-                decoder = SSEDecoder()
-                texts = response.aiter_text()
-                while True:
-                    remaining = deadline - time.perf_counter()
-                    if remaining <= 0:
-                        raise ApiTimeout("total", self.timeouts.total)
-                    try:
-                        async with asyncio.timeout(remaining):
-                            text = await anext(texts)
-                    except StopAsyncIteration:
-                        break
-                    except TimeoutError:
-                        raise ApiTimeout("total", self.timeouts.total) from None
-                    first_byte = True
-                    for data in decoder.feed(text):
-                        piece = parser.feed(data)
-                        if piece:
-                            yield StreamPiece(text=piece)
+            async with asyncio.timeout(max(0.0, first_by - time.perf_counter())):
+                response = await call.__aenter__()  # the headers, within the first event's time
+        except TimeoutError:
+            raise ApiTimeout("first_byte", min(self.timeouts.first_byte, self.timeouts.total)) from None
         except httpx.HTTPError as exc:
-            error = _translate(exc, self.timeouts, answered=answered, streaming=True, first_byte=first_byte)
+            raise _translate(exc, self.timeouts, answered=False, streaming=True, first_byte=False) from exc
+        try:
+            if response.status_code >= 400:
+                await response.aread()
+                raise _status_error(response)
+            answered = True
+            decoder = SSEDecoder()
+            texts = response.aiter_text()
+            while True:
+                deadline = total_by if first_event else first_by
+                try:
+                    async with asyncio.timeout(max(0.0, deadline - time.perf_counter())):
+                        text = await anext(texts)
+                except StopAsyncIteration:
+                    break
+                for data in decoder.feed(text):
+                    first_event = True
+                    piece = parser.feed(data)
+                    if piece:
+                        yield StreamPiece(text=piece)
+        except TimeoutError:
+            raise self._billed(_phase(self.timeouts, first_event=first_event), parser) from None
+        except httpx.HTTPError as exc:
+            error = _translate(exc, self.timeouts, answered=answered, streaming=True, first_byte=first_event)
             raise self._billed(error, parser) from exc
         except (ApiStreamError, ApiTimeout) as exc:
             raise self._billed(exc, parser) from None
+        finally:
+            await call.__aexit__(None, None, None)
         yield StreamPiece(result=self._stream_result(parser, model, start))

@@ -24,6 +24,8 @@ FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 SUBMISSIONS = ROOT / "submissions"
 #: Submissions written from TASK.md alone, by name: their folder and the deliverables they implement.
 INDEPENDENT = {"independent": (ROOT / "tests" / "fixtures" / "independent_submission", ("loadgen",))}
+#: Correct submissions built from the reference at recording time (tests/cold_start.py), graded on these criteria.
+BUILT = {"cold-start": ("loadgen",)}
 _SKIPPED = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache")
 
 
@@ -45,6 +47,10 @@ def source_of(name: str, scratch: Path) -> Path:
         return SUBMISSIONS / "reference"
     if name in INDEPENDENT:
         return INDEPENDENT[name][0]
+    if name == "cold-start":
+        from cold_start import build
+
+        return build(scratch / name) if not (scratch / name).exists() else scratch / name
     from grader.kit.chaff import list_chaff, materialize
 
     (chaff,) = [c for c in list_chaff(SUBMISSIONS / "chaff") if c.name == name]
@@ -59,6 +65,8 @@ def portable(index: Path, name: str) -> None:
     data["submission"] = "submissions/reference" if name == "reference" else f"submissions/chaff/{name}"
     if name in INDEPENDENT:
         data["submission"] = INDEPENDENT[name][0].relative_to(ROOT).as_posix()
+    if name in BUILT:
+        data["submission"] = f"tests/{name.replace('-', '_')}.py"
     index.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
@@ -78,7 +86,7 @@ def record(names: tuple[str, ...] = ()) -> int:
     ok = True
     with tempfile.TemporaryDirectory(prefix="grader-fixtures-") as tmp:
         kept, scratch = Path(tmp) / "kept", Path(tmp) / "src"
-        wanted = tuple(n for n in names if n not in INDEPENDENT)
+        wanted = tuple(n for n in names if n not in INDEPENDENT and n not in BUILT)
         if wanted or not names:
             for finding in selftest(jobs=2, names=wanted, keep=kept):
                 if finding.ok:
@@ -86,7 +94,9 @@ def record(names: tuple[str, ...] = ()) -> int:
                 else:
                     ok = False
                     print(f"not recorded: {finding.name} was not graded as expected", file=sys.stderr)
-        for name, (folder, parts) in INDEPENDENT.items():
+        whole = {name: (folder, parts) for name, (folder, parts) in INDEPENDENT.items()}
+        whole |= {name: (source_of(name, scratch), parts) for name, parts in BUILT.items() if not names or name in names}
+        for name, (folder, parts) in whole.items():
             if names and name not in names:
                 continue
             result = grade(GradeRequest(folder, kept / name, only=parts, echo=lambda _: None))

@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from api_client import (ApiClient, ApiClientError, ApiConnectionError, ApiServerError, ApiStreamError, ApiTimeout,
-                        AsyncApiClient, Prices, Timeouts)
+                        AsyncApiClient, Prices, Timeouts, StreamPiece)
 from fake_server import serve, tokenizer
 
 KEY = "sk-test-0123456789"
@@ -137,13 +137,40 @@ def test_async_client_streams_and_costs(api):
     assert result.cost_usd == pytest.approx((result.usage.input_tokens * 4 + 6 * 20) / 1e6)
 
 
+def test_after_the_first_event_only_total_bounds_a_stream_as_the_gateway_contract_says(fake_server):
+    """A pause longer than first_byte after the first event is waited for; one past total is a total timeout."""
+    pauses = fake_server(persona="api", token_rate=1000, faults=[{"kind": "stall", "after_tokens": 2, "seconds": 2.0}])
+    message = [{"role": "user", "content": "x"}]
+    within = Timeouts(connect=1, first_byte=1.0, total=6)  # the pause is twice first_byte
+    past = Timeouts(connect=1, first_byte=1.0, total=1.3)
+    with ApiClient(pauses.openai_base_url, "k", prices=Prices(4, 20), timeouts=within) as stub:
+        pieces = list(stub.stream_chat(message, model="opus-5.5", max_tokens=8, ignore_eos=True))
+        assert pieces[-1].result is not None and pieces[-1].result.usage.output_tokens == 8
+    with ApiClient(pauses.openai_base_url, "k", prices=Prices(4, 20), timeouts=past) as stub:
+        start = time.perf_counter()
+        with pytest.raises(ApiTimeout) as info:
+            list(stub.stream_chat(message, model="opus-5.5", max_tokens=8, ignore_eos=True))
+        assert info.value.phase == "total" and 1.2 < time.perf_counter() - start < 1.9
+
+    async def stream(timeouts: Timeouts) -> list[StreamPiece]:
+        async with AsyncApiClient(pauses.openai_base_url, "k", prices=Prices(4, 20), timeouts=timeouts) as client:
+            async with client.stream_chat(message, model="opus-5.5", max_tokens=8, ignore_eos=True) as pieces:
+                return [p async for p in pieces]
+
+    assert asyncio.run(stream(within))[-1].result is not None
+    start = time.perf_counter()
+    with pytest.raises(ApiTimeout) as info:
+        asyncio.run(stream(past))
+    assert info.value.phase == "total" and 1.2 < time.perf_counter() - start < 1.9
+
+
 def test_timeouts_name_the_limit_that_fired(fake_server):
-    stalls = fake_server(persona="api", token_rate=1000, faults=[{"kind": "stall", "after_tokens": 2, "seconds": 3}])
-    stub = ApiClient(stalls.openai_base_url, "k", prices=Prices(4, 20), timeouts=Timeouts(connect=1, first_byte=0.3, total=10))
+    silent = fake_server(persona="api", token_rate=1000, faults=[{"kind": "stall_after_headers", "seconds": 3}])
+    stub = ApiClient(silent.openai_base_url, "k", prices=Prices(4, 20), timeouts=Timeouts(connect=1, first_byte=0.3, total=10))
     start = time.perf_counter()
     with pytest.raises(ApiTimeout) as info:
         list(stub.stream_chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=8))
-    assert info.value.phase == "stall" and time.perf_counter() - start < 2
+    assert info.value.phase == "first_byte" and time.perf_counter() - start < 2
     slow = fake_server(persona="api", token_rate=10)
     whole = ApiClient(slow.openai_base_url, "k", prices=Prices(4, 20), timeouts=Timeouts(connect=1, first_byte=5, total=0.5))
     with pytest.raises(ApiTimeout) as info:

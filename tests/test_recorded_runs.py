@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from recorded import FIXTURES, INDEPENDENT, ROOT, digest, source_of
+from recorded import BUILT, FIXTURES, INDEPENDENT, ROOT, digest, source_of
 
 from grader.records.book import RecordBook
 from grader.grading.rejudge import grade_of
@@ -24,7 +24,9 @@ from grader.kit.selftest import kept as kept_target
 RUBRIC = load_rubric()
 VARIANTS = load_variants(RUBRIC)
 CHAFF = {c.name: c for c in list_chaff(ROOT / "submissions" / "chaff")}
-NAMES = ["reference", *sorted(CHAFF), *INDEPENDENT]
+NAMES = ["reference", *sorted(CHAFF), *INDEPENDENT, *BUILT]
+#: Correct submissions by name, and the deliverables each implements.
+CORRECT = {**{name: parts for name, (_, parts) in INDEPENDENT.items()}, **BUILT}
 
 
 def _book(name: str) -> RecordBook:
@@ -64,6 +66,8 @@ def _stale(name: str, book: RecordBook, scratch: Path) -> list[str]:
         elif record["section"] == "sizing":
             if {r["name"]: r["flags"] for r in record["sets"]} != sets or record["perturb"] != perturb:
                 out.append("the sizing input sets changed")
+            if [r["name"] for r in record.get("refusals", [])] != [r.name for r in plan.refuse]:
+                out.append("the sizing inputs to refuse changed")
     return out
 
 
@@ -82,10 +86,11 @@ def test_the_references_records_pass_every_criterion() -> None:
     assert grade.score == grade.max_score
 
 
-@pytest.mark.parametrize("name", sorted(INDEPENDENT))
-def test_an_independent_submissions_records_pass_every_criterion_of_what_it_implements(name: str) -> None:
+@pytest.mark.parametrize("name", sorted(CORRECT))
+def test_a_correct_submissions_records_pass_every_criterion_of_what_it_implements(name: str) -> None:
+    """An independent submission written from TASK.md alone, and the reference's client with a cold start."""
     book = _book(name)
-    parts = INDEPENDENT[name][1]
+    parts = CORRECT[name]
     assert book.index["criteria"] == [c.id for c in RUBRIC.criteria if c.deliverable in parts]
     grade = grade_of(book, RUBRIC)
     assert {c.id: c.output for c in grade.criteria if c.status != "passed"} == {}

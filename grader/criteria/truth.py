@@ -61,11 +61,13 @@ def truth_of(record: dict[str, Any], timeout_s: float | None = None) -> Truth:
     kinds = [kind for _, kind, _ in chunks]
     status = int(record.get("status") or 200)
     end = chunks[-1][0] if chunks else (record.get("finished") or record["arrival"])
-    outlasts = timeout_s is not None and float(fault.get("seconds") or 0.0) > timeout_s
     if status != 200:
         outcome, reasons = "failed", frozenset({"http_status"})
+    elif applied in _STALLS and timeout_s is not None:  # the client's timeout decides, whatever the client did
+        timed_out = float(fault.get("seconds") or 0.0) > timeout_s
+        outcome, reasons = ("failed", FAILURE_REASONS[applied]) if timed_out else ("ok", frozenset())
     elif (
-        (applied in FAILURE_REASONS and not (applied in _STALLS and "done" in kinds and not outlasts))
+        (applied in FAILURE_REASONS and not (applied in _STALLS and "done" in kinds))
         or "done" not in kinds
         or record.get("finish_reason") in ("abort", "error")
     ):
@@ -75,6 +77,7 @@ def truth_of(record: dict[str, Any], timeout_s: float | None = None) -> Truth:
     else:
         outcome, reasons = "ok", frozenset()
     ok = outcome == "ok"
+    seen = ok and bool(content)  # an ok request its client left early (a stall within its timeout) has none
     tokens = int(record.get("completion_tokens", 0)) - int(record.get("reasoning_tokens", 0)) if ok else 0
     span = content[-1] - content[0] if len(content) >= 2 else 0.0
     return Truth(
@@ -85,8 +88,8 @@ def truth_of(record: dict[str, Any], timeout_s: float | None = None) -> Truth:
         end=float(end),
         outcome=outcome,
         reasons=reasons,
-        ttft_s=content[0] - record["arrival"] if ok else None,
-        first_content=content[0] if ok else None,
+        ttft_s=content[0] - record["arrival"] if seen else None,
+        first_content=content[0] if seen else None,
         tokens=tokens,
         tps=tokens / span if ok and span > 0 else None,
         fault=applied,

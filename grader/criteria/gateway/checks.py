@@ -226,15 +226,24 @@ def _require_local_failure(run: CaseRun) -> list[str]:
 
 
 def _require_bad(run: CaseRun) -> list[str]:
+    """A `require` that is neither "local" nor "any" is a 400, sent nowhere; `null` is `any`: served locally."""
     out = []
-    for body, answer in zip(run.sent, run.answers, strict=False):
+    refused = [(b, a) for b, a in zip(run.sent, run.answers, strict=False) if b.get("require") is not None]
+    for body, answer in refused:
         if answer.get("status") != 400 or not has_error_body(answer):
             out.append(
                 f"require: {json.dumps(body.get('require'))} got HTTP {answer.get('status')}, expected 400 "
                 "with an OpenAI-style error body"
             )
-    if run.local or run.api:
-        out.append(f"sent on although refused (local ledger {len(run.local)}, API ledger {len(run.api)})")
+    served = [a for b, a in zip(run.sent, run.answers, strict=False) if "require" in b and b["require"] is None]
+    for answer in served:
+        if answer.get("status") != 200:
+            out.append(f"require: null got HTTP {answer.get('status')}; null is the default, any: a whole answer")
+    if len(run.local) != len(served) or run.api:
+        out.append(
+            f"the ledgers show {len(run.local)} local and {len(run.api)} API requests; the refused ones must be "
+            f"sent nowhere and the {len(served)} with require: null served by the local route"
+        )
     return out
 
 

@@ -20,7 +20,7 @@ from grader.rubric import Criterion
 __all__: list[str] = []  # the checks are found through the registry
 
 
-@check("loadgen", "loadgen.throughput", needs=("rel",), by_run=True)
+@check("loadgen", "loadgen.throughput", needs=("rel", "cold_lead_s"), by_run=True)
 def check_throughput(runs: list[Observed], criterion: Criterion) -> Verdict:
     run = runs[0]
     if (bad := unusable(run)) is not None:
@@ -32,7 +32,12 @@ def check_throughput(runs: list[Observed], criterion: Criterion) -> Verdict:
             f"the ledger shows no successful request in `{run.scenario.name}`: there is no throughput to judge",
             evidence=run_evidence(run),
         )
-    wall = max(t.end for t in run.truths) - min(t.arrival for t in run.truths)
+    # The wall time runs from your first send (trusted within cold_lead_s of the first arrival: the first
+    # request carries your client's cold start) to the last end the server saw.
+    first = min(t.arrival for t in run.truths)
+    starts = [s for r in run.requests if isinstance(r, dict) and (s := num(r.get("start"))) is not None]
+    began = min(max(min(starts, default=first), first - criterion.tol("cold_lead_s")), first)
+    wall = max(t.end for t in run.truths) - began
     truth = tokens / wall if wall > 0 else 0.0
     yours = num(run.summary.get("throughput_tokens_per_s"))
     evidence = run_evidence(

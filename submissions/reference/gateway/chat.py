@@ -49,7 +49,7 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         raise BadRequest("The request body is not valid JSON.") from None
     if not isinstance(body, dict):
         raise BadRequest("The request body must be a JSON object.")
-    require = body.get("require", "any")
+    require = "any" if body.get("require") is None else body["require"]  # null is the default, as left out
     if require not in ("local", "any") or not isinstance(require, str):
         raise BadRequest(f'`require` must be "local" or "any" (got {json.dumps(require)}).', "require")
     stream = body.get("stream", False)
