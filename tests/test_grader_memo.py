@@ -8,13 +8,14 @@ from pathlib import Path
 
 from recorded import FIXTURES
 
-from grader.criteria.memo_rules import check_memo
+from grader.criteria.memo_rules import check_memo, split_front_matter
 from grader.grading.records import RecordBook
 from grader.grading.rejudge import grade_of
 from grader.grading.rubric import load_rubric
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMO = (ROOT / "submissions" / "reference" / "memo" / "MEMO.md").read_text()
+INPUTS = split_front_matter(MEMO)[0]["sizing_inputs"]
 
 
 def rules(text: str) -> dict[str, list[object]]:
@@ -62,3 +63,51 @@ def test_reference_full_marks_and_a_figure_against_its_results_file() -> None:
     assert "19 figures match" in reference["memo.matches-sources"].output  # type: ignore[attr-defined]
     sources = _judged("memo-contradicts-results")["memo.matches-sources"]
     assert sources.score == 0 and "loadgen:summary.ttft_s.max" in sources.output  # type: ignore[attr-defined]
+
+
+# --- arithmetic shown in the text ----------------------------------------------------------------------------
+
+TURNS, STREAMS, THROUGHPUT = INPUTS["turns-per-chat"], INPUTS["concurrency"], INPUTS["throughput"]
+PER_TURN = INPUTS["input-tokens-per-turn"] + INPUTS["output-tokens-per-turn"]  # stated below as a figure of its own
+LOW, HIGH = INPUTS["gpu-hour-usd"]
+LAST_FIGURE = "  - {name: ttft_max_fake_server,"
+
+
+def shows_its_arithmetic(memo: str = MEMO, *, tokens: str = "", speed: str = "", cost: str = "") -> str:
+    """The memo with a paragraph of arithmetic on its own figures and inputs, each result no figure of its own:
+    a chat's tokens from the turns and a turn's tokens, a stream's share of the replica, the prices' gap."""
+    figure = f"  - {{name: tokens_per_turn, value: {PER_TURN}, unit: tokens per turn, provenance: assumption, scope: n/a}}\n"
+    lines = [
+        "**Arithmetic.**",
+        f"Each chat is {TURNS} x {PER_TURN:,} = {tokens or f'{TURNS * PER_TURN:,}'} tokens, prompts and answers together.",
+        f"Each of the {STREAMS} streams gets {THROUGHPUT} / {STREAMS} = {speed or f'{THROUGHPUT / STREAMS:.2f}'} tokens/s.",
+        f"The dearer GPU costs ${HIGH:.2f} - ${LOW:.2f} = ${cost or f'{HIGH - LOW:.2f}'} more an hour.",
+    ]
+    memo = memo.replace(LAST_FIGURE, figure + LAST_FIGURE, 1)
+    return memo.replace("**Before this becomes a plan.**", "\n".join(lines) + "\n\n**Before this becomes a plan.**", 1)
+
+
+def test_a_number_worked_out_in_its_sentence_from_figures_and_inputs_is_quoted_honestly() -> None:
+    memo = shows_its_arithmetic()
+    assert f"= {TURNS * PER_TURN:,} tokens" in memo and f"= {THROUGHPUT / STREAMS:.2f} tokens/s" in memo
+    assert rules(memo) == {}
+
+
+def test_arithmetic_shown_counts_at_the_precision_shown_and_no_further() -> None:
+    rounded = shows_its_arithmetic(speed=f"{THROUGHPUT / STREAMS:.1f}", cost=f"{HIGH - LOW:.1f}")
+    assert rules(rounded) == {}
+    # 2% off: beyond the last digit shown and beyond the half percent a rounded figure is allowed
+    wrong = {
+        "tokens": f"{round(TURNS * PER_TURN * 1.02):,}",
+        "speed": f"{THROUGHPUT / STREAMS * 1.02:.2f}",
+        "cost": f"{(HIGH - LOW) * 1.02:.2f}",
+    }
+    for part, written in wrong.items():
+        [finding] = rules(shows_its_arithmetic(**{part: written}))["text-matches-front-matter"]
+        assert written in finding.message and written in finding.quote  # type: ignore[attr-defined]
+
+
+def test_an_operand_that_is_no_figure_or_input_shows_nothing() -> None:
+    memo = shows_its_arithmetic().replace(f"{TURNS} x {PER_TURN:,} =", f"{TURNS} x {PER_TURN + 100:,} =")
+    [finding] = rules(memo)["text-matches-front-matter"]
+    assert f"{TURNS * PER_TURN:,} tokens" in finding.message  # type: ignore[attr-defined]

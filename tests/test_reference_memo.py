@@ -320,3 +320,14 @@ def test_grader_memo_names_and_quotes_the_line_it_faults(tmp_path: Path) -> None
     assert done.returncode == 1, done.stderr
     assert f"{memo}:{line}: ERROR  speed-scope [one_stream_throughput]" in done.stdout
     assert f"    > - {figure.replace('scope: aggregate', 'scope: n/a')}" in done.stdout
+
+
+def test_the_throughput_the_sizing_ran_with_may_be_quoted_as_the_input_it_is() -> None:
+    """The brief: a speed the text quotes is a figure of the front matter or an input of `sizing_inputs`."""
+    inputs = {"throughput": 595, "concurrency": 16}
+    front = {"contract": 1, "figures": [fig(name="one_stream_throughput", value=42, status="placeholder")],
+             "sizing_inputs": inputs}
+    body = f"A placeholder: the sizing ran at {inputs['throughput']} tokens/s over {inputs['concurrency']} streams."
+    assert errors(check_figures(front, body)) == []
+    misquoted = body.replace(f"{inputs['throughput']} tokens/s", f"{inputs['throughput'] + 100} tokens/s")
+    assert {f.rule for f in errors(check_figures(front, misquoted))} == {"text-matches-front-matter"}

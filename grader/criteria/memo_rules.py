@@ -21,7 +21,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from grader.criteria.memo_quantities import input_values, misquoted
+from grader.criteria.memo_quantities import input_values, known_values, misquoted, shown_arithmetic
 from grader.shared.yaml_files import YamlError
 from grader.shared.yaml_files import split_front_matter as read_front_matter
 
@@ -330,8 +330,11 @@ def _time_scale(unit: str) -> float | None:
 
 
 def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, inputs: Any = None) -> list[Finding]:
-    """Speeds and latencies the text quotes must be front-matter figures, and honest about scope; costs,
-    prices, replicas, hours and tokens must be figures or the sizing command's inputs (memo_quantities)."""
+    """Speeds and latencies the text quotes must be front-matter figures (or arithmetic shown on figures and
+    inputs), and honest about scope; costs, prices, replicas, hours and tokens must be figures or the sizing
+    command's inputs (memo_quantities)."""
+    known = known_values(figures, input_values(inputs))
+    throughput = inputs.get("throughput") if isinstance(inputs, dict) else None
     out: list[Finding] = [
         Finding(
             "text-matches-front-matter",
@@ -348,7 +351,9 @@ def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, i
     for line, sentence in _sentences(body, first_line):
         for match in _SPEED_IN_TEXT.finditer(sentence):
             written = match.group(1)
-            if not any(_matches(written, f.get("value")) for f in speeds):
+            # A figure, or the throughput input, as the brief says of every quoted number.
+            stated = any(_matches(written, f.get("value")) for f in speeds) or _matches(written, throughput)
+            if not stated and not shown_arithmetic(written, sentence, match.span(1), known):
                 out.append(
                     Finding(
                         "text-matches-front-matter",
@@ -374,7 +379,9 @@ def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, i
             for match in _TIME_IN_TEXT.finditer(sentence):
                 written, unit = match.group(1), match.group(2)
                 scale = 1000.0 if unit == "ms" else 1.0
-                if not any(_matches(written, f.get("value"), scale * (_time_scale(f["unit"]) or 1.0)) for f in times):
+                if not any(
+                    _matches(written, f.get("value"), scale * (_time_scale(f["unit"]) or 1.0)) for f in times
+                ) and not shown_arithmetic(written, sentence, match.span(1), known):
                     out.append(
                         Finding(
                             "text-matches-front-matter",
