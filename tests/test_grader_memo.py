@@ -51,6 +51,39 @@ def test_a_placeholder_label_lets_a_laptop_figure_stand_in() -> None:
     assert "production-provenance" not in rules(labelled)
 
 
+ONE_STREAM = "  - {name: one_stream_throughput, value: 42, unit: output tokens/s, provenance: invented sample, scope: aggregate, status: placeholder}\n"
+HONEST_CAVEAT = "The 595 is one replica's aggregate over 16\nstreams; it is not any user's speed, and per-request TPS has to be measured per request."
+
+
+def restated_per_user(value: object, sentence: str, memo: str = MEMO) -> str:
+    """The memo with a per_user figure of `value` (citing nothing) and `sentence` for its honest caveat."""
+    figure = f"  - {{name: user_speed, value: {value}, unit: output tokens/s, provenance: invented sample, scope: per_user, status: placeholder}}\n"
+    assert ONE_STREAM in memo and HONEST_CAVEAT in memo
+    return memo.replace(ONE_STREAM, ONE_STREAM + figure).replace(HONEST_CAVEAT, sentence)
+
+
+def test_the_throughput_streams_share_sold_as_each_users_speed_is_caught_in_the_figure_and_the_text() -> None:
+    """The held-out kind of memo: the sizing's throughput as a per_user figure of its own, and a sentence saying
+    each user sees it; the per_user figure of that value must not make the sentence look stated."""
+    throughput, streams = INPUTS["throughput"], INPUTS["concurrency"]
+    sentence = f"With {streams} concurrent chats each user sees {throughput} tok/s."
+    found = rules(restated_per_user(throughput, sentence))
+    assert set(found) == {"per-user-not-aggregate"}
+    figure, text = found["per-user-not-aggregate"]
+    assert figure.figure == "user_speed" and f"{streams} streams" in figure.message  # type: ignore[attr-defined]
+    assert text.quote == sentence  # type: ignore[attr-defined]
+
+
+def test_a_users_share_of_the_throughput_and_one_streams_speed_pass() -> None:
+    throughput, streams = INPUTS["throughput"], INPUTS["concurrency"]
+    share = f"{throughput / streams:.2f}"
+    shared = f"With {streams} concurrent chats each user sees {throughput} / {streams} = {share} tokens/s."
+    assert rules(restated_per_user(share, shared)) == {}
+    alone = MEMO.replace(f"concurrency: {streams},", "concurrency: 1,", 1)
+    assert alone != MEMO
+    assert rules(restated_per_user(throughput, f"With one chat at a time its user sees {throughput} tok/s.", alone)) == {}
+
+
 def _judged(name: str) -> dict[str, object]:
     grade = grade_of(RecordBook.read(FIXTURES / name), load_rubric())
     assert len(grade.human_checklist) >= 3  # what a person still judges

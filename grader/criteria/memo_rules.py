@@ -8,7 +8,10 @@ fake-server run. They read the labels first (a figure's unit, scope, provenance,
 and then the prose: a speed or a latency quoted in the text must be one of the front matter's
 figures, and a sentence that sells an aggregate throughput as one user's speed is caught by its
 meaning (a tokens/s figure whose scope is aggregate, in a sentence about a user), not by a word.
-A person still reads the memo.
+The memo's own sizing says how many streams share its throughput (`sizing_inputs`: `throughput` at
+`concurrency` streams): above one stream that value is no user's speed, whatever a figure that
+carries it says it is derived from or what its unit says; a user's share is the throughput over
+the streams. A person still reads the memo.
 
 Each finding has a `severity`: "error" for the contract's rules (the grader scores them) and
 "advice" for checks the contract does not state (reported, never scored).
@@ -183,14 +186,57 @@ def _percentile_rules(fig: dict[str, Any], label: str) -> list[Finding]:
     return []
 
 
-def _scope_rules(fig: dict[str, Any], label: str, aggregates: list[dict[str, Any]]) -> list[Finding]:
+@dataclass(frozen=True)
+class _Sized:
+    """The aggregate throughput the memo's sizing was run with (`sizing_inputs`), and the streams it was at."""
+
+    throughput: float
+    streams: int | None  # `concurrency`; None when the memo does not state it
+
+    def shared(self, value: Any) -> bool:
+        """`value` is this aggregate while more than one stream shares it: no user sees it."""
+        return self.streams is not None and self.streams > 1 and _number(value) and math.isclose(value, self.throughput)
+
+    def alone(self, value: Any) -> bool:
+        """`value` is this aggregate at one stream: that one user's speed, rightly."""
+        return self.streams == 1 and _number(value) and math.isclose(value, self.throughput)
+
+
+def _sized(inputs: Any) -> _Sized | None:
+    if not isinstance(inputs, dict) or not _number(inputs.get("throughput")):
+        return None
+    streams = inputs.get("concurrency")
+    ok = isinstance(streams, int) and not isinstance(streams, bool) and streams >= 1
+    return _Sized(float(inputs["throughput"]), streams if ok else None)
+
+
+def _scope_rules(
+    fig: dict[str, Any], label: str, aggregates: list[dict[str, Any]], sized: _Sized | None = None
+) -> list[Finding]:
     out = []
     if _is_rate(fig) and fig.get("scope") not in ("aggregate", "per_user"):
         out.append(Finding("speed-scope", label, "a speed needs scope 'aggregate' or 'per_user'"))
     if fig.get("scope") == "per_user":
-        # By its scope field and what it comes from, never by a word of its name or unit ("per-user throughput"
-        # is a fair name), nor by a coincidence of values: at one stream a user's speed is the aggregate's, and
-        # both figures may rightly have one value. What is wrong is an aggregate figure restated per user.
+        # By its scope field and its value, never by a word of its name or unit ("per-user throughput" is a fair
+        # name). The replica's throughput at more than one stream is no user's speed, whatever the figure says it
+        # is derived from: a user sees the throughput divided by the streams. At one stream a user's speed is the
+        # aggregate's, and both figures may rightly have one value.
+        if sized is not None and sized.shared(fig.get("value")):
+            assert sized.streams is not None
+            out.append(
+                Finding(
+                    "per-user-not-aggregate",
+                    label,
+                    f"{fig['value']:g} is the aggregate throughput the sizing was run with, shared by "
+                    f"{sized.streams} streams (sizing_inputs throughput and concurrency); one user's share is "
+                    f"{sized.throughput / sized.streams:.4g}",
+                )
+            )
+            return out
+        if sized is not None and sized.alone(fig.get("value")):
+            return out
+        # Where the memo does not say how many streams an aggregate figure was measured at, an aggregate figure
+        # restated per user (derived from it, with its value) is still one: a coincidence of values is not.
         for agg in aggregates:
             if agg.get("name") in _sources(fig) and agg.get("value") == fig.get("value"):
                 out.append(
@@ -278,13 +324,14 @@ def check_figures(front: dict[str, Any], body: str = "", *, first_line: int = 1)
     if len(good) < len(figures):
         out.append(Finding("figure-fields", None, "every figure must be a mapping"))
     aggregates = [f for f in good if f.get("scope") == "aggregate"]
+    sized = _sized(front.get("sizing_inputs"))
     seen: set[str] = set()
     for index, fig in enumerate(good):
         label = str(fig.get("name") or f"figures[{index}]")
         if label in seen:
             out.append(Finding("figure-fields", label, "name used twice"))
         seen.add(label)
-        out += _fields(fig, label) + _percentile_rules(fig, label) + _scope_rules(fig, label, aggregates)
+        out += _fields(fig, label) + _percentile_rules(fig, label) + _scope_rules(fig, label, aggregates, sized)
     return (
         out
         + _sizing_rules(good, body, front.get("sizing_inputs"))
@@ -334,7 +381,7 @@ def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, i
     inputs), and honest about scope; costs, prices, replicas, hours and tokens must be figures or the sizing
     command's inputs (memo_quantities)."""
     known = known_values(figures, input_values(inputs))
-    throughput = inputs.get("throughput") if isinstance(inputs, dict) else None
+    sized = _sized(inputs)
     out: list[Finding] = [
         Finding(
             "text-matches-front-matter",
@@ -352,7 +399,9 @@ def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, i
         for match in _SPEED_IN_TEXT.finditer(sentence):
             written = match.group(1)
             # A figure, or the throughput input, as the brief says of every quoted number.
-            stated = any(_matches(written, f.get("value")) for f in speeds) or _matches(written, throughput)
+            stated = any(_matches(written, f.get("value")) for f in speeds) or (
+                sized is not None and _matches(written, sized.throughput)
+            )
             if not stated and not shown_arithmetic(written, sentence, match.span(1), known):
                 out.append(
                     Finding(
@@ -363,9 +412,26 @@ def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, i
                         quote=sentence,
                     )
                 )
+            if not _USER.search(sentence) or _NEGATION.search(sentence):
+                continue
             agg = next((f for f in aggregates if _matches(written, f.get("value"))), None)
+            # The replica's throughput at more than one stream, whatever figure (a per_user one too) has its value.
+            if sized is not None and (sized.streams or 0) > 1 and _matches(written, sized.throughput):
+                out.append(
+                    Finding(
+                        "per-user-not-aggregate",
+                        str(agg.get("name")) if agg else None,
+                        f"{written} tokens/s is the aggregate throughput the sizing was run with, shared by "
+                        f"{sized.streams} streams, presented as one user's speed",
+                        line=line,
+                        quote=sentence,
+                    )
+                )
+                continue
+            if sized is not None and sized.streams == 1 and _matches(written, sized.throughput):
+                continue  # at one stream the aggregate is that user's speed
             per_user = any(_matches(written, f.get("value")) for f in speeds if f.get("scope") == "per_user")
-            if agg and not per_user and _USER.search(sentence) and not _NEGATION.search(sentence):
+            if agg and not per_user:
                 out.append(
                     Finding(
                         "per-user-not-aggregate",
