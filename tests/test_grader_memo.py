@@ -84,6 +84,20 @@ def test_a_users_share_of_the_throughput_and_one_streams_speed_pass() -> None:
     assert rules(restated_per_user(throughput, f"With one chat at a time its user sees {throughput} tok/s.", alone)) == {}
 
 
+def test_a_sentence_wrapped_onto_the_next_line_is_read_whole() -> None:
+    """Markdown wraps a paragraph's lines into one text: a sentence about a user whose speed is on the next line,
+    and arithmetic whose result is on the next line, are judged as the reader reads them."""
+    throughput, streams = INPUTS["throughput"], INPUTS["concurrency"]
+    wrapped = restated_per_user(throughput, f"With {streams} concurrent chats each\nuser sees {throughput} tok/s.")
+    found = rules(wrapped)
+    assert set(found) == {"per-user-not-aggregate"} and len(found["per-user-not-aggregate"]) == 2
+    sentence = found["per-user-not-aggregate"][1]
+    assert sentence.quote == f"With {streams} concurrent chats each user sees {throughput} tok/s."  # type: ignore[attr-defined]
+    assert wrapped.splitlines()[sentence.line - 1].endswith(f"{streams} concurrent chats each")  # type: ignore[attr-defined]
+    arithmetic = shows_its_arithmetic().replace(f"{TURNS} x {PER_TURN:,} = ", f"{TURNS} x {PER_TURN:,}\n= ")
+    assert f"x {PER_TURN:,}\n= {TURNS * PER_TURN:,} tokens" in arithmetic and rules(arithmetic) == {}
+
+
 def _judged(name: str) -> dict[str, object]:
     grade = grade_of(RecordBook.read(FIXTURES / name), load_rubric())
     assert len(grade.human_checklist) >= 3  # what a person still judges

@@ -70,6 +70,10 @@ _NEGATION = re.compile(r"\b(not|never|no|isn't|is not|aren't)\b", re.IGNORECASE)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _RATE = re.compile(r"(/\s*s\b|/\s*sec|per\s+second|tok/s|tokens/s)", re.IGNORECASE)
 _SIZES_PRODUCTION = re.compile(r"replica|production|sizing", re.IGNORECASE)
+#: A sentence: up to a stop followed by a space and a capital, a bold mark or a bracket (or the end).
+_SENTENCE = re.compile(r"\S.*?(?:[.!?](?=\s+[A-Z*(])|$)", re.DOTALL)
+#: A line that starts a block of its own: a list item or a quotation.
+_BLOCK_START = re.compile(r"^(?:[-*+]\s|\d+[.)]\s|>)")
 
 
 class MemoError(ValueError):
@@ -354,19 +358,39 @@ def _matches(written: str, value: Any, scale: float = 1.0) -> bool:
 
 
 def _sentences(body: str, first_line: int) -> list[tuple[int, str]]:
-    """(line, sentence) pairs of the prose: sentences never cross a blank line, a table row is one sentence,
+    """(line, sentence) pairs of the prose, each sentence with the line it starts on. A paragraph's lines are
+    read as one text, as Markdown shows them: a sentence wrapped onto the next line ("each\nuser sees") is one
+    sentence. Sentences never cross a blank line, a heading or a list item's start; a table row is one sentence,
     and a fenced code block (a command line, say) is not prose."""
-    out = []
+    out: list[tuple[int, str]] = []
+    paragraph: list[tuple[int, str]] = []
     fenced = False
-    for index, line in enumerate(body.splitlines()):
-        if line.lstrip().startswith(("```", "~~~")):
+    for index, raw in enumerate(body.splitlines()):
+        line = raw.strip()
+        if line.startswith(("```", "~~~")):
             fenced = not fenced
+        if fenced or not line or line.startswith(("```", "~~~", "|", "#")) or _BLOCK_START.match(line):
+            out += _split(paragraph)
+            paragraph = []
+        if fenced or line.startswith(("```", "~~~")):
             continue
-        if fenced:
-            continue
-        for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z*(])", line):
-            if sentence.strip():
-                out.append((first_line + index, sentence.strip()))
+        if line.startswith(("|", "#")):  # a table row or a heading: a sentence of its own
+            out.append((first_line + index, line))
+        elif line:
+            paragraph.append((first_line + index, line))
+    return out + _split(paragraph)
+
+
+def _split(paragraph: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A paragraph's (line, text) lines as (line, sentence): the line is the one each sentence starts on."""
+    text, starts = "", []
+    for number, words in paragraph:
+        starts.append((len(text), number))
+        text += words + " "
+    out = []
+    for match in _SENTENCE.finditer(text):
+        first = next(number for offset, number in reversed(starts) if offset <= match.start())
+        out.append((first, match.group(0).strip()))
     return out
 
 
