@@ -41,7 +41,11 @@ def _stale(name: str, book: RecordBook, scratch: Path) -> list[str]:
     if (FIXTURES / name / "source.txt").read_text().strip() != digest(source_of(name, scratch)):
         out.append("the submission changed")
     sets, base, perturb = load_sets()
-    if book.index.get("variants", {}).get("count", 0) != (VARIANTS.count if VARIANTS else 0):
+    variants = book.index.get("variants", {}).get("count", 0)
+    # The selftest (and so `make fixtures`) grades a chaff not fitted to the public scenarios without the hidden
+    # variants: recorded so, it has none, whatever their number today.
+    without = name in CHAFF and not CHAFF[name].unseen and variants == 0
+    if variants != (VARIANTS.count if VARIANTS else 0) and not without:
         out.append("the number of hidden variants changed")
     for record in book.records.values():
         if record["section"] == "loadgen":
