@@ -4,6 +4,10 @@ citing sizing:/loadgen: fields are checked against the sizing command's output a
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from recorded import FIXTURES
@@ -158,3 +162,38 @@ def test_an_operand_that_is_no_figure_or_input_shows_nothing() -> None:
     memo = shows_its_arithmetic().replace(f"{TURNS} x {PER_TURN:,} =", f"{TURNS} x {PER_TURN + 100:,} =")
     [finding] = rules(memo)["text-matches-front-matter"]
     assert f"{TURNS * PER_TURN:,} tokens" in finding.message  # type: ignore[attr-defined]
+
+
+def test_the_throughput_restated_per_user_loses_the_per_user_criterion_alone_and_says_where() -> None:
+    judged = _judged("memo-aggregate-restated-per-user")
+    assert {i for i, c in judged.items() if c.status != "passed"} == {"memo.per-user-speed"}  # type: ignore[attr-defined]
+    output = judged["memo.per-user-speed"].output  # type: ignore[attr-defined]
+    assert "user_speed" in output and f"each user sees {INPUTS['throughput']} tok/s" in output
+
+
+def test_a_memo_that_shows_its_arithmetic_and_a_users_share_keeps_full_memo_marks(tmp_path: Path) -> None:
+    """The must-pass side of the two rules, graded for real: a memo that works its figures out in the text, and
+    gives a user's speed as the throughput over the streams (a per_user figure cited from the sizing command)."""
+    throughput, streams = INPUTS["throughput"], INPUTS["concurrency"]
+    share = f"{throughput / streams:.2f}"
+    memo = restated_per_user(share, f"With {streams} concurrent chats each user sees {throughput} / {streams} =\n"
+                                    f"{share} tokens/s.", shows_its_arithmetic())
+    memo = memo.replace("scope: per_user, status: placeholder}",
+                        "scope: per_user, status: derived, derived_from: sizing:per_stream_output_tokens_per_s}")
+    submission = tmp_path / "submission"
+    shutil.copytree(ROOT / "submissions" / "reference", submission,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"))
+    (submission / "memo" / "MEMO.md").write_text(memo, encoding="utf-8")
+    checked = subprocess.run([sys.executable, "-m", "grader.cli", "memo", str(submission / "memo" / "MEMO.md")],
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    graded = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(submission), "--only", "memo",
+                             "--out", str(tmp_path / "report")], capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    memo_ids = {c.id for c in load_rubric().criteria if c.deliverable == "memo"}
+    scored = {t["name"].split(":")[0]: t for t in report["tests"]}
+    assert set(scored) == memo_ids
+    assert all(t["status"] == "passed" and t["score"] == t["max_score"] > 0 for t in scored.values()), scored
+    assert report["score"] == report["max_score"]
