@@ -170,3 +170,19 @@ def scenarios() -> None:
     """List the built-in scenarios."""
     for name, description in list_scenarios():
         click.echo(f"{name:22} {description}")
+
+
+@main.command()
+def faults() -> None:
+    """List every fault kind and its rule's fields (for /admin/faults and `faults:`)."""
+    from fake_server.reference import fault_reference
+
+    click.echo(fault_reference())
+
+
+@main.command()
+def fixture() -> None:
+    """List the `fake_server` pytest fixture's keywords and what its server offers."""
+    from fake_server.reference import fixture_reference
+
+    click.echo(fixture_reference())
