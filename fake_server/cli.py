@@ -175,14 +175,14 @@ def scenarios() -> None:
 @main.command()
 def faults() -> None:
     """List every fault kind and its rule's fields (for /admin/faults and `faults:`)."""
-    from fake_server.reference import fault_reference
+    from fake_server.manual import fault_manual
 
-    click.echo(fault_reference())
+    click.echo(fault_manual())
 
 
 @main.command()
 def fixture() -> None:
     """List the `fake_server` pytest fixture's keywords and what its server offers."""
-    from fake_server.reference import fixture_reference
+    from fake_server.manual import fixture_manual
 
-    click.echo(fixture_reference())
+    click.echo(fixture_manual())

@@ -7,8 +7,8 @@ optionally only for one `model`. Rules are tried in order and the first that sel
 applies to it; the ledger records which.
 
 Each kind is declared once, in `KINDS` below: what a plain client sees and the rule fields it reads.
-Each field says what it does in its own `help`. `fake-server faults` prints both (fake_server/reference.py),
-so the candidate's reference is this code.
+Each field says what it does in its own `help`. `fake-server faults` prints both (fake_server/manual.py),
+so the candidate's manual is this code.
 
 A client that gives up during a stall ends it: the request is aborted at the disconnect (as vLLM
 cancels the handler of a client that has gone), so its ledger record ends when the client left.

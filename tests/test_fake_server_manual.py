@@ -16,7 +16,7 @@ import pytest
 
 from fake_server import RunningServer, serve
 from fake_server.engine.faults import FAULT_KINDS, KINDS
-from fake_server.reference import SERVE_KEYWORDS
+from fake_server.manual import SERVE_KEYWORDS
 
 BIN = Path(sys.executable).parent
 #: A valid value for each field a rule may hold, chosen here (the server must take every one of them).
@@ -78,11 +78,11 @@ def test_each_kind_with_the_fields_listed_for_it_is_taken_and_shown_back(kind: s
     assert [{k: v for k, v in r.items() if k in rule} for r in shown] == [rule]
 
 
-def test_the_fixtures_reference_names_every_keyword_the_fixture_takes() -> None:
+def test_the_fixtures_manual_names_every_keyword_the_fixture_takes() -> None:
     text = command("fixture")
     named = set(re.findall(r"^\s+([a-z_]+)[=:]", text, re.MULTILINE))
     keywords = {p.name for p in inspect.signature(serve).parameters.values() if p.kind is not p.VAR_KEYWORD}
-    assert keywords <= set(SERVE_KEYWORDS), "describe the new keyword of serve() in fake_server/reference.py"
+    assert keywords <= set(SERVE_KEYWORDS), "describe the new keyword of serve() in fake_server/manual.py"
     with serve(admin=True) as server:  # every setting, as a running server reports its own
         config = httpx.get(server.base_url + "/admin/config", timeout=10).json()
     settings = (set(config) - {"models"}) | {key for model in config["models"].values() for key in model}
@@ -91,7 +91,7 @@ def test_the_fixtures_reference_names_every_keyword_the_fixture_takes() -> None:
         assert name in text
 
 
-def test_the_fixture_takes_the_keywords_its_reference_shows(fake_server: Callable[..., RunningServer]) -> None:
+def test_the_fixture_takes_the_keywords_its_manual_shows(fake_server: Callable[..., RunningServer]) -> None:
     server = fake_server(max_num_seqs=2, faults=[{"kind": "http_error", "status": 429, "requests": [1]}],
                          models={"second-model": {"token_rate": 100}})
     answer = httpx.post(server.openai_base_url + "/chat/completions", timeout=10,

@@ -1,4 +1,4 @@
-"""The candidate's reference to the fault plane and the pytest fixtures, rendered from the code that defines them.
+"""The candidate's manual of the fault plane and the pytest fixtures, rendered from the code that defines them.
 
 `fake-server faults` prints every fault kind (engine/faults.py `KINDS`) with the rule fields it reads, each
 field's default and help (`FaultRule`'s own); `fake-server fixture` prints the keywords the `fake_server`
@@ -20,11 +20,11 @@ from fake_server.hosting.handle import RunningServer
 from fake_server.hosting.launch import serve, serve_fleet
 from fake_server.settings import ModelSettings, ServerSettings
 
-__all__ = ["SERVE_KEYWORDS", "fault_reference", "fixture_reference"]
+__all__ = ["SERVE_KEYWORDS", "fault_manual", "fixture_manual"]
 
 _WIDTH = 108
 #: What each named parameter of `serve` is for; the rest of its keywords are settings (their help is theirs).
-#: tests/test_fake_server_reference.py fails when `serve` gains a parameter this does not describe.
+#: tests/test_fake_server_manual.py fails when `serve` gains a parameter this does not describe.
 SERVE_KEYWORDS = {
     "scenario": "a built-in scenario (`fake-server scenarios`) or a scenario YAML file; the keywords below override it",
     "settings": "a complete ServerSettings (e.g. from fake_server.build_settings) instead of any other keyword",
@@ -57,7 +57,7 @@ def _default(f: dataclasses.Field[Any]) -> str:
     return f"default {shown}"
 
 
-def fault_reference() -> str:
+def fault_manual() -> str:
     """Every fault kind, what a plain client sees, and the fields of its rule."""
     lines = [
         'Fault rules: in a scenario file (`faults:`), `PUT /admin/faults {"faults": [rule, ...]}` (replaces them),',
@@ -120,7 +120,7 @@ def _methods() -> list[str]:
     return out
 
 
-def fixture_reference() -> str:
+def fixture_manual() -> str:
     """The `fake_server` fixture's keywords (and `fake_fleet`'s), and what the server it returns offers."""
     params = [p for p in inspect.signature(serve).parameters.values() if p.kind is not p.VAR_KEYWORD]
     fleet = next(iter(inspect.signature(serve_fleet).parameters))
