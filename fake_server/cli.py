@@ -170,3 +170,19 @@ def scenarios() -> None:
     """List the built-in scenarios."""
     for name, description in list_scenarios():
         click.echo(f"{name:22} {description}")
+
+
+@main.command()
+def faults() -> None:
+    """List every fault kind and its rule's fields (for /admin/faults and `faults:`)."""
+    from fake_server.manual import fault_manual
+
+    click.echo(fault_manual())
+
+
+@main.command()
+def fixture() -> None:
+    """List the `fake_server` pytest fixture's keywords and what its server offers."""
+    from fake_server.manual import fixture_manual
+
+    click.echo(fixture_manual())

@@ -6,7 +6,8 @@
 
 Each call starts a server in a background thread on a free loopback port; all of them stop
 when the test ends. `fake_fleet("fleet.yaml")` starts a whole fleet the same way (on free ports)
-and returns its servers by name.
+and returns its servers by name. The keywords are `serve`'s; `fake-server fixture` lists every one
+of them from the code (fake_server/manual.py).
 """
 
 from __future__ import annotations

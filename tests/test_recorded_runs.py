@@ -43,7 +43,11 @@ def _stale(name: str, book: RecordBook, scratch: Path) -> list[str]:
         out.append("the submission changed")
     plan = load_rubric().sizing.with_hidden()
     sets, base, perturb = plan.sets, plan.perturb_base, plan.perturb
-    if book.index.get("variants", {}).get("count", 0) != (VARIANTS.count if VARIANTS else 0):
+    variants = book.index.get("variants", {}).get("count", 0)
+    # The selftest (and so `make fixtures`) grades a chaff not fitted to the public scenarios without the unseen
+    # variants: recorded so, it has none, whatever their number today.
+    without = name in CHAFF and not CHAFF[name].unseen and variants == 0
+    if variants != (VARIANTS.count if VARIANTS else 0) and not without:
         out.append("the number of unseen variants changed")
     for record in book.records.values():
         if record["section"] == "loadgen":

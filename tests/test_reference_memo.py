@@ -222,6 +222,51 @@ def test_aggregate_throughput_is_not_one_users_speed() -> None:
     assert rules(fig(), measured) == set()
 
 
+#: The sizing's inputs a memo states: the replica's aggregate throughput, and the streams that share it.
+SIZED = {"throughput": 595, "concurrency": 16}
+
+
+def sized_rules(*figures: dict[str, Any], inputs: dict[str, Any] = SIZED, body: str = "a placeholder") -> set[str]:
+    front = {"contract": 1, "figures": list(figures), "sizing_inputs": inputs}
+    return {f.rule for f in errors(check_figures(front, body))}
+
+
+def user_speed(value: float, **fields: Any) -> dict[str, Any]:
+    return fig(name="user_speed", value=value, scope="per_user", **fields)
+
+
+@pytest.mark.parametrize("derived_from", [
+    None, "replica_throughput", "sizing:per_stream_output_tokens_per_s", "loadgen:summary.tps.p50",
+    ["chats_per_day", "sizing:replicas"]])
+def test_the_throughput_streams_share_is_no_users_speed_whatever_it_cites(derived_from: Any) -> None:
+    cites = {"derived_from": derived_from} if derived_from else {}
+    restated = user_speed(SIZED["throughput"], **cites)
+    assert sized_rules(fig(), restated) == {"per-user-not-aggregate"}
+    assert sized_rules(restated) == {"per-user-not-aggregate"}  # the input says it, with no aggregate figure beside
+
+
+def test_a_users_share_of_the_throughput_is_a_users_speed() -> None:
+    share = round(SIZED["throughput"] / SIZED["concurrency"], 2)
+    assert sized_rules(fig(), user_speed(share, derived_from="sizing:per_stream_output_tokens_per_s")) == set()
+
+
+def test_at_one_stream_the_aggregate_is_that_users_speed_even_restated() -> None:
+    alone = {**SIZED, "concurrency": 1}
+    restated = user_speed(alone["throughput"], derived_from="replica_throughput")
+    assert sized_rules(fig(), restated, inputs=alone) == set()
+    assert sized_rules(fig(), restated) == {"per-user-not-aggregate"}  # the same figures, with 16 streams sharing it
+
+
+def test_words_in_a_unit_never_decide_whose_speed_a_figure_is() -> None:
+    share = SIZED["throughput"] / SIZED["concurrency"]
+    said_aggregate = user_speed(round(share, 2), unit="output tokens/s (aggregate throughput share)")
+    assert sized_rules(fig(), said_aggregate) == set()
+    said_per_user = user_speed(SIZED["throughput"], unit="output tokens/s per user")
+    assert sized_rules(fig(), said_per_user) == {"per-user-not-aggregate"}
+    aggregate_said_per_user = fig(unit="output tokens/s per user")  # its scope says aggregate: it is one
+    assert sized_rules(aggregate_said_per_user) == set()
+
+
 def test_production_is_not_sized_on_a_laptop_or_the_fake_server() -> None:
     assert rules(fig(provenance="laptop")) == {"production-provenance"}
     local_only = fig(name="loadgen_throughput", provenance="measured on fake server")
@@ -320,3 +365,14 @@ def test_grader_memo_names_and_quotes_the_line_it_faults(tmp_path: Path) -> None
     assert done.returncode == 1, done.stderr
     assert f"{memo}:{line}: ERROR  speed-scope [one_stream_throughput]" in done.stdout
     assert f"    > - {figure.replace('scope: aggregate', 'scope: n/a')}" in done.stdout
+
+
+def test_the_throughput_the_sizing_ran_with_may_be_quoted_as_the_input_it_is() -> None:
+    """The brief: a speed the text quotes is a figure of the front matter or an input of `sizing_inputs`."""
+    inputs = {"throughput": 595, "concurrency": 16}
+    front = {"contract": 1, "figures": [fig(name="one_stream_throughput", value=42, status="placeholder")],
+             "sizing_inputs": inputs}
+    body = f"A placeholder: the sizing ran at {inputs['throughput']} tokens/s over {inputs['concurrency']} streams."
+    assert errors(check_figures(front, body)) == []
+    misquoted = body.replace(f"{inputs['throughput']} tokens/s", f"{inputs['throughput'] + 100} tokens/s")
+    assert {f.rule for f in errors(check_figures(front, misquoted))} == {"text-matches-front-matter"}

@@ -6,20 +6,9 @@ A rule names a `kind` and selects requests by one of
 optionally only for one `model`. Rules are tried in order and the first that selects a request
 applies to it; the ledger records which.
 
-Kinds, and what a plain client sees:
-  http_error           status (4xx/5xx) with an OpenAI-style body before any stream; 429 and 503
-                       carry `Retry-After` (`retry_after`, seconds)
-  stall_before_headers nothing at all for `seconds`, then the normal response
-  stall_after_headers  200 and headers at once, then nothing for `seconds`, then the stream
-  stall                after `after_tokens` tokens the stream stops for `seconds`, then resumes
-  cut                  after `after_tokens` tokens the connection is closed mid-body (no [DONE])
-  no_done              after `after_tokens` tokens the body ends cleanly but without [DONE]
-  stream_error         after `after_tokens` tokens, `data: {"error": ...}` then `data: [DONE]`
-  malformed_chunk      after `after_tokens` tokens, one `data:` line that is not JSON, then the rest
-  engine_crash         after `after_tokens` tokens the model's engine step raises: every request
-                       of that engine ends with an error, `/health` answers 503 until a reset
-  unhealthy            `/health` answers 503 (selects no request)
-  tokenize_error       `POST /tokenize` answers `status` with an OpenAI-style body (selects no request)
+Each kind is declared once, in `KINDS` below: what a plain client sees and the rule fields it reads.
+Each field says what it does in its own `help`. `fake-server faults` prints both (fake_server/manual.py),
+so the candidate's manual is this code.
 
 A client that gives up during a stall ends it: the request is aborted at the disconnect (as vLLM
 cancels the handler of a client that has gone), so its ledger record ends when the client left.
@@ -40,42 +29,91 @@ from typing import Any
 
 from fake_server.errors import SettingsError
 
-__all__ = ["FAULT_KINDS", "FaultPlan", "FaultRule", "parse_rules"]
+__all__ = ["FAULT_KINDS", "KINDS", "SELECTION", "FaultKind", "FaultPlan", "FaultRule", "parse_rules"]
 
-FAULT_KINDS = (
-    "http_error",
-    "stall_before_headers",
-    "stall_after_headers",
-    "stall",
-    "cut",
-    "no_done",
-    "stream_error",
-    "malformed_chunk",
-    "engine_crash",
-    "unhealthy",
-    "tokenize_error",
+
+@dataclass(frozen=True)
+class FaultKind:
+    """One kind of fault: what a plain client sees, and the rule fields it reads besides the selection."""
+
+    name: str
+    effect: str
+    params: tuple[str, ...]
+    selects: bool = True  # False: it changes the server, not requests (`unhealthy`)
+
+
+KINDS = (
+    FaultKind(
+        "http_error",
+        "`status` (4xx/5xx) with an OpenAI-style error body, before any stream; 429 and 503 carry `Retry-After`",
+        ("status", "message", "retry_after"),
+    ),
+    FaultKind("stall_before_headers", "nothing at all for `seconds`, then the normal response", ("seconds",)),
+    FaultKind(
+        "stall_after_headers", "200 and headers at once, then nothing for `seconds`, then the stream", ("seconds",)
+    ),
+    FaultKind(
+        "stall", "after `after_tokens` tokens the stream stops for `seconds`, then resumes", ("after_tokens", "seconds")
+    ),
+    FaultKind("cut", "after `after_tokens` tokens the connection is closed mid-body (no [DONE])", ("after_tokens",)),
+    FaultKind("no_done", "after `after_tokens` tokens the body ends cleanly but without [DONE]", ("after_tokens",)),
+    FaultKind(
+        "stream_error",
+        'after `after_tokens` tokens, `data: {"error": ...}` (`status`, `message`) then `data: [DONE]`; '
+        "a non-streamed answer is that error",
+        ("after_tokens", "status", "message"),
+    ),
+    FaultKind(
+        "malformed_chunk",
+        "after `after_tokens` tokens, one `data:` line that is not JSON, then the rest",
+        ("after_tokens",),
+    ),
+    FaultKind(
+        "engine_crash",
+        "after `after_tokens` tokens the model's engine step raises: every request of that engine ends with an "
+        "error, and `/health` answers 503 until a reset",
+        ("after_tokens",),
+    ),
+    FaultKind("unhealthy", "`/health` answers 503 while the rule is set", (), selects=False),
+    FaultKind(
+        "tokenize_error",
+        "`POST /tokenize` answers `status` with an OpenAI-style error body (`message`) while the rule is set",
+        ("status", "message"),
+        selects=False,
+    ),
 )
+FAULT_KINDS = tuple(k.name for k in KINDS)
+#: The rule fields that choose which requests a kind acts on (one of every, requests, rate; and model).
+SELECTION = ("every", "requests", "rate", "model")
 # Kinds that act on an endpoint other than generation, so select no request.
-_ENDPOINT_KINDS = {"unhealthy", "tokenize_error"}
+_ENDPOINT_KINDS = {k.name for k in KINDS if not k.selects}
 # Kinds that act once the response has started (the rest act before it, or not on requests).
 _STREAM_KINDS = {"stall_after_headers", "stall", "cut", "no_done", "stream_error", "malformed_chunk", "engine_crash"}
-# Kinds the engine applies at generated token `after_tokens`, and those of them that end generation.
-_AT_TOKEN_KINDS = {"stall", "cut", "no_done", "stream_error", "malformed_chunk", "engine_crash"}
+# Kinds the engine applies at generated token `after_tokens` (those that read it), and those of them that end generation.
+_AT_TOKEN_KINDS = {k.name for k in KINDS if "after_tokens" in k.params}
 _ENDING_KINDS = {"cut", "no_done", "stream_error"}
+
+
+def _field(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
 
 
 @dataclass(frozen=True)
 class FaultRule:
-    kind: str
-    status: int = 500
-    message: str | None = None
-    retry_after: float | None = None
-    seconds: float = 0.0
-    after_tokens: int = 0
-    every: bool | None = False  # None: `requests` was given (possibly empty, selecting nothing)
-    requests: tuple[int, ...] = ()
-    rate: float | None = None
-    model: str | None = None
+    kind: str = field(metadata={"help": "which fault: one of the kinds"})
+    status: int = _field(500, "the HTTP status, 400-599: of an `http_error`, or in a `stream_error`'s error")
+    message: str | None = _field(None, "the error's message (left out: a message naming the fault)")
+    retry_after: float | None = _field(
+        None, "seconds, >= 0, in an `http_error`'s `Retry-After` header (429 and 503 send 1 when left out)"
+    )
+    seconds: float = _field(0.0, "how long a stall holds, in seconds, >= 0")
+    after_tokens: int = _field(0, "tokens generated and sent before the fault acts (a whole number, >= 0)")
+    every: bool | None = _field(False, "true: every request (what a rule selects when it gives no selection)")
+    requests: tuple[int, ...] = _field(
+        (), "a list of request numbers (1-based arrival order on this server, from its last reset)"
+    )
+    rate: float | None = _field(None, "each request with this probability, 0-1, seeded by `--seed` (repeatable)")
+    model: str | None = _field(None, "only requests for this served model name")
 
     def selects(self, number: int, model: str, seed: int, index: int) -> bool:
         if self.kind in _ENDPOINT_KINDS or (self.model is not None and self.model != model):

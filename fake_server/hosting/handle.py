@@ -159,10 +159,12 @@ class RunningServer:
 
     @property
     def openai_base_url(self) -> str:
+        """The base URL an OpenAI client takes: base_url + "/v1"."""
         return self.base_url + "/v1"
 
     @property
     def port(self) -> int:
+        """The port the server listens on."""
         return int(self.base_url.rsplit(":", 1)[1])
 
     def ledger(self, settle: float = 5.0, *, generation: int | None = None) -> list[dict[str, Any]]:
@@ -177,12 +179,15 @@ class RunningServer:
         self.controls.configure(values, model=model)
 
     def set_faults(self, rules: list[dict[str, Any]]) -> None:
+        """Replace every fault rule (`fake-server faults` lists them); [] clears them."""
         self.controls.set_faults(rules)
 
     def set_healthy(self, healthy: bool) -> None:
+        """Make /health answer 200 (True) or 503 (False)."""
         self.controls.set_healthy(healthy)
 
     def reset(self) -> None:
+        """Back to the start-up settings, faults and health, with a new ledger generation."""
         self.controls.reset()
 
     def health_checks(self, since: float = 0.0) -> list[dict[str, Any]]:
@@ -202,4 +207,5 @@ class RunningServer:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
     def metrics(self) -> str:
+        """The /metrics text, vLLM's names."""
         return httpx.get(self.base_url + "/metrics", timeout=10, trust_env=False, verify=loopback_tls()).text

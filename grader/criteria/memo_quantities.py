@@ -6,6 +6,12 @@ A memo whose text says "$1.04 per million when fully busy" while its front matte
 answers; a reader acts on the text. Speeds and latencies are checked beside these
 (memo_rules._text_rules). Arithmetic written out with bare numbers ("4,305.60 / 30 / 0.048") is left
 alone: only a number carrying its unit (`$`, `USD`, `replicas`, `hours`, `tokens`) is a quoted figure.
+
+An honest memo shows its arithmetic: in "4 x 1,800 = 7,200 tokens" the 7,200 is no figure, but the
+reader can check it from the two numbers beside it. So a quoted number that is the product, quotient,
+sum or difference of two other numbers of the same sentence, each a figure or an input at the
+precision shown, is a figure too (`shown_arithmetic`). One operation, not a chain: the reader checks
+a step at a glance, and every further step would let more misquotes pass as a coincidence.
 """
 
 from __future__ import annotations
@@ -16,9 +22,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["QUANTITIES", "Quantity", "input_values", "misquoted"]
+__all__ = ["QUANTITIES", "Quantity", "input_values", "known_values", "misquoted", "shown_arithmetic"]
 
 _NUMBER = r"(\d[\d,]*(?:\.\d+)?)"
+#: Any number written in a sentence, as an operand of arithmetic shown there (not a digit of a name: p99, H100, 1e6).
+_ANY_NUMBER = re.compile(r"(?<![\w.,])\d(?:[\d,]*\d)?(?:\.\d+)?(?![eE]\d)")
 #: The contract's defaults for the flags a memo's sizing_inputs may leave out (schemas/contract/README.md).
 _INPUT_DEFAULTS = {"hours-per-month": 720, "min-replicas": 2, "gpus-per-replica": 1}
 
@@ -94,10 +102,52 @@ def _agrees(written: str, value: float) -> bool:
     )
 
 
+def known_values(figures: list[dict[str, Any]], inputs: dict[str, list[float]]) -> list[float]:
+    """Every number the memo states: each figure's value and each sizing input, whatever its kind (an operand of
+    arithmetic may be a count of turns beside a count of tokens)."""
+    values = {
+        float(f["value"])
+        for f in figures
+        if isinstance(f.get("value"), int | float) and not isinstance(f.get("value"), bool)
+    }
+    values.update(v for numbers in inputs.values() for v in numbers)
+    return sorted(v for v in values if math.isfinite(v))
+
+
+def _results(a: float, b: float) -> Iterable[float]:
+    yield from (a * b, a + b, a - b, b - a)
+    if b:
+        yield a / b
+    if a:
+        yield b / a
+
+
+def shown_arithmetic(written: str, sentence: str, span: tuple[int, int], known: list[float]) -> bool:
+    """Whether `written` (the number at `span` of `sentence`) is the product, quotient, sum or difference of two
+    other numbers written in the sentence, each a figure or an input at the precision shown."""
+    operands: list[list[float]] = []
+    for match in _ANY_NUMBER.finditer(sentence):
+        if match.start() < span[1] and span[0] < match.end():
+            continue  # the number itself
+        stated = [v for v in known if _agrees(match.group(0), v)]
+        if stated:  # as the memo states it, or as the reader sees it written
+            operands.append([*stated, _shown(match.group(0))[0]])
+    return any(
+        _agrees(written, result)
+        for i, left in enumerate(operands)
+        for right in operands[i + 1 :]
+        for a in left
+        for b in right
+        for result in _results(a, b)
+    )
+
+
 def misquoted(
     sentences: Iterable[tuple[int, str]], figures: list[dict[str, Any]], inputs: dict[str, list[float]]
 ) -> list[tuple[int, str, str, str]]:
-    """(line, sentence, number as written, kind) for every quoted quantity that is no figure and no input."""
+    """(line, sentence, number as written, kind) for every quoted quantity that is no figure, no input and no
+    arithmetic shown on them."""
+    known = known_values(figures, inputs)
     out = []
     for line, sentence in sentences:
         for quantity in QUANTITIES:
@@ -111,7 +161,10 @@ def misquoted(
             ]
             allowed += [v for flag, values in inputs.items() if quantity.flag(flag) for v in values]
             for match in quantity.pattern.finditer(sentence):
-                written = next(g for g in match.groups() if g is not None)
-                if not any(_agrees(written, value) for value in allowed):
+                group = next(i for i, g in enumerate(match.groups(), start=1) if g is not None)
+                written = match.group(group)
+                if not any(_agrees(written, value) for value in allowed) and not shown_arithmetic(
+                    written, sentence, match.span(group), known
+                ):
                     out.append((line, sentence, match.group(0).strip(), quantity.kind))
     return out

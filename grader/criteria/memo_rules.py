@@ -8,7 +8,10 @@ fake-server run. They read the labels first (a figure's unit, scope, provenance,
 and then the prose: a speed or a latency quoted in the text must be one of the front matter's
 figures, and a sentence that sells an aggregate throughput as one user's speed is caught by its
 meaning (a tokens/s figure whose scope is aggregate, in a sentence about a user), not by a word.
-A person still reads the memo.
+The memo's own sizing says how many streams share its throughput (`sizing_inputs`: `throughput` at
+`concurrency` streams): above one stream that value is no user's speed, whatever a figure that
+carries it says it is derived from or what its unit says; a user's share is the throughput over
+the streams. A person still reads the memo.
 
 Each finding has a `severity`: "error" for the contract's rules (the grader scores them) and
 "advice" for checks the contract does not state (reported, never scored).
@@ -21,7 +24,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from grader.criteria.memo_quantities import input_values, misquoted
+from grader.criteria.memo_quantities import input_values, known_values, misquoted, shown_arithmetic
 from grader.shared.yaml_files import YamlError
 from grader.shared.yaml_files import split_front_matter as read_front_matter
 
@@ -67,6 +70,10 @@ _NEGATION = re.compile(r"\b(not|never|no|isn't|is not|aren't)\b", re.IGNORECASE)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _RATE = re.compile(r"(/\s*s\b|/\s*sec|per\s+second|tok/s|tokens/s)", re.IGNORECASE)
 _SIZES_PRODUCTION = re.compile(r"replica|production|sizing", re.IGNORECASE)
+#: A sentence: up to a stop followed by a space and a capital, a bold mark or a bracket (or the end).
+_SENTENCE = re.compile(r"\S.*?(?:[.!?](?=\s+[A-Z*(])|$)", re.DOTALL)
+#: A line that starts a block of its own: a list item or a quotation.
+_BLOCK_START = re.compile(r"^(?:[-*+]\s|\d+[.)]\s|>)")
 
 
 class MemoError(ValueError):
@@ -183,14 +190,57 @@ def _percentile_rules(fig: dict[str, Any], label: str) -> list[Finding]:
     return []
 
 
-def _scope_rules(fig: dict[str, Any], label: str, aggregates: list[dict[str, Any]]) -> list[Finding]:
+@dataclass(frozen=True)
+class _Sized:
+    """The aggregate throughput the memo's sizing was run with (`sizing_inputs`), and the streams it was at."""
+
+    throughput: float
+    streams: int | None  # `concurrency`; None when the memo does not state it
+
+    def shared(self, value: Any) -> bool:
+        """`value` is this aggregate while more than one stream shares it: no user sees it."""
+        return self.streams is not None and self.streams > 1 and _number(value) and math.isclose(value, self.throughput)
+
+    def alone(self, value: Any) -> bool:
+        """`value` is this aggregate at one stream: that one user's speed, rightly."""
+        return self.streams == 1 and _number(value) and math.isclose(value, self.throughput)
+
+
+def _sized(inputs: Any) -> _Sized | None:
+    if not isinstance(inputs, dict) or not _number(inputs.get("throughput")):
+        return None
+    streams = inputs.get("concurrency")
+    ok = isinstance(streams, int) and not isinstance(streams, bool) and streams >= 1
+    return _Sized(float(inputs["throughput"]), streams if ok else None)
+
+
+def _scope_rules(
+    fig: dict[str, Any], label: str, aggregates: list[dict[str, Any]], sized: _Sized | None = None
+) -> list[Finding]:
     out = []
     if _is_rate(fig) and fig.get("scope") not in ("aggregate", "per_user"):
         out.append(Finding("speed-scope", label, "a speed needs scope 'aggregate' or 'per_user'"))
     if fig.get("scope") == "per_user":
-        # By its scope field and what it comes from, never by a word of its name or unit ("per-user throughput"
-        # is a fair name), nor by a coincidence of values: at one stream a user's speed is the aggregate's, and
-        # both figures may rightly have one value. What is wrong is an aggregate figure restated per user.
+        # By its scope field and its value, never by a word of its name or unit ("per-user throughput" is a fair
+        # name). The replica's throughput at more than one stream is no user's speed, whatever the figure says it
+        # is derived from: a user sees the throughput divided by the streams. At one stream a user's speed is the
+        # aggregate's, and both figures may rightly have one value.
+        if sized is not None and sized.shared(fig.get("value")):
+            assert sized.streams is not None
+            out.append(
+                Finding(
+                    "per-user-not-aggregate",
+                    label,
+                    f"{fig['value']:g} is the aggregate throughput the sizing was run with, shared by "
+                    f"{sized.streams} streams (sizing_inputs throughput and concurrency); one user's share is "
+                    f"{sized.throughput / sized.streams:.4g}",
+                )
+            )
+            return out
+        if sized is not None and sized.alone(fig.get("value")):
+            return out
+        # Where the memo does not say how many streams an aggregate figure was measured at, an aggregate figure
+        # restated per user (derived from it, with its value) is still one: a coincidence of values is not.
         for agg in aggregates:
             if agg.get("name") in _sources(fig) and agg.get("value") == fig.get("value"):
                 out.append(
@@ -278,13 +328,14 @@ def check_figures(front: dict[str, Any], body: str = "", *, first_line: int = 1)
     if len(good) < len(figures):
         out.append(Finding("figure-fields", None, "every figure must be a mapping"))
     aggregates = [f for f in good if f.get("scope") == "aggregate"]
+    sized = _sized(front.get("sizing_inputs"))
     seen: set[str] = set()
     for index, fig in enumerate(good):
         label = str(fig.get("name") or f"figures[{index}]")
         if label in seen:
             out.append(Finding("figure-fields", label, "name used twice"))
         seen.add(label)
-        out += _fields(fig, label) + _percentile_rules(fig, label) + _scope_rules(fig, label, aggregates)
+        out += _fields(fig, label) + _percentile_rules(fig, label) + _scope_rules(fig, label, aggregates, sized)
     return (
         out
         + _sizing_rules(good, body, front.get("sizing_inputs"))
@@ -307,19 +358,39 @@ def _matches(written: str, value: Any, scale: float = 1.0) -> bool:
 
 
 def _sentences(body: str, first_line: int) -> list[tuple[int, str]]:
-    """(line, sentence) pairs of the prose: sentences never cross a blank line, a table row is one sentence,
+    """(line, sentence) pairs of the prose, each sentence with the line it starts on. A paragraph's lines are
+    read as one text, as Markdown shows them: a sentence wrapped onto the next line ("each\nuser sees") is one
+    sentence. Sentences never cross a blank line, a heading or a list item's start; a table row is one sentence,
     and a fenced code block (a command line, say) is not prose."""
-    out = []
+    out: list[tuple[int, str]] = []
+    paragraph: list[tuple[int, str]] = []
     fenced = False
-    for index, line in enumerate(body.splitlines()):
-        if line.lstrip().startswith(("```", "~~~")):
+    for index, raw in enumerate(body.splitlines()):
+        line = raw.strip()
+        if line.startswith(("```", "~~~")):
             fenced = not fenced
+        if fenced or not line or line.startswith(("```", "~~~", "|", "#")) or _BLOCK_START.match(line):
+            out += _split(paragraph)
+            paragraph = []
+        if fenced or line.startswith(("```", "~~~")):
             continue
-        if fenced:
-            continue
-        for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z*(])", line):
-            if sentence.strip():
-                out.append((first_line + index, sentence.strip()))
+        if line.startswith(("|", "#")):  # a table row or a heading: a sentence of its own
+            out.append((first_line + index, line))
+        elif line:
+            paragraph.append((first_line + index, line))
+    return out + _split(paragraph)
+
+
+def _split(paragraph: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A paragraph's (line, text) lines as (line, sentence): the line is the one each sentence starts on."""
+    text, starts = "", []
+    for number, words in paragraph:
+        starts.append((len(text), number))
+        text += words + " "
+    out = []
+    for match in _SENTENCE.finditer(text):
+        first = next(number for offset, number in reversed(starts) if offset <= match.start())
+        out.append((first, match.group(0).strip()))
     return out
 
 
@@ -330,8 +401,11 @@ def _time_scale(unit: str) -> float | None:
 
 
 def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, inputs: Any = None) -> list[Finding]:
-    """Speeds and latencies the text quotes must be front-matter figures, and honest about scope; costs,
-    prices, replicas, hours and tokens must be figures or the sizing command's inputs (memo_quantities)."""
+    """Speeds and latencies the text quotes must be front-matter figures (or arithmetic shown on figures and
+    inputs), and honest about scope; costs, prices, replicas, hours and tokens must be figures or the sizing
+    command's inputs (memo_quantities)."""
+    known = known_values(figures, input_values(inputs))
+    sized = _sized(inputs)
     out: list[Finding] = [
         Finding(
             "text-matches-front-matter",
@@ -348,7 +422,11 @@ def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, i
     for line, sentence in _sentences(body, first_line):
         for match in _SPEED_IN_TEXT.finditer(sentence):
             written = match.group(1)
-            if not any(_matches(written, f.get("value")) for f in speeds):
+            # A figure, or the throughput input, as the brief says of every quoted number.
+            stated = any(_matches(written, f.get("value")) for f in speeds) or (
+                sized is not None and _matches(written, sized.throughput)
+            )
+            if not stated and not shown_arithmetic(written, sentence, match.span(1), known):
                 out.append(
                     Finding(
                         "text-matches-front-matter",
@@ -358,9 +436,26 @@ def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, i
                         quote=sentence,
                     )
                 )
+            if not _USER.search(sentence) or _NEGATION.search(sentence):
+                continue
             agg = next((f for f in aggregates if _matches(written, f.get("value"))), None)
+            # The replica's throughput at more than one stream, whatever figure (a per_user one too) has its value.
+            if sized is not None and (sized.streams or 0) > 1 and _matches(written, sized.throughput):
+                out.append(
+                    Finding(
+                        "per-user-not-aggregate",
+                        str(agg.get("name")) if agg else None,
+                        f"{written} tokens/s is the aggregate throughput the sizing was run with, shared by "
+                        f"{sized.streams} streams, presented as one user's speed",
+                        line=line,
+                        quote=sentence,
+                    )
+                )
+                continue
+            if sized is not None and sized.streams == 1 and _matches(written, sized.throughput):
+                continue  # at one stream the aggregate is that user's speed
             per_user = any(_matches(written, f.get("value")) for f in speeds if f.get("scope") == "per_user")
-            if agg and not per_user and _USER.search(sentence) and not _NEGATION.search(sentence):
+            if agg and not per_user:
                 out.append(
                     Finding(
                         "per-user-not-aggregate",
@@ -374,7 +469,9 @@ def _text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, i
             for match in _TIME_IN_TEXT.finditer(sentence):
                 written, unit = match.group(1), match.group(2)
                 scale = 1000.0 if unit == "ms" else 1.0
-                if not any(_matches(written, f.get("value"), scale * (_time_scale(f["unit"]) or 1.0)) for f in times):
+                if not any(
+                    _matches(written, f.get("value"), scale * (_time_scale(f["unit"]) or 1.0)) for f in times
+                ) and not shown_arithmetic(written, sentence, match.span(1), known):
                     out.append(
                         Finding(
                             "text-matches-front-matter",
