@@ -28,3 +28,39 @@ def test_a_broken_chain_is_named(tmp_path: Path) -> None:
     found = problems(RUBRIC, [c for c in CHAFF if c.name != "gateway-health-204"], task)
     assert any("new-rule: no criterion checks this statement" in p for p in found)
     assert "gateway.starts: no chaff loses this criterion (submissions/chaff/*/chaff.yaml targets)" in found
+
+
+def test_every_fittable_constant_is_moved_by_an_unseen_draw_and_the_docs_show_them() -> None:
+    from grader.kit.traceability import FIT_END, FIT_START, fittable, fittable_problems, render_fittable, unseen_draws
+
+    constants = fittable()
+    assert fittable_problems(constants, CHAFF, unseen_draws()) == []
+    assert docs_table(start=FIT_START, end=FIT_END) == render_fittable(constants), (
+        "run: python -m grader.kit.traceability --write"
+    )
+    # the rules the fit-proof grading added each have their constant, a draw and a chaff fitted to it
+    named = {c for f in constants for c in f.chaff}
+    assert {"gateway-connect-fixed", "gateway-total-fixed", "gateway-probe-fixed", "gateway-prices-published",
+            "gateway-sse-lf-only", "gateway-tokenizer-copy", "loadgen-timeout-fixed",
+            "sizing-validates-published-only"} <= named
+
+
+def test_a_constant_whose_draw_is_removed_fails_the_check(tmp_path: Path) -> None:
+    """Take the connect timeout's draw out of the variants file: its constant then has nothing that moves it."""
+    import yaml
+
+    from grader.kit.traceability import fittable, fittable_problems, unseen_draws
+    from grader.rubric.sizing_plan import HIDDEN_SETS
+    from grader.rubric.variants import VARIANTS_FILE
+
+    data = yaml.safe_load(VARIANTS_FILE.read_text())
+    del data["gateway"]["config"]["local.timeouts.connect_s"]
+    variants = tmp_path / "variants.yaml"
+    variants.write_text(yaml.safe_dump(data))
+    found = fittable_problems(fittable(), CHAFF, unseen_draws(variants, HIDDEN_SETS))
+    assert found == ["connect_s (1 s): draw 'gateway.config.local.timeouts.connect_s': the unseen material makes no "
+                     "such draw"]
+    without_reason = [f for f in fittable() if f.constant.startswith("connect_s")][0]
+    bare = type(without_reason)(without_reason.constant, without_reason.anchors, (), "", ())
+    assert fittable_problems([bare], CHAFF, unseen_draws()) == [
+        "connect_s (1 s): no unseen draw moves it, and no reason says it cannot be fitted"]

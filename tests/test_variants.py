@@ -56,33 +56,46 @@ def test_every_draw_keeps_its_scenarios_shape() -> None:
 
 
 def test_every_gateway_draw_keeps_the_timeouts_apart() -> None:
-    """Stalls that must trip the timeout stay 0.5 s above the drawn first_byte_s; the in-time stall sits between
-    the public config's first_byte_s and 0.25 s below the drawn one, so only a timeout read from the config
-    lets it through."""
+    """A stall that must trip a timeout stays 0.5 s above the drawn one, a pause meant to be waited for at least
+    0.2 s below it; each drawn timeout lies on the other side of the public one from where a fitted gateway's
+    constant would pass: first_byte_s above (the in-time first byte between the two), connect_s, total_s
+    below, the probe's interval above."""
     v = _variants()
-    public_first_byte = RUBRIC.gateway.first_byte_s
+    public = RUBRIC.gateway
     for seed in SEEDS:
-        plan = v.gateway_plan(RUBRIC.gateway, 1, seed)
-        limit = plan.first_byte_s
-        assert limit > public_first_byte
+        plan = v.gateway_plan(public, 1, seed)
+        first_byte, total = plan.first_byte_s, plan.total_s
+        assert first_byte > public.first_byte_s and total < public.total_s and plan.connect_s < public.connect_s
+        assert plan.health_interval_s > public.health_interval_s / 0.6  # the public period is too frequent there
+        checked = 0
         for case in plan.cases:
-            stalls = [f["seconds"] for f in case.local_faults if "stall" in f["kind"]]
-            if not stalls:
-                continue
-            if case.criteria:  # the extra, in-time case
-                assert public_first_byte < stalls[0] <= limit - 0.25 + 1e-9, (seed, case)
-            else:
-                assert stalls[0] >= limit + 0.5 - 1e-9, (seed, case)
-            public = next((c for c in RUBRIC.gateway.cases if c.name == case.name), None)
-            for fault, original in zip(case.local_faults, public.local_faults if public else (), strict=False):
-                if fault["kind"] == "http_error":
-                    assert fault["status"] // 100 == original["status"] // 100 and fault["status"] != original["status"]
+            for fault in case.local_faults:
+                if fault["kind"] in ("stall_before_headers", "stall_after_headers"):
+                    if case.criteria:  # the extra, in-time case
+                        assert public.first_byte_s < fault["seconds"] <= first_byte - 0.25 + 1e-9, (seed, case)
+                    else:
+                        assert fault["seconds"] >= first_byte + 0.5 - 1e-9, (seed, case)
+                    checked += 1
+                elif fault["kind"] == "stall":  # a pause after the first event: total_s's
+                    pause = fault["seconds"]
+                    assert pause >= total + 0.5 - 1e-9 or first_byte < pause <= total - 0.2 + 1e-9, (seed, case)
+                    checked += 1
+            original = next((c for c in public.cases if c.name == case.name), None)
+            drawn = v.gateway_cases.get(case.name, {})
+            for i, (fault, before) in enumerate(zip(case.local_faults, original.local_faults if original else ())):
+                if f"local_faults.{i}.status" in drawn and fault["kind"] == "http_error":  # another of its family
+                    assert fault["status"] // 100 == before["status"] // 100 and fault["status"] != before["status"]
+                    checked += 1
+        # the extra in-time case, a stall before the headers, the pause within and the pause past total_s, and
+        # the drawn statuses of local-500, local-400 and rl-500: a plan that lost one is no longer checked
+        assert checked >= 7, (seed, checked)
 
 
 def test_a_variant_judges_a_criterion_on_the_cases_it_ran_and_the_extra_cases_that_name_it() -> None:
     plan = _variants().gateway_plan(RUBRIC.gateway, 1, 0)
     timeout = gateway_criterion(RUBRIC.criterion("gateway.fallback-timeout"), plan)
-    assert timeout is not None and timeout.cases == ("local-stall-before-headers", "local-first-byte-in-time")
+    assert timeout is not None
+    assert timeout.cases == ("local-stall-before-headers", "connect-timeout", "local-first-byte-in-time")
     assert gateway_criterion(RUBRIC.criterion("gateway.all-failed"), plan) is None  # none of its cases varied
     assert gateway_criterion(RUBRIC.criterion("gateway.headers"), plan) == RUBRIC.criterion("gateway.headers")
 
@@ -93,7 +106,7 @@ def test_a_variant_judges_a_criterion_on_the_cases_it_ran_and_the_extra_cases_th
     (lambda d: d["loadgen"].update({"no-such": {"server.token_rate": [1, 2]}}), "loadgen.no-such: no such scenario"),
     (lambda d: d["loadgen"]["cut"].update({"server.faults.0.after_tokens": [5, 1]}),
      "loadgen.cut.server.faults.0.after_tokens: a draw is [lo, hi] or {one_of: [...]}"),
-    (lambda d: d["gateway"]["cases"].update({"refused": {}}), "gateway.cases.refused: a case that stops the local"),
+    (lambda d: d["gateway"]["cases"].update({"rl-refused": {}}), "gateway.cases.rl-refused: a case that stops the local"),
     (lambda d: d["gateway"]["extra_cases"][0].update({"criteria": ["gateway.nope"]}),
      "gateway.extra_cases[0].criteria: name the criteria"),
     (lambda d: d.update({"count": 0}), "count: the number of variants"),
@@ -117,3 +130,26 @@ def test_the_self_check_runs_no_hidden_material_and_the_grade_runs_it_all(tmp_pa
     assert grade.missing == ""
     assert grade.variants is not None and len(grade.sizing.unseen) >= 4
     assert set(RUBRIC.sizing.sets) < set(grade.sizing.sets)
+
+
+def test_every_draw_stays_in_the_domain_the_brief_publishes_and_the_brief_shows_them() -> None:
+    from grader.kit.brief import stale_parts
+    from grader.rubric.domains import load_domains, outside
+    from grader.shared.yaml_files import read_yaml
+
+    assert outside(load_domains(), read_yaml(VARIANTS_FILE)) == []
+    assert stale_parts() == [], "run: python -m grader.kit.brief --write"
+
+
+def test_a_draw_outside_its_domain_or_with_none_is_named() -> None:
+    from grader.rubric.domains import load_domains, outside
+    from grader.shared.yaml_files import read_yaml
+
+    data = read_yaml(VARIANTS_FILE)
+    data["gateway"]["config"]["local.timeouts.first_byte_s"] = [0.9, 3.0]  # the brief says at most 2 s
+    data["loadgen"]["baseline"]["server.jitter"] = [0.0, 0.1]  # a dimension the brief never names
+    found = outside(load_domains(), data)
+    assert found == [
+        "loadgen.baseline.server.jitter: no published dimension covers this draw (grader/rubric/domains.yaml)",
+        "gateway.config.local.timeouts.first_byte_s: 3.0 is outside the published domain of first-byte timeout",
+    ]
