@@ -109,14 +109,26 @@ def test_grade_many_ranks_resumes_after_a_kill_and_keeps_finished_grades(round_d
 
 @pytest.mark.slow
 def test_finished_grades_are_kept_only_for_the_same_criteria_and_seed(round_dir: Path, tmp_path: Path) -> None:
+    """A round's seed is drawn for it, kept in round.json and written in every report and in grades.csv; the
+    round resumed keeps it, and another seed for the same round is refused (it would be two exams)."""
     out = tmp_path / "grades"
     done = _grader("grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests")
     assert done.returncode == 0, done.stderr
+    seed = json.loads((out / "round.json").read_text())["seed"]
+    assert f"the round's seed: {seed}" in done.stderr
+    assert json.loads((out / "manifests-no-gpu" / "report.json").read_text())["extra_data"]["kit"]["seed"] == seed
+    assert [r["seed"] for r in _rows(out)] == [str(seed)]
+    refused = _grader("grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests",
+                      "--seed", seed + 1)
+    assert refused.returncode == 2 and f"graded at seed {seed}" in refused.stderr
+    other = tmp_path / "another-round"
+    assert _grader("grade-many", round_dir / "manifests-no-gpu", "--out", other, "--only", "manifests").returncode == 0
+    assert json.loads((other / "round.json").read_text())["seed"] != seed, "each round draws its own exam"
     folder = out / "manifests-no-gpu"
     manifests = [c for c in SELECTED if c.startswith("manifests.")]
-    assert finished(folder, criteria=manifests, seed=0)
-    assert not finished(folder, criteria=manifests, seed=1)
-    assert not finished(folder, criteria=SELECTED, seed=0)
+    assert finished(folder, criteria=manifests, seed=seed)
+    assert not finished(folder, criteria=manifests, seed=seed + 1)
+    assert not finished(folder, criteria=SELECTED, seed=seed)
     stamp = _stamp(folder)
     again = _grader("grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests")
     assert "0 to grade, 1 finished grades kept" in again.stderr and _stamp(folder) == stamp
@@ -124,7 +136,7 @@ def test_finished_grades_are_kept_only_for_the_same_criteria_and_seed(round_dir:
     assert forced.returncode == 0 and "1 to grade, 0 finished grades kept" in forced.stderr
     assert _stamp(folder)[1] != stamp[1]
     (folder / "report.html").unlink()  # a grade cut short between two report files is not finished
-    assert not finished(folder, criteria=manifests, seed=0)
+    assert not finished(folder, criteria=manifests, seed=seed)
 
 
 def test_submissions_are_found_by_folder_archive_and_round(round_dir: Path, tmp_path: Path) -> None:

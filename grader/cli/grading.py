@@ -26,7 +26,13 @@ __all__ = ["grade", "rejudge", "replay"]
     metavar="PART",
     help="Grade only this deliverable (loadgen, tests, ...) or criterion id (repeatable).",
 )
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for every fake server.")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="The grade's seed: the fake servers' and the unseen variants' draws (default: drawn afresh, and "
+    "printed; give it again to grade the same again, or give a round's to grade its exam).",
+)
 @click.option(
     "--rubric",
     "override",
@@ -40,19 +46,24 @@ __all__ = ["grade", "rejudge", "replay"]
     show_default=True,
     help="Sandboxes open at once: the timed sections graded side by side, each in its own.",
 )
-def grade(submission: Path, out: Path, only: tuple[str, ...], seed: int, override: Path | None, sandboxes: int) -> None:
+def grade(
+    submission: Path, out: Path, only: tuple[str, ...], seed: int | None, override: Path | None, sandboxes: int
+) -> None:
     """Grade SUBMISSION (a folder, .zip or .tar.gz) and write its reports to --out.
 
     Exit status: 0 when a report was written, whatever the score; 2 when the grader could not run
     (a missing submission, a bad rubric, an unwritable --out).
     """
-    from grader.grading.grade import GradeRequest
+    from grader.grading.grade import GradeRequest, draw_seed
     from grader.grading.grade import grade as grade_submission
     from grader.reports import score_table
     from grader.rubric import RubricError
 
     if not submission.exists():
         raise click.UsageError(f"{submission}: no such file or folder")
+    if seed is None:
+        seed = draw_seed()
+        click.echo(f"seed {seed} (drawn; --seed {seed} grades the same again)")
     run = GradeRequest(submission, out, only=only, seed=seed, override=override, sandboxes=sandboxes, echo=click.echo)
     try:
         result = grade_submission(run)

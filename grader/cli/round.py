@@ -18,7 +18,13 @@ __all__ = ["grade_many", "human_score"]
 )
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Submissions graded at once.")
 @click.option("--force", is_flag=True, help="Grade again submissions whose grade in --out is finished.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for every fake server.")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="The round's seed: the fake servers' and the unseen variants' draws, one for every candidate. "
+    "Default: drawn for a new round, kept in OUT/round.json for a round resumed.",
+)
 @click.option(
     "--only", "only", multiple=True, metavar="PART", help="Grade only this deliverable or criterion id (repeatable)."
 )
@@ -114,7 +120,7 @@ def grade_many(
     out: Path | None,
     jobs: int,
     force: bool,
-    seed: int,
+    seed: int | None,
     only: tuple[str, ...],
     override: Path | None,
     merge: bool,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import secrets
 import tempfile
 import threading
 import time
@@ -34,7 +35,16 @@ from grader.rubric.sizing_plan import SizingPlan
 from grader.rubric.variants import Variants, VariantsError, load_variants
 from grader.shared.yaml_files import YamlError, read_yaml
 
-__all__ = ["RUNS", "GradeRequest", "Unseen", "contract_problems", "grade", "progress", "unseen_material"]
+__all__ = [
+    "RUNS",
+    "GradeRequest",
+    "Unseen",
+    "contract_problems",
+    "draw_seed",
+    "grade",
+    "progress",
+    "unseen_material",
+]
 
 RUNS = "runs"
 
@@ -80,6 +90,11 @@ def unseen_material(request: GradeRequest, rubric: Rubric) -> Unseen:
     if not sizing.unseen and variants is None:
         return Unseen(sizing, variants, " (no unseen material in this kit: public input sets and scenarios only)")
     return Unseen(sizing, variants, "")
+
+
+def draw_seed() -> int:
+    """A fresh seed for a grade or a round: the unseen variants' draws of one round say nothing of the next's."""
+    return secrets.randbelow(2**31)
 
 
 def contract_problems(folder: Path) -> tuple[Submission | None, dict[str, list[str]]]:

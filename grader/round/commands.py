@@ -13,8 +13,10 @@ from typing import Any
 
 import click
 
+from grader.grading.grade import draw_seed
 from grader.round.many import (
     PARTIAL,
+    ROUND_FILE,
     Done,
     Entry,
     ManyError,
@@ -25,6 +27,7 @@ from grader.round.many import (
     merge,
     pick,
     rejudge_many,
+    round_seed,
 )
 from grader.round.similarity import DEFAULT_THRESHOLD
 from grader.round.summary import RowError, read_rows, write_index
@@ -127,7 +130,7 @@ def run_grade_many(
     *,
     jobs: int,
     force: bool,
-    seed: int,
+    seed: int | None,
     only: tuple[str, ...],
     override: Path | None,
     merge: bool,
@@ -171,7 +174,7 @@ def run_grade_many(
                 image=image,
                 parallelism=parallelism,
                 job_name=job_name,
-                seed=seed,
+                seed=draw_seed() if seed is None else seed,  # the Job's pods grade one exam
                 only=only,
                 runtime_class=runtime_class,
                 privileged=privileged,
@@ -187,8 +190,11 @@ def run_grade_many(
         entries = find_submissions(paths, exclude=[out], expand=index is None)
         if index is not None:
             entries = [pick(entries, index)]
+        # a pod of the Job is given its round's seed; its siblings write the same round.json beside it
+        seed = seed if index is not None and seed is not None else round_seed(out, seed)
     except ManyError as exc:
         raise click.UsageError(str(exc)) from None
+    click.echo(f"the round's seed: {seed} (in {out / ROUND_FILE}; --seed {seed} grades it the same again)", err=True)
     run = ManyRun(entries, out, jobs=jobs, force=force, seed=seed, only=only, override=override)
     outcome = _grade_with_bar(run)
     failed = [d for d in outcome.done if d.error]

@@ -26,7 +26,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.grading.grade import GradeRequest, grade
+from grader.grading.grade import GradeRequest, draw_seed, grade
 from grader.reports import FILE_NAMES
 from grader.round.sources import SOURCES_NAME
 from grader.rubric import load_rubric
@@ -34,6 +34,7 @@ from grader.rubric import load_rubric
 __all__ = [
     "ARCHIVE_SUFFIXES",
     "PARTIAL",
+    "ROUND_FILE",
     "Done",
     "Entry",
     "ManyError",
@@ -46,6 +47,7 @@ __all__ = [
     "pick",
     "rejudge_many",
     "report_folders",
+    "round_seed",
 ]
 
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
@@ -271,6 +273,34 @@ def grade_many(
     order = {e.name: i for i, e in enumerate(run.entries)}
     outcome.done.sort(key=lambda d: order[d.entry.name])
     return outcome
+
+
+ROUND_FILE = "round.json"
+
+
+def round_seed(out: Path, given: int | None) -> int:
+    """The round's seed: one for every candidate of the round (one exam), drawn afresh for a new round unless
+    given, and kept in OUT/round.json so that a round resumed grades the rest with the same one. A seed given
+    for a round already graded at another is refused: it would grade one round as two exams."""
+    path = out / ROUND_FILE
+    kept: int | None = None
+    if path.is_file():
+        try:
+            value = json.loads(path.read_text(encoding="utf-8")).get("seed")
+        except (ValueError, AttributeError, OSError) as exc:
+            raise ManyError(f"{path}: not the round's record ({exc}); remove it to start the round afresh") from None
+        kept = value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+        if kept is None:
+            raise ManyError(f"{path}: seed: a whole number >= 0; remove the file to start the round afresh")
+    if given is not None and kept is not None and given != kept:
+        raise ManyError(
+            f"--seed {given}: the round in {out} was graded at seed {kept} ({path}); grade it at that seed, or "
+            "into another --out"
+        )
+    seed = given if given is not None else kept if kept is not None else draw_seed()
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"seed": seed}) + "\n", encoding="utf-8")
+    return seed
 
 
 def pick(entries: Sequence[Entry], index: int) -> Entry:

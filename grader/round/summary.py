@@ -62,6 +62,7 @@ _FIXED = [
     "sandboxed",
     "inconclusive",
     "contract_problems",
+    "seed",
 ]
 _CHART_MAX = 20  # criteria shown in the "most missed" chart
 
@@ -79,6 +80,7 @@ class Row:
     human_score: float | None  # None until a person scored the checklist
     sandboxed: bool
     contract_problems: int
+    seed: int | None = None  # the grade's seed: one round, one seed (one exam)
     statuses: dict[str, str] = field(default_factory=dict)  # criterion id -> passed | failed | ...
     scores: dict[str, float] = field(default_factory=dict)  # criterion id -> points awarded
     weights: dict[str, float] = field(default_factory=dict)
@@ -109,6 +111,7 @@ def read_row(folder: Path) -> Row:
             max_score=float(data["max_score"]),
             sandboxed=bool(kit["sandboxed"]),
             contract_problems=len(kit["contract_problems"]),
+            seed=kit.get("seed") if isinstance(kit.get("seed"), int) else None,
             human_score=(
                 sum(float(h["score"]) for h in human if h["score"] is not None)
                 if any(h["score"] is not None for h in human)
@@ -192,6 +195,7 @@ def to_csv(rows: list[Row], analysis: Analysis | None = None) -> str:
                 "yes" if r.sandboxed else "NO",
                 " ".join(r.inconclusive),
                 r.contract_problems,
+                "" if r.seed is None else r.seed,
             ]
             + (list(_closest(analysis, r.name)) if similar else [])
             + [_num(r.scores[c]) if c in r.scores else "" for c in ids]
