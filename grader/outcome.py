@@ -17,11 +17,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["STATUSES", "CriterionResult", "Evidence", "Grade", "Plot", "Status", "Unseen", "Visibility"]
+__all__ = ["NEAR_MISS", "STATUSES", "CriterionResult", "Evidence", "Grade", "Plot", "Status", "Unseen", "Visibility"]
 
 Status = Literal["passed", "failed", "inconclusive", "skipped"]
 Visibility = Literal["public", "hidden"]
 STATUSES: tuple[Status, ...] = ("passed", "failed", "inconclusive", "skipped")
+#: A timing check's margin (its worst error over its tolerance) from which a pass is a near miss.
+NEAR_MISS = 0.5
 
 
 @dataclass
@@ -79,6 +81,13 @@ class CriterionResult:
     margin: float | None = None  # a timing check's worst error over its tolerance (last run)
     busy: str | None = None  # why the machine was judged too busy to keep time (last run), if it was
     unseen: Unseen | None = None  # its verdict on unseen variants (never shown to the candidate)
+    closest: str = ""  # a timing check's closest call, with its limit ("request 3: `start` 74 ms before ...")
+    rerun: str = ""  # why it was judged twice: the first attempt's margin and closest call
+
+    @property
+    def near_miss(self) -> bool:
+        """A pass that came close to a limit (margin NEAR_MISS or more) or was judged twice: worth a look."""
+        return self.status == "passed" and (self.attempts > 1 or (self.margin is not None and self.margin >= NEAR_MISS))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -98,6 +107,7 @@ class Grade:
     criteria: list[CriterionResult] = field(default_factory=list)
     human_checklist: list[str] = field(default_factory=list)  # what a person must still judge
     inherent_s: float = 0.0  # how long the candidate's own commands ran: the part of duration_s no grader can save
+    section_s: dict[str, float] = field(default_factory=dict)  # each section's runs its criteria share, in seconds
 
     @property
     def score(self) -> float:

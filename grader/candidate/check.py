@@ -18,7 +18,10 @@ from grader.contract import ContractError, Submission, load_submission
 from grader.criteria.memo_rules import Finding, check_memo, errors
 from grader.manifests import ManifestReport, check_manifests, to_text
 
-__all__ = ["NOT_RUN", "CheckOutcome", "memo_lines", "read_memo", "run_check"]
+__all__ = ["DEFAULT_OUT", "NOT_RUN", "CheckOutcome", "memo_lines", "read_memo", "report_folder", "run_check"]
+
+#: Where a whole check writes its reports; a check of some parts writes beside it (report_folder).
+DEFAULT_OUT = Path("check-report")
 
 #: What the self-check leaves to the grade, said before and after it runs.
 NOT_RUN = (
@@ -27,6 +30,14 @@ NOT_RUN = (
     "lengths, error codes, timeouts) and unseen sizing input sets. Follow the definitions, not the public "
     "scenarios' numbers."
 )
+
+
+def report_folder(out: Path | None, only: tuple[str, ...]) -> Path:
+    """Where a check writes its reports: `out` when given; else check-report/, or, for a check of some parts
+    only, check-report/only-PART[-PART]/, so that it never overwrites the last whole check's report."""
+    if out is not None:
+        return out
+    return DEFAULT_OUT / ("only-" + "-".join(sorted(only))) if only else DEFAULT_OUT
 
 
 @dataclass

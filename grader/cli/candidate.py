@@ -19,9 +19,9 @@ _DELIVERABLES = ("loadgen", "tests", "gateway", "manifests", "sizing", "memo")
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("check-report"),
-    show_default=True,
-    help="Folder for report.json, junit.xml and report.html.",
+    default=None,
+    help="Folder for report.json, junit.xml and report.html (default: check-report/, or check-report/only-PART/ "
+    "with --only, so a check of one part keeps the last whole check's report).",
 )
 @click.option(
     "--only", "only", multiple=True, type=click.Choice(_DELIVERABLES), help="Check only this deliverable (repeatable)."
@@ -34,19 +34,20 @@ _DELIVERABLES = ("loadgen", "tests", "gateway", "manifests", "sizing", "memo")
     show_default=True,
     help="Sandboxes open at once: the timed sections graded side by side, each in its own.",
 )
-def check(submission: Path, out: Path, only: tuple[str, ...], seed: int, sandboxes: int) -> None:
+def check(submission: Path, out: Path | None, only: tuple[str, ...], seed: int, sandboxes: int) -> None:
     """Self-check SUBMISSION (default: this folder) as the grader would, public criteria only.
 
     Runs the contract, every public criterion (the grader's engine and scenarios), the manifest
     checklist and the memo's honesty rules. Exit status: 0 when all pass, 1 when any fails, 2 on
     bad usage (a missing folder).
     """
-    from grader.candidate.check import run_check
+    from grader.candidate.check import report_folder, run_check
     from grader.contract import ContractError
 
     if not submission.is_dir():
         raise click.UsageError(f"{submission}: no such folder (give the folder that holds submission.yaml)")
     try:
+        out = report_folder(out, only)
         outcome = run_check(submission, out, only=only, seed=seed, sandboxes=sandboxes, echo=click.echo)
     except ContractError as exc:
         click.echo(str(exc), err=True)

@@ -38,6 +38,7 @@ class Verdict:
     busy: str | None = None  # why the machine was too busy to trust this check's timing, if it was
     unseen: Verdict | None = None  # the same check on the unseen variants' runs, when there were any
     margins: tuple[float, ...] = ()  # each request's margin, from a check of request by request (see lone_outlier)
+    closest: str = ""  # the closest call a timing check saw, in one line with its limit, pass or fail
 
     @property
     def score_fraction(self) -> float:
@@ -59,6 +60,7 @@ def with_unseen(public: Verdict, unseen: Verdict) -> Verdict:
         evidence=public.evidence,
         busy=public.busy or unseen.busy,
         unseen=unseen,
+        closest=public.closest,  # an unseen variant's closest call would name what the candidate never saw
     )
 
 

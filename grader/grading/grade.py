@@ -28,7 +28,7 @@ from grader.criteria.memo import HUMAN_CHECKLIST
 from grader.grading.judging import decide, result_of, skipped, unjudged
 from grader.grading.live_runs import LiveRuns
 from grader.grading.sections import NO_VARIANTS, SECTIONS, Context
-from grader.outcome import CriterionResult, Grade
+from grader.outcome import NEAR_MISS, CriterionResult, Grade
 from grader.records.book import RecordBook
 from grader.rubric import Criterion, Rubric, RubricError, load_rubric
 from grader.rubric.sizing_plan import SizingPlan
@@ -141,16 +141,22 @@ def _submission_folder(path: Path) -> Iterator[tuple[Path | None, str]]:
 
 
 def progress(echo: Callable[[str], None]) -> Callable[[CriterionResult], None]:
-    """One line per criterion as soon as it is judged."""
+    """One line per criterion as soon as it is judged; under it, why it was judged twice and how close a timing
+    check came (its closest call, with the limit), for a near miss that passed too: a candidate should see it."""
     lock = threading.Lock()
     marks = {"passed": "PASS", "failed": "FAIL", "inconclusive": "INCONCLUSIVE", "skipped": "SKIP"}
 
     def report(result: CriterionResult) -> None:
+        rerun = ", rerun" if result.attempts > 1 else ""
+        head = f"{marks[result.status]:<12} {result.score:g}/{result.weight:g}  {result.id:<26} "
+        lines = [f"{head}({result.duration_s:.1f} s{rerun})"]
+        if result.rerun:
+            lines.append(f"{'':<12} rerun: {result.rerun}")
+        if result.closest and result.margin is not None and result.margin >= NEAR_MISS:  # passed or not
+            lines.append(f"{'':<12} closest call (margin {result.margin:.2f}): {result.closest}")
         with lock:
-            echo(
-                f"{marks[result.status]:<12} {result.score:g}/{result.weight:g}  {result.id:<26} "
-                f"({result.duration_s:.1f} s{', rerun' if result.attempts > 1 else ''})"
-            )
+            for line in lines:
+                echo(line)
 
     return report
 
@@ -194,8 +200,9 @@ def grade(run: GradeRequest) -> Grade:
             else:
                 todo.setdefault(criterion.deliverable, []).append(criterion)
         sandboxed, note, inherent = True, "", 0.0
+        section_s: dict[str, float] = {}
         if todo and submission is not None:
-            sandboxed, note, inherent = _run_sections(
+            sandboxed, note, inherent, section_s = _run_sections(
                 run, rubric, unseen, submission, todo, book, results, carried, report
             )
     ordered = [results[c.id] for c in criteria]
@@ -212,6 +219,7 @@ def grade(run: GradeRequest) -> Grade:
         criteria=ordered,
         human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in criteria) else [],
         inherent_s=round(inherent, 3),
+        section_s=section_s,
     )
     book.write_index(_index(grade_, run, unseen, problems, carried))
     from grader.reports import write_reports
@@ -243,6 +251,7 @@ def _index(
             if c.id in carried
         },
         "inherent_s": grade_.inherent_s,
+        "section_s": grade_.section_s,
         "variants": unseen.variants.varied if unseen.variants is not None else NO_VARIANTS,
     }
 
@@ -257,14 +266,16 @@ def _run_sections(
     results: dict[str, CriterionResult],
     carried: set[str],
     report: Callable[[CriterionResult], None],
-) -> tuple[bool, str, float]:
-    """Run each section and judge its criteria; whether every sandbox isolated, the sandbox line, and how long
-    the candidate's own commands ran (the part no grader can save)."""
+) -> tuple[bool, str, float, dict[str, float]]:
+    """Run each section and judge its criteria; whether every sandbox isolated, the sandbox line, how long
+    the candidate's own commands ran (the part no grader can save) and how long each section's shared runs
+    took."""
     from grader.sandbox import Sandbox, SandboxRefused
 
     notes: list[tuple[bool, str]] = []
     lock = threading.Lock()
     inherent = 0.0
+    section_s: dict[str, float] = {}
 
     def record(result: CriterionResult, *, judged: bool = True) -> None:
         with lock:
@@ -295,9 +306,11 @@ def _run_sections(
                 ctx.box = box
                 live = LiveRuns(section, ctx, book, varied)
                 for criterion in todo[name]:
-                    started = time.perf_counter()
+                    started, shared = time.perf_counter(), live.shared_s
                     decision = decide(criterion, section, rubric, live.facts_at(criterion), live.variants_at(criterion))
-                    took = time.perf_counter() - started
+                    # its own time: judging it, and its reruns; the runs every criterion of the section reads are
+                    # the section's (reported once, below), whichever criterion happened to need them first
+                    took = time.perf_counter() - started - (live.shared_s - shared)
                     if decision is None:
                         record(
                             unjudged(
@@ -309,6 +322,9 @@ def _run_sections(
                         record(result_of(criterion, decision, duration_s=took))
             with lock:
                 inherent += live.inherent
+                section_s[name] = round(live.shared_s, 3)
+            if live.shared_s:
+                run.echo(f"{'':<12} the {name} section's runs: {live.shared_s:.1f} s, shared by its criteria")
         except SandboxRefused as exc:  # nothing of the candidate's ran: one line says why and what to change
             with lock:
                 notes.append((False, f"NOT GRADED: {exc}"))
@@ -340,4 +356,4 @@ def _run_sections(
     side.join()
     isolated = all(i for i, _ in notes)
     note = next((n for i, n in notes if not i), notes[0][1] if notes else "")
-    return isolated, note, inherent
+    return isolated, note, inherent, section_s

@@ -32,6 +32,7 @@ class Decision:
     attempts: int
     inconclusive: bool
     why: str = ""  # why inconclusive, when it is not the machine or two borderline answers
+    rerun: str = ""  # why attempt 2 was made: attempt 1's borderline margin, and its closest call
 
 
 def judge(criterion: Criterion, section: Section, objects: list[Any], rubric: Rubric) -> Verdict | None:
@@ -69,7 +70,19 @@ def decide(
     second = verdict_at(2)
     if second is None:
         return Decision(verdict, 1, True, "borderline, and no rerun was recorded")
-    return Decision(second, 2, is_borderline(second, *bands))
+    return Decision(second, 2, is_borderline(second, *bands), rerun=_why_rerun(verdict))
+
+
+def _why_rerun(first: Verdict) -> str:
+    """Attempt 1's borderline answer in one line: its margin (its worst error over the tolerance), its closest
+    call, and the busy machine when that widened the band."""
+    line = f"attempt 1 was borderline: margin {first.margin:.2f}" if first.margin is not None else "attempt 1"
+    line += f" ({'passed' if first.passed else 'failed'})"
+    if first.closest:
+        line += f"; closest: {first.closest}"
+    if first.busy:
+        line += f"; the machine was busy: {first.busy}"
+    return line
 
 
 def result_of(criterion: Criterion, decision: Decision, *, duration_s: float) -> CriterionResult:
@@ -103,6 +116,8 @@ def result_of(criterion: Criterion, decision: Decision, *, duration_s: float) ->
         unseen=None
         if verdict.unseen is None
         else Unseen("passed" if verdict.unseen.passed else "failed", verdict.unseen.output, verdict.unseen.evidence),
+        closest=verdict.closest,
+        rerun=decision.rerun,
     )
 
 

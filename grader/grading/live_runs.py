@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -29,8 +30,17 @@ class LiveRuns:
         self.section, self.ctx, self.book, self.varied = section, ctx, book, varied
         self.loaded: dict[str, Any] = {}
         self.inherent = 0.0
+        self.shared_s = 0.0  # time spent making first attempts: runs every criterion of the section may read
 
     def _objects(self, keys: tuple[str, ...], attempt: int) -> list[Any]:
+        started = time.perf_counter()
+        try:
+            return self._made(keys, attempt)
+        finally:
+            if attempt == 1:  # a rerun is the criterion's own; a first attempt is the section's
+                self.shared_s += time.perf_counter() - started
+
+    def _made(self, keys: tuple[str, ...], attempt: int) -> list[Any]:
         missing = [key for key in dict.fromkeys(keys) if key not in self.loaded]
         spread = self.section.boxed and self.ctx.open_box is not None and self.ctx.spread > 1 and len(missing) > 1
         made = self._made_at_once(missing) if spread else {}

@@ -104,6 +104,8 @@ def grade_of(book: RecordBook, rubric: Rubric, *, report: Callable[[CriterionRes
         contract_problems=[p for lines in index["contract_problems"].values() for p in lines],
         criteria=results,
         human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in results) else [],
+        inherent_s=float(index.get("inherent_s", 0.0)),
+        section_s=dict(index.get("section_s", {})),
     )
 
 

@@ -97,7 +97,7 @@ def _kit_data(grade: Grade) -> dict[str, Any]:
         criterion.pop("unseen", None)  # a platform may show this file to the candidate: report.html keeps it
         if criterion["visibility"] == "hidden":  # its fields kept, emptied
             evidence = {k: [] if isinstance(v, list) else "" for k, v in criterion["evidence"].items()}
-            criterion.update(output="", scenario="", evidence=evidence)
+            criterion.update(output="", scenario="", evidence=evidence, closest="", rerun="")
     cleaned: dict[str, Any] = _cleaned(data)
     return cleaned
 

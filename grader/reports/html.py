@@ -175,10 +175,16 @@ def _criterion(c: CriterionResult, position: int, replay: str | None = None) -> 
     )
     rerun = f", {c.attempts} attempts" if c.attempts > 1 else ""
     e = c.evidence
+    close = (
+        f"<dt>Closest call</dt><dd>{_text(c.closest)} (margin {c.margin:.2f})</dd>"
+        if c.closest and c.margin is not None
+        else ""
+    )
+    twice = f"<dt>Judged twice</dt><dd>{_text(c.rerun)}</dd>" if c.rerun else ""
     facts = (
         f'<dl class="facts"><dt>Tolerance</dt><dd>{_text(c.tolerance) or "<span class=empty>none stated</span>"}</dd>'
         f'<dt>Scenario</dt><dd class="mono">{_text(c.scenario) or "<span class=empty>none</span>"}</dd>'
-        f"<dt>Deliverable</dt><dd>{_text(c.deliverable)}</dd></dl>"
+        f"<dt>Deliverable</dt><dd>{_text(c.deliverable)}</dd>{close}{twice}</dl>"
     )
     logs = (
         (

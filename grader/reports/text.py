@@ -118,9 +118,10 @@ REPLAYS_LISTED = 8  # replay commands listed under the terminal table; the repor
 
 
 def replay_command(grade: Grade, c: CriterionResult, *, candidate: bool = False) -> str | None:
-    """The command that replays a failed or undecided criterion (None when it passed or was not run). A report
-    the candidate may see gets none for a hidden criterion, so nothing there names its scenario."""
-    if c.status not in ("failed", "inconclusive") or (candidate and c.visibility == "hidden"):
+    """The command that replays a failed or undecided criterion, or a pass that came close to a limit (None when
+    it passed clear of it or was not run). A report the candidate may see gets none for a hidden criterion, so
+    nothing there names its scenario."""
+    if not (c.status in ("failed", "inconclusive") or c.near_miss) or (candidate and c.visibility == "hidden"):
         return None
     if c.deliverable not in ("loadgen", "gateway", "sizing", "tests", "memo", "manifests"):
         return None
@@ -149,7 +150,18 @@ def score_table(grade: Grade) -> str:
     score, max_score = totals(grade)
     total = f"{fmt_points(score)}/{fmt_points(max_score)}"
     lines.append(f"{'TOTAL'.ljust(widths[0])}  {total}")
-    replays = [command for c in grade.criteria if (command := replay_command(grade, c, candidate=True))]
+    near = [c for c in grade.criteria if c.near_miss and c.visibility == "public"]
+    if near:
+        lines.append("\nNear misses (passed, but close to a limit; replay one to see how close):")
+        for c in near:
+            why = c.closest or c.rerun or f"margin {c.margin}"
+            lines.append(
+                f"  {clean(c.id)}: {clean(why)}" + (f" (margin {c.margin:.2f})" if c.margin is not None else "")
+            )
+            lines.append(f"    {replay_command(grade, c, candidate=True)}")
+    replays = [
+        command for c in grade.criteria if not c.near_miss and (command := replay_command(grade, c, candidate=True))
+    ]
     if replays:
         lines.append("\nReplay a failed criterion (its runs again, what made it fail, how to reproduce it by hand):")
         lines += [f"  {command}" for command in replays[:REPLAYS_LISTED]]

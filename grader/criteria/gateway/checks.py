@@ -276,17 +276,26 @@ def _health(gw: GatewayRun, criterion: Criterion) -> Verdict:
     bound = interval + extra
     margin: float | None = None
     band = (criterion.tol("probe_low_ratio") * interval, criterion.tol("probe_high_ratio") * interval)
+    closest: list[tuple[float, str]] = []
 
     def per_case(run: CaseRun) -> list[str]:
         nonlocal margin
         if run.case.kind == "probe-period":
             problems, off = _probe_period(run, interval, band)
             margin = max(margin or 0.0, off)
+            if "probe_median_gap_s" in run.extra:
+                gap = run.extra["probe_median_gap_s"]
+                closest.append(
+                    (off, f"{run.case.name}: the probe's median gap {gap:.3f} s; allowed {band[0]:.3f}-{band[1]:.3f} s")
+                )
             return problems
         if run.case.kind != "recover":
             return _no_local(_served_by("api"))(run)
         after = run.extra.get("recovered_after_s")
         margin = float("inf") if after is None else within(after, 0.0, abs_s=bound)
+        if after is not None:
+            line = f"{run.case.name}: served locally again {after:.3f} s after /health turned healthy"
+            closest.append((margin, f"{line}; allowed {bound:g} s"))
         if after is None:
             return [
                 (
@@ -302,6 +311,7 @@ def _health(gw: GatewayRun, criterion: Criterion) -> Verdict:
         gw, criterion.cases, per_case, truth=f"recovery bound: health_interval_s {interval:g} s + {extra:g} s"
     )
     verdict.margin = margin if margin is not None and margin != float("inf") else None
+    verdict.closest = max(closest)[1] if closest else ""
     for rec in (gw.cases[n] for n in criterion.cases if n in gw.cases and gw.cases[n].case.kind == "recover"):
         if "recovered_after_s" in rec.extra:
             verdict.output += (
@@ -357,12 +367,12 @@ def _no_twice(gw: GatewayRun, criterion: Criterion) -> Verdict:
 
 @check("gateway", "gateway.streaming", needs=("abs_s",))
 def _streaming(gw: GatewayRun, criterion: Criterion) -> Verdict:
-    worst = 0.0
+    worst, closest = 0.0, ""
     lines: list[str] = []
     allowed = criterion.tol("abs_s")
 
     def per_case(run: CaseRun) -> list[str]:
-        nonlocal worst
+        nonlocal worst, closest
         answer = run.answers[0] if run.answers else {}
         route = "api" if run.case.local_faults else "local"  # a local fault sends the stream to the API
         records = [r for r in (run.local if route == "local" else run.api) if r.get("status") == 200]
@@ -379,7 +389,12 @@ def _streaming(gw: GatewayRun, criterion: Criterion) -> Verdict:
             return ["no content to compare"]
         delay = first - sent[0]
         span = sent[-1] - sent[0]
-        worst = max(worst, within(delay, 0.0, abs_s=allowed))
+        if (margin := within(delay, 0.0, abs_s=allowed)) >= worst:
+            worst = margin
+            closest = (
+                f"{run.case.name}: first content {delay * 1000:.0f} ms after the {route} server sent it; allowed "
+                f"{allowed * 1000:g} ms"
+            )
         lines.append(
             f"{run.case.name}: first content {delay * 1000:.0f} ms after the {route} server sent it "
             f"(its stream took {span:.2f} s)"
@@ -394,7 +409,7 @@ def _streaming(gw: GatewayRun, criterion: Criterion) -> Verdict:
         return []
 
     verdict = judge_cases(gw, criterion.cases, per_case)
-    verdict.margin = worst
+    verdict.margin, verdict.closest = worst, closest
     verdict.output += ("\n" + "\n".join(lines)) if lines else ""
     return verdict
 

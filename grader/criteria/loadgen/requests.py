@@ -42,37 +42,43 @@ def _send_time(rep: dict[str, Any], tru: Truth, lead_s: float) -> float:
 
 def _ttft_problem(
     index: Any, rep: dict[str, Any], tru: Truth, criterion: Criterion, lead_s: float
-) -> tuple[float, str | None]:
+) -> tuple[float, str | None, str]:
     """TTFT in two parts, each against the ledger: when the clock started (your `start` against the
     server's arrival, at most `lead_s` before it) and when it stopped (`start + ttft_s` against the first
-    content chunk's send). Returns the worse part's margin and, past the tolerance, what is wrong."""
+    content chunk's send). Returns the worse part's margin, what is wrong past the tolerance, and the worse
+    part in one line with its limit (for the closest call, pass or fail)."""
     start, ttft = num(rep.get("start")), num(rep.get("ttft_s"))
     assert tru.first_content is not None and ttft is not None
     if start is None:
-        return float("inf"), f"request {index}: no `start` time, so its TTFT cannot be placed on the ledger's clock"
+        why = f"request {index}: no `start` time, so its TTFT cannot be placed on the ledger's clock"
+        return float("inf"), why, why
     stopped = start + ttft - tru.first_content
     lead = tru.arrival - start
     stop_margin = within(stopped, 0.0, abs_s=criterion.tol("abs_s"))
     start_margin = lead / lead_s if lead >= 0 else within(lead, 0.0, abs_s=criterion.tol("abs_s"))
     margin = max(stop_margin, start_margin)
+    stop_line = (
+        f"request {index}: TTFT {ttft:.4f} s stops {stopped * 1000:+.0f} ms from the first content chunk the "
+        f"server sent (ledger TTFT {tru.ttft_s:.4f} s); allowed {criterion.tol('abs_s') * 1000:g} ms"
+    )
+    when = (
+        f"{lead * 1000:.0f} ms before the server saw the request"
+        if lead >= 0
+        else f"{-lead * 1000:.0f} ms after the server saw the request (the clock started late)"
+    )
+    allowed = f"{lead_s * 1000:.0f}" if lead >= 0 else f"{criterion.tol('abs_s') * 1000:g}"
+    start_line = f"request {index}: `start` is {when}; allowed {allowed} ms"
+    detail = stop_line if stop_margin >= start_margin else start_line
     if stop_margin > 1:
-        return margin, (
-            f"request {index}: TTFT {ttft:.4f} s stops {stopped * 1000:+.0f} ms from the first content "
-            f"chunk the server sent (ledger TTFT {tru.ttft_s:.4f} s)"
-        )
+        return margin, stop_line, detail
     if start_margin > 1:
-        when = (
-            f"{lead * 1000:.0f} ms before the server saw the request (a wait of your own counted in TTFT?)"
-            if lead >= 0
-            else f"{-lead * 1000:.0f} ms after the server saw the request (the clock started late)"
-        )
-        return margin, f"request {index}: `start` is {when}; allowed {lead_s * 1000:.0f} ms"
-    return margin, None
+        return margin, start_line + (" (a wait of your own counted in TTFT?)" if lead >= 0 else ""), detail
+    return margin, None, detail
 
 
 @check("loadgen", "loadgen.ttft", "loadgen.role-chunk", needs=("abs_s", "send_lead_s", "cold_lead_s"))
 def check_ttft(runs: list[Observed], criterion: Criterion) -> Verdict:
-    problems, worst, compared, outcome_problems = [], 0.0, 0, False
+    problems, worst, compared, outcome_problems, closest = [], 0.0, 0, False, ""
     for run in runs:
         if (bad := unusable(run)) is not None:
             return bad
@@ -88,8 +94,11 @@ def check_ttft(runs: list[Observed], criterion: Criterion) -> Verdict:
                 )
                 continue
             compared += 1
-            margin, problem = _ttft_problem(rep.get("index"), rep, tru, criterion, lead_allowed(run, tru, criterion))
-            worst = max(worst, margin)
+            margin, problem, detail = _ttft_problem(
+                rep.get("index"), rep, tru, criterion, lead_allowed(run, tru, criterion)
+            )
+            if margin >= worst:
+                worst, closest = margin, (f"{run.scenario.name} " if len(runs) > 1 else "") + detail
             if problem:
                 problems.append(problem)
     if not compared and not problems:
@@ -109,6 +118,7 @@ def check_ttft(runs: list[Observed], criterion: Criterion) -> Verdict:
         out,
         margin=None if outcome_problems else worst,
         evidence=run_evidence(runs[0], plots=[ttft_plot(r) for r in runs]),
+        closest=closest,
     )
 
 
@@ -265,7 +275,10 @@ def check_queueing(runs: list[Observed], criterion: Criterion) -> Verdict:
         )
     margin = within(p_yours - p_truth, p_truth, abs_s=criterion.tol("abs_s"))
     out = f"p90 TTFT {p_yours:.4f} s; ledger {p_truth:.4f} s; tolerance {criterion.tolerance_text}"
-    return Verdict(margin <= 1, out, margin=margin, evidence=evidence)
+    closest = (
+        f"p90 TTFT {(p_yours - p_truth) * 1000:+.0f} ms from the ledger's; allowed {criterion.tol('abs_s') * 1000:g} ms"
+    )
+    return Verdict(margin <= 1, out, margin=margin, evidence=evidence, closest=closest)
 
 
 @check("loadgen", "loadgen.concurrency", by_run=True)
@@ -307,7 +320,7 @@ def check_tps(runs: list[Observed], criterion: Criterion) -> Verdict:
     run = runs[0]
     if (bad := unusable(run)) is not None:
         return bad
-    problems, points, margins, missing = [], [], [], 0
+    problems, points, margins, missing, closest = [], [], [], 0, (-1.0, "")
     for pair in run.pairs:
         rep, tru = pair.reported or {}, pair.truth
         if tru is None or tru.tps is None:
@@ -320,6 +333,10 @@ def check_tps(runs: list[Observed], criterion: Criterion) -> Verdict:
         points.append((tru.tps, tps))
         margin = within(tps - tru.tps, tru.tps, rel=criterion.tol("rel"))
         margins.append(margin)
+        if margin > closest[0]:
+            off = (tps - tru.tps) / tru.tps * 100
+            line = f"request {rep.get('index')}: TPS {off:+.1f}% from the ledger's"
+            closest = (margin, f"{line}; allowed {criterion.tol('rel') * 100:g}%")
         if margin > 1:
             problems.append(f"request {rep.get('index')}: TPS {tps:.1f}, ledger {tru.tps:.1f}")
     plot = Plot(
@@ -344,6 +361,7 @@ def check_tps(runs: list[Observed], criterion: Criterion) -> Verdict:
         margin=max(margins) if points else None,
         evidence=evidence,
         margins=() if missing else tuple(margins),  # a request with no TPS is not a timing question
+        closest=closest[1],
     )
 
 

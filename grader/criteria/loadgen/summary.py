@@ -49,7 +49,9 @@ def check_throughput(runs: list[Observed], criterion: Criterion) -> Verdict:
         return Verdict(False, "summary.throughput_tokens_per_s is missing", evidence=evidence)
     margin = within(yours - truth, truth, rel=criterion.tol("rel"))
     out = f"throughput {yours:.1f} tokens/s; ledger {truth:.1f}; tolerance {criterion.tolerance_text}"
-    return Verdict(margin <= 1, out, margin=margin, evidence=evidence)
+    off = f"{(yours - truth) / truth * 100:+.1f}%" if truth else "n/a"
+    closest = f"throughput {off} from the ledger's; allowed {criterion.tol('rel') * 100:g}%"
+    return Verdict(margin <= 1, out, margin=margin, evidence=evidence, closest=closest)
 
 
 def _percentile_problems(name: str, reported: Any, values: list[float], criterion: Criterion) -> list[str]:
