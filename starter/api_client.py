@@ -206,7 +206,7 @@ def _status_error(response: httpx.Response) -> ApiStatusError:
 
 def _stream_timeout(timeouts: Timeouts) -> httpx.Timeout:
     """httpx's own limits for a stream: no read may outlast the call; the first event's and the call's deadlines
-    are kept by the stream itself (a read timeout would bound every gap, which the contract does not)."""
+    are kept by the stream itself (a read timeout would bound each pause between reads, which the contract does not)."""
     return httpx.Timeout(connect=timeouts.connect, read=timeouts.total, write=timeouts.connect, pool=timeouts.connect)
 
 
