@@ -9,6 +9,8 @@ field. `load_submission` is what the grader calls first: everything after it can
 from __future__ import annotations
 
 import ast
+import functools
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +64,15 @@ def _registry() -> tuple[Registry, dict[str, dict[str, Any]]]:
 
 _REGISTRY, _SCHEMAS = _registry()
 _VALIDATORS = {kind: Draft202012Validator(schema, registry=_REGISTRY) for kind, schema in _SCHEMAS.items()}
+
+
+@functools.cache
+def schema_digest(kind: str) -> str:
+    """The sha256 of a contract schema as this kit has it: what a stored check of a file names, so a check made
+    against another schema is made again, never trusted."""
+    if kind not in _SCHEMAS:
+        raise KeyError(f"no contract schema named {kind!r} (known: {', '.join(KINDS)})")
+    return hashlib.sha256(json.dumps(_SCHEMAS[kind], sort_keys=True).encode()).hexdigest()
 
 
 def schema_errors(kind: str, data: Any) -> list[str]:

@@ -222,3 +222,16 @@ def test_chromium_renders_every_section_and_a_real_page(tmp_path: Path, sandboxe
     r, g, b = _rgb(rows, 10, 10, bpp)  # inside the banner, above the title
     banner_is_red = r > 150 and g < 80 and b < 80
     assert banner_is_red is (not sandboxed), (r, g, b)
+
+
+def test_plots_are_drawn_where_a_person_reads_them() -> None:
+    """A pass close to its limit (the sample's TTFT, margin 0.82) has its plots, with its closest call; the
+    same pass clear of its limits has none drawn, and says so."""
+    grade = sample_grade()
+    near = _outline(to_html(grade))
+    assert near.svg_in == PLOTS
+    assert "request 7: TTFT stops +16 ms" in " ".join(near.text)
+    grade.criteria[0].margin = 0.2
+    clear = _outline(to_html(grade))
+    assert clear.svg_in == [p for p in PLOTS if "loadgen-ttft" not in p]
+    assert "Not drawn: it passed clear of its limits" in " ".join(clear.text)

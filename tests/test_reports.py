@@ -174,8 +174,13 @@ def test_score_table_has_a_line_per_criterion_and_the_total() -> None:
     assert "[hidden]" in table[3]
     assert table[total].split() == ["TOTAL", "5/12"]
     # each failed or undecided public criterion's replay, the submission quoted for a shell; none for the hidden one
-    assert table[total + 3:] == [f"  grader replay 'submissions/<candidate-7>' {criterion} --seed 42"
-                                 for criterion in ("loadgen.p90-queue", "tests.chaff")]
+    assert table[total + 3:total + 5] == [f"  grader replay 'submissions/<candidate-7>' {criterion} --seed 42"
+                                          for criterion in ("loadgen.p90-queue", "tests.chaff")]
+    # then a pass that came close to its limit: its closest call, and its replay
+    assert table[total + 6].startswith("Near misses (passed, but close to a limit")
+    assert table[total + 7] == ("  loadgen.ttft: request 7: TTFT stops +16 ms from the first content chunk the server "
+                                "sent; allowed 20 ms (margin 0.82)")
+    assert table[total + 8] == "    grader replay 'submissions/<candidate-7>' loadgen.ttft --seed 42"
     assert not score_table(sample_grade(sandboxed=True)).startswith("UNSANDBOXED")
 
 

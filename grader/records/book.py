@@ -14,11 +14,15 @@ reads them back and judges again with another rubric; nothing of the candidate's
 
 Every record and the index carry `record: RECORD_VERSION`; another version is refused with a
 one-line error naming the file, as is a folder with no records (schemas/grader/run-*.schema.json).
+A record is checked against its schema once, when it is written; the index keeps each file's sha256,
+and reading a grade back checks those instead (a file changed since is refused), so re-judging a grade
+costs its judging, not a schema check of every record again.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import threading
 from pathlib import Path
@@ -53,18 +57,22 @@ class RecordBook:
         self.folder = folder
         self.records: dict[str, dict[str, Any]] = {}
         self.index: dict[str, Any] = {}
+        self.digests: dict[str, str] = {}  # file name -> sha256 of its bytes, as written
         self._lock = threading.Lock()
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
 
     def add(self, key: str, section: str, attempt: int, facts: dict[str, Any]) -> dict[str, Any]:
         record = {"record": RECORD_VERSION, "key": key, "section": section, "attempt": attempt, **facts}
+        _checked(Path(file_name(key)), record, "run-record")  # once, here: read back, its digest is checked
+        raw = gzip.compress(_dump(record), compresslevel=6, mtime=0)
         with self._lock:
             self.records[key] = record
+            self.digests[file_name(key)] = hashlib.sha256(raw).hexdigest()
             if self.folder is not None:
                 path = self.folder / file_name(key)
                 tmp = path.with_name(f".{path.name}.tmp")
-                tmp.write_bytes(gzip.compress(_dump(record), compresslevel=6, mtime=0))
+                tmp.write_bytes(raw)
                 tmp.replace(path)
         return record
 
@@ -73,7 +81,13 @@ class RecordBook:
             return self.records.get(key)
 
     def write_index(self, index: dict[str, Any]) -> None:
-        self.index = {"record": RECORD_VERSION, **index, "files": sorted(file_name(k) for k in self.records)}
+        files = sorted(file_name(k) for k in self.records)
+        self.index = {
+            "record": RECORD_VERSION,
+            **index,
+            "files": files,
+            **({"digests": {f: self.digests[f] for f in files}} if all(f in self.digests for f in files) else {}),
+        }
         if self.folder is not None:
             (self.folder / INDEX).write_text(json.dumps(self.index, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
@@ -89,15 +103,25 @@ class RecordBook:
         index = _checked(index_path, _load(index_path, index_path.read_bytes()), "run-index")
         book = cls(None)
         book.folder, book.index = folder, index
+        digests = index.get("digests") or {}
         for name in index["files"]:
             path = folder / name
             if not path.is_file():
                 raise RecordError(f"{path}: listed in {INDEX} but missing")
+            data = path.read_bytes()
             try:
-                raw = gzip.decompress(path.read_bytes())
+                raw = gzip.decompress(data)
             except (OSError, EOFError) as exc:
                 raise RecordError(f"{path}: not a gzip file ({exc})") from None
-            record = _checked(path, _load(path, raw), "run-record")
+            if name in digests:  # written by this grader, checked then: the bytes must be those it wrote
+                if hashlib.sha256(data).hexdigest() != digests[name]:
+                    raise RecordError(f"{path}: changed since the grade wrote it (its sha256 is not the index's)")
+                record = _load(path, raw)
+                if not isinstance(record, dict) or record.get("record") != RECORD_VERSION:
+                    record = _checked(path, record, "run-record")  # names the version it has
+            else:  # an index that keeps no digests: each record is checked as it is read
+                record = _checked(path, _load(path, raw), "run-record")
+            book.digests[name] = digests.get(name) or hashlib.sha256(data).hexdigest()
             book.records[record["key"]] = record
         return book
 

@@ -3,7 +3,9 @@
 A `LoadgenRun` is what the run left: the command line, its exit and output tails, the results file
 it wrote, and the fake server's ledger. Reading the results file (JSON, against its schema) is all
 it does with them; the ledger's truth and the pairing of reported requests with ledger records are
-judging, in criteria/loadgen/.
+judging, in criteria/loadgen/. The file's schema problems are found once, when the record is made,
+and kept with the digest of the schema they were found against (`checked`): a record read back
+with the same schema is not checked again (it is most of what re-judging a grade would cost).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.contract import schema_errors
+from grader.contract import schema_digest, schema_errors
 from grader.rubric.load import Scenario
 
 __all__ = ["HUNG", "LoadgenRun", "not_run"]
@@ -34,12 +36,14 @@ class LoadgenRun:
     results_file: str  # the name the command was told to write its results to
     results_text: str | None  # that file as the command wrote it (None: not written)
     ledger: list[dict[str, Any]]
+    # the results file's schema problems as found when the record was made, and the schema's digest then
+    checked: dict[str, Any] | None = None
     # read from the facts above
     results: dict[str, Any] | None = field(init=False)  # the parsed results file, when it is a JSON object
     problems: list[str] = field(init=False)  # why the results file is missing, unreadable or off-contract
 
     def __post_init__(self) -> None:
-        self.results, self.problems = _parse(self.results_text, self.results_file)
+        self.results, self.problems, self.checked = _parse(self.results_text, self.results_file, self.checked)
         if self.killed == HUNG:
             self.problems = [self.hung()]  # what it wrote before it hung is not judged
         elif self.killed and self.killed.startswith("not run"):
@@ -62,6 +66,7 @@ class LoadgenRun:
             "limit_s": self.limit_s,
             "files": {self.results_file: self.results_text},
             "ledger": self.ledger,
+            **({"checked": self.checked} if self.checked is not None else {}),
         }
 
     @classmethod
@@ -80,6 +85,7 @@ class LoadgenRun:
             results_file,
             results_text,
             list(data["ledger"]),
+            data.get("checked"),
         )
 
     @property
@@ -127,13 +133,20 @@ def not_run(scenario: Scenario, seed: int, why: str, argv: list[str]) -> Loadgen
     return LoadgenRun(scenario, seed, argv, None, f"not run: {why}", "", "", 0.0, 0.0, "results.json", None, [])
 
 
-def _parse(text: str | None, output: str) -> tuple[dict[str, Any] | None, list[str]]:
+def _parse(
+    text: str | None, output: str, checked: dict[str, Any] | None
+) -> tuple[dict[str, Any] | None, list[str], dict[str, Any] | None]:
+    """The results file read: its data, its problems, and its schema check to keep (`checked`, reused when it was
+    made against the same schema)."""
     if text is None:
-        return None, [f"no results file: {output} was not written"]
+        return None, [f"no results file: {output} was not written"], None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        return None, [f"{output}: line {exc.lineno}: not valid JSON ({exc.msg})"]
+        return None, [f"{output}: line {exc.lineno}: not valid JSON ({exc.msg})"], None
     if not isinstance(data, dict):
-        return None, [f"{output}: the results file must be a JSON object"]
-    return data, [f"{output}: {line}" for line in schema_errors("loadgen-results", data)]
+        return None, [f"{output}: the results file must be a JSON object"], None
+    digest = schema_digest("loadgen-results")
+    if checked is None or checked.get("schema") != digest or not isinstance(checked.get("problems"), list):
+        checked = {"schema": digest, "problems": schema_errors("loadgen-results", data)}
+    return data, [f"{output}: {line}" for line in checked["problems"]], checked

@@ -152,6 +152,14 @@ def _evidence_table(columns: list[str], rows: list[list[Any]]) -> str:
 
 
 def _plots(c: CriterionResult, position: int) -> str:
+    """The criterion's plots, drawn where a person reads them: a criterion that failed, was undecided or came
+    close to a limit. A pass clear of its limits says so instead (drawing every plot of every grade was most of
+    what re-judging a round cost)."""
+    if c.evidence.plots and c.status == "passed" and not c.near_miss:
+        return (
+            '<h3>Plots</h3><p class="empty">Not drawn: it passed clear of its limits (plots are drawn for a '
+            "criterion that failed, was undecided or came close to a limit).</p>"
+        )
     figures = []
     for n, plot in enumerate(c.evidence.plots):
         chart_id = f"{position}-{_slug(c.id)}-{n}"  # the position keeps ids unique when slugs collide

@@ -150,15 +150,6 @@ def score_table(grade: Grade) -> str:
     score, max_score = totals(grade)
     total = f"{fmt_points(score)}/{fmt_points(max_score)}"
     lines.append(f"{'TOTAL'.ljust(widths[0])}  {total}")
-    near = [c for c in grade.criteria if c.near_miss and c.visibility == "public"]
-    if near:
-        lines.append("\nNear misses (passed, but close to a limit; replay one to see how close):")
-        for c in near:
-            why = c.closest or c.rerun or f"margin {c.margin}"
-            lines.append(
-                f"  {clean(c.id)}: {clean(why)}" + (f" (margin {c.margin:.2f})" if c.margin is not None else "")
-            )
-            lines.append(f"    {replay_command(grade, c, candidate=True)}")
     replays = [
         command for c in grade.criteria if not c.near_miss and (command := replay_command(grade, c, candidate=True))
     ]
@@ -168,4 +159,13 @@ def score_table(grade: Grade) -> str:
         if len(replays) > REPLAYS_LISTED:  # a first check of the skeleton fails nearly everything
             example = f"grader replay {shlex.quote(clean(grade.submission))} ID --seed {grade.seed}"
             lines.append(f"  ... and {len(replays) - REPLAYS_LISTED} more: {example}, with a failed ID above")
+    near = [c for c in grade.criteria if c.near_miss and c.visibility == "public"]
+    if near:
+        lines.append("\nNear misses (passed, but close to a limit; replay one to see how close):")
+        for c in near:
+            why = c.closest or c.rerun or f"margin {c.margin}"
+            lines.append(
+                f"  {clean(c.id)}: {clean(why)}" + (f" (margin {c.margin:.2f})" if c.margin is not None else "")
+            )
+            lines.append(f"    {replay_command(grade, c, candidate=True)}")
     return "\n".join(lines) + "\n"
