@@ -5,7 +5,7 @@ scenario (its requests at the scenario's token rates, plus the candidate's inter
 each run of the candidate's tests. Everything else is the grader's overhead: starting the sandbox
 and the fake servers, fetching ledgers, checking, writing reports. Run side by side in one
 process: one grade section after the other (`--sandboxes 1`) and both sections at once (`--sandboxes 2`), each
-with and without the unseen variants of the scenarios and gateway cases (grading/variants.py).
+with and without the unseen variants of the scenarios and gateway cases (rubric/variants.py).
 
     python -m bench.grade_time [--repeat 2]
 """

@@ -1,1 +1,1 @@
-"""The kit's automated rubric. Today: the offline manifest checker (`grader.manifests`)."""
+"""The kit's grader: the rubric, the sandbox, the criteria and the reports (`grader`); grader/README.md maps it."""

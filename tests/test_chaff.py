@@ -155,15 +155,16 @@ def test_a_failed_build_into_an_empty_folder_leaves_it_empty(tmp_path):
 # --- each load-generator defect is real: the figure it gets wrong, against the ledger -------------
 
 def _loadgen(folder: Path, server: Any, out: Path, requests: int, concurrency: int,
-             max_tokens: int) -> subprocess.CompletedProcess[str]:
+             max_tokens: int, *flags: str) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "loadgen", "--base-url", server.openai_base_url, "--model", "fake-model",
             "--requests", str(requests), "--concurrency", str(concurrency), "--prompt-tokens", "16",
-            "--max-tokens", str(max_tokens), "--output", str(out)]
+            "--max-tokens", str(max_tokens), "--output", str(out), *flags]
     return subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=60, check=False)
 
 
-def _run(folder: Path, server: Any, out: Path, requests: int, concurrency: int, max_tokens: int) -> dict[str, Any]:
-    done = _loadgen(folder, server, out, requests, concurrency, max_tokens)
+def _run(folder: Path, server: Any, out: Path, requests: int, concurrency: int, max_tokens: int,
+         *flags: str) -> dict[str, Any]:
+    done = _loadgen(folder, server, out, requests, concurrency, max_tokens, *flags)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     return json.loads(out.read_text())
 
@@ -349,8 +350,38 @@ def test_a_run_with_failed_requests_still_completes(built, fake_server, tmp_path
     assert json.loads((tmp_path / "chaff.json").read_text())["summary"]["failed"] == 2  # its results are whole
 
 
+def _stalled_request(folder: Path, fake_server: Any, out: Path) -> dict[str, Any]:
+    """One request whose stream stalls 2.5 s after its headers, under --timeout-s 0.6."""
+    server = fake_server(faults=[{"kind": "stall_after_headers", "seconds": 2.5, "requests": [1]}], token_rate=500)
+    (request,) = _run(folder, server, out, 1, 1, 8, "--timeout-s", "0.6")["requests"]
+    return request
+
+
+def test_the_timeout_is_the_flags_and_not_a_constant(built, fake_server, tmp_path):
+    reference = _stalled_request(REFERENCE, fake_server, tmp_path / "reference.json")
+    assert (reference["outcome"], reference["failure"]) == ("failed", "timeout")
+    assert 0.5 < reference["end"] - reference["start"] < 1.2
+    fixed = _stalled_request(built["loadgen-timeout-fixed"], fake_server, tmp_path / "fixed.json")
+    assert (fixed["outcome"], fixed["failure"]) == ("failed", "timeout")  # right outcome, at its own 1.5 s
+    assert fixed["end"] - fixed["start"] > 1.4
+    ignored = _stalled_request(built["loadgen-no-timeout"], fake_server, tmp_path / "ignored.json")
+    assert ignored["outcome"] == "ok" and ignored["end"] - ignored["start"] > 2.4  # waited the stall out
+
+
+def test_a_p99_from_a_hundred_samples_or_more_is_not_the_maximum(built, fake_server, tmp_path):
+    """Nearest rank over 101 samples: the p99 is the 100th, so it is labelled a p99, not the maximum."""
+    def ttft(folder: Path, out: Path) -> dict[str, Any]:
+        server = fake_server(max_num_seqs=32, token_rate=2000, output_len_min=2, output_len_max=2)
+        return _run(folder, server, out, 101, 16, 2)["summary"]["ttft_s"]
+    reference = ttft(REFERENCE, tmp_path / "reference.json")
+    assert reference["n"] == 101 and reference["p99_is_max"] is False
+    chaff = ttft(built["loadgen-p99-always-max"], tmp_path / "chaff.json")
+    assert chaff["n"] == 101 and chaff["p99_is_max"] is True
+
+
 def test_every_load_generator_chaff_has_its_defect_shown():
-    shown = {d[0] for d in DEFECTS} | {"loadgen-exits-nonzero-on-failures"}
+    shown = {d[0] for d in DEFECTS} | {"loadgen-exits-nonzero-on-failures", "loadgen-timeout-fixed",
+                                       "loadgen-no-timeout", "loadgen-p99-always-max"}
     assert shown == {c.name for c in list_chaff(SUBMISSIONS / "chaff") if c.targets and c.targets[0].startswith("loadgen.")}
 
 

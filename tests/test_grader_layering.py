@@ -12,19 +12,12 @@ import ast
 import shutil
 from pathlib import Path
 
+from grader.kit.rooms import FLOORS as ROOMS
+
 ROOT = Path(__file__).resolve().parents[1]
 
-#: Lowest first. A room imports only rooms on a lower floor (and itself).
-FLOORS: tuple[frozenset[str], ...] = (
-    frozenset({"__init__", "shared"}),
-    frozenset({"contract", "manifests", "rubric", "outcome"}),
-    frozenset({"records", "sandbox", "reports"}),
-    frozenset({"criteria", "runs"}),
-    frozenset({"grading"}),
-    frozenset({"kit", "candidate"}),
-    frozenset({"round"}),
-    frozenset({"cli"}),
-)
+#: Lowest first. A room imports only rooms on a lower floor (and itself): grader/kit/rooms.py says which.
+FLOORS: tuple[frozenset[str], ...] = tuple(frozenset(room for room, _ in rooms) for rooms in ROOMS)
 
 
 def _modules(package: Path) -> dict[str, Path]:
@@ -56,8 +49,11 @@ def _imports(package: Path) -> dict[str, set[str]]:
                 targets = [f"{below}.{a.name}".lstrip(".") for a in node.names]
                 targets = [t if t in modules else below or "__init__" for t in targets]
             elif isinstance(node, ast.Import):
-                targets = [a.name.removeprefix("grader").lstrip(".") or "__init__" for a in node.names
-                           if a.name.split(".")[0] == "grader"]
+                targets = [
+                    a.name.removeprefix("grader").lstrip(".") or "__init__"
+                    for a in node.names
+                    if a.name.split(".")[0] == "grader"
+                ]
             deps |= {t for t in targets if t != name}
         graph[name] = deps
     return graph
@@ -74,16 +70,19 @@ def _floor(room: str) -> int:
 def layering_problems(package: Path) -> list[str]:
     """Every import against the floors, every room no floor names, and every import cycle."""
     graph = _imports(package)
-    problems = [f"{m}: its room {_room(m)!r} is on no floor" for m in graph
-                if not any(_room(m) in rooms for rooms in FLOORS)]
+    problems = [
+        f"{m}: its room {_room(m)!r} is on no floor" for m in graph if not any(_room(m) in rooms for rooms in FLOORS)
+    ]
     if problems:
         return problems
     for module, deps in sorted(graph.items()):
         for dep in sorted(deps):
             here, there = _room(module), _room(dep)
             if here != there and _floor(there) >= _floor(here):
-                problems.append(f"{module} imports {dep}: {here} (floor {_floor(here)}) may not import "
-                                f"{there} (floor {_floor(there)})")
+                problems.append(
+                    f"{module} imports {dep}: {here} (floor {_floor(here)}) may not import "
+                    f"{there} (floor {_floor(there)})"
+                )
     seen: set[tuple[str, ...]] = set()
     for start in sorted(graph):
         stack = [(start, (start,))]
@@ -91,7 +90,7 @@ def layering_problems(package: Path) -> list[str]:
             module, path = stack.pop()
             for dep in graph.get(module, ()):
                 if dep == start:
-                    cycle = path[path.index(min(path)):] + path[: path.index(min(path))]
+                    cycle = path[path.index(min(path)) :] + path[: path.index(min(path))]
                     if cycle not in seen:
                         seen.add(cycle)
                         problems.append("import cycle: " + " -> ".join((*cycle, cycle[0])))
@@ -112,7 +111,26 @@ def test_a_planted_cycle_and_an_upward_import_are_caught(tmp_path):
     copy = tmp_path / "grader"
     shutil.copytree(ROOT / "grader", copy, ignore=shutil.ignore_patterns("__pycache__", "hidden", "*.yaml"))
     verdict = copy / "criteria" / "verdict.py"
-    verdict.write_text(verdict.read_text() + "\n\ndef _late() -> None:\n    from grader.grading.grade import grade  # noqa\n")
+    verdict.write_text(
+        verdict.read_text() + "\n\ndef _late() -> None:\n    from grader.grading.grade import grade  # noqa\n"
+    )
     problems = layering_problems(copy)
     assert any(p.startswith("criteria.verdict imports grading.grade: criteria (floor 3)") for p in problems), problems
     assert any(p.startswith("import cycle:") and "criteria.verdict" in p and "grading.grade" in p for p in problems)
+
+
+def test_the_grader_uses_only_the_fake_servers_public_api() -> None:
+    """The grader drives the fake server through what `fake_server/__init__.py` exports: its modules are
+    the fake server's to rearrange, and a grade must not depend on how they are laid out."""
+    reached = []
+    for path in sorted((ROOT / "grader").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else ([a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            )
+            reached += [
+                f"{path.relative_to(ROOT)}:{node.lineno} imports {n}" for n in names if n.startswith("fake_server.")
+            ]
+    assert reached == []

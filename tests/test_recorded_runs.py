@@ -41,8 +41,8 @@ def _stale(name: str, book: RecordBook, scratch: Path) -> list[str]:
     out = []
     if (FIXTURES / name / "source.txt").read_text().strip() != digest(source_of(name, scratch)):
         out.append("the submission changed")
-    plan = load_rubric().sizing.with_hidden()
-    sets, base, perturb = plan.sets, plan.perturb_base, plan.perturb
+    sizing = load_rubric().sizing.with_hidden()
+    sets, base, perturb = sizing.sets, sizing.perturb_base, sizing.perturb
     variants = book.index.get("variants", {}).get("count", 0)
     # The selftest (and so `make fixtures`) grades a chaff not fitted to the public scenarios without the unseen
     # variants: recorded so, it has none, whatever their number today.
@@ -70,7 +70,7 @@ def _stale(name: str, book: RecordBook, scratch: Path) -> list[str]:
         elif record["section"] == "sizing":
             if {r["name"]: r["flags"] for r in record["sets"]} != sets or record["perturb"] != perturb:
                 out.append("the sizing input sets changed")
-            if [r["name"] for r in record.get("refusals", [])] != [r.name for r in plan.refuse]:
+            if [r["name"] for r in record.get("refusals", [])] != [r.name for r in sizing.refuse]:
                 out.append("the sizing inputs to refuse changed")
     return out
 

@@ -8,6 +8,7 @@ margin fails exactly that criterion.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import shutil
 import subprocess
@@ -88,7 +89,17 @@ def test_a_folder_without_records_or_with_another_version_is_one_clear_line(repo
     record = next((report_dir / "runs").glob("loadgen-baseline.json.gz"))
     data = json.loads(gzip.decompress(record.read_bytes()))
     data["record"] = 99
-    record.write_bytes(gzip.compress(json.dumps(data).encode()))
+    raw = gzip.compress(json.dumps(data).encode())
+    record.write_bytes(raw)
+    # edited in place: the index's digest of what the grade wrote no longer matches
+    done = subprocess.run([*GRADER, "rejudge", str(report_dir)], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "loadgen-baseline.json.gz: changed since the grade wrote it" in done.stderr
+    # written by another grader version, with its index: the version is named
+    index_path = report_dir / "runs" / "index.json"
+    index = json.loads(index_path.read_text())
+    index["digests"][record.name] = hashlib.sha256(raw).hexdigest()
+    index_path.write_text(json.dumps(index))
     done = subprocess.run([*GRADER, "rejudge", str(report_dir)], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "loadgen-baseline.json.gz: record version 99; this grader reads version 1" in done.stderr

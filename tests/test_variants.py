@@ -100,17 +100,32 @@ def test_a_variant_judges_a_criterion_on_the_cases_it_ran_and_the_extra_cases_th
     assert gateway_criterion(RUBRIC.criterion("gateway.headers"), plan) == RUBRIC.criterion("gateway.headers")
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (lambda d: d["loadgen"]["cut"].update({"server.faults.0.after_token": [1, 2]}),
-     "loadgen.cut.server.faults.0.after_token: no such setting in the public one"),
-    (lambda d: d["loadgen"].update({"no-such": {"server.token_rate": [1, 2]}}), "loadgen.no-such: no such scenario"),
-    (lambda d: d["loadgen"]["cut"].update({"server.faults.0.after_tokens": [5, 1]}),
-     "loadgen.cut.server.faults.0.after_tokens: a draw is [lo, hi] or {one_of: [...]}"),
-    (lambda d: d["gateway"]["cases"].update({"rl-refused": {}}), "gateway.cases.rl-refused: a case that stops the local"),
-    (lambda d: d["gateway"]["extra_cases"][0].update({"criteria": ["gateway.nope"]}),
-     "gateway.extra_cases[0].criteria: name the criteria"),
-    (lambda d: d.update({"count": 0}), "count: the number of variants"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda d: d["loadgen"]["cut"].update({"server.faults.0.after_token": [1, 2]}),
+            "loadgen.cut.server.faults.0.after_token: no such setting in the public one",
+        ),
+        (
+            lambda d: d["loadgen"].update({"no-such": {"server.token_rate": [1, 2]}}),
+            "loadgen.no-such: no such scenario",
+        ),
+        (
+            lambda d: d["loadgen"]["cut"].update({"server.faults.0.after_tokens": [5, 1]}),
+            "loadgen.cut.server.faults.0.after_tokens: a draw is [lo, hi] or {one_of: [...]}",
+        ),
+        (
+            lambda d: d["gateway"]["cases"].update({"rl-refused": {}}),
+            "gateway.cases.rl-refused: a case that stops the local",
+        ),
+        (
+            lambda d: d["gateway"]["extra_cases"][0].update({"criteria": ["gateway.nope"]}),
+            "gateway.extra_cases[0].criteria: name the criteria",
+        ),
+        (lambda d: d.update({"count": 0}), "count: the number of variants"),
+    ],
+)
 def test_a_wrong_variants_file_is_refused_naming_the_field(tmp_path: Path, change, message: str) -> None:
     data = yaml.safe_load(VARIANTS_FILE.read_text(encoding="utf-8"))
     change(data)
@@ -133,12 +148,12 @@ def test_the_self_check_runs_no_hidden_material_and_the_grade_runs_it_all(tmp_pa
 
 
 def test_every_draw_stays_in_the_domain_the_brief_publishes_and_the_brief_shows_them() -> None:
-    from grader.kit.brief import stale_parts
+    from grader.kit.generated import stale_parts
     from grader.rubric.domains import load_domains, outside
     from grader.shared.yaml_files import read_yaml
 
     assert outside(load_domains(), read_yaml(VARIANTS_FILE)) == []
-    assert stale_parts() == [], "run: python -m grader.kit.brief --write"
+    assert stale_parts() == [], "run: python -m grader.kit.generated --write"
 
 
 def test_a_draw_outside_its_domain_or_with_none_is_named() -> None:

@@ -37,7 +37,7 @@ __all__ = ["grade", "rejudge", "replay"]
     "--rubric",
     "override",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Override file: weights and visibility by criterion id (schemas/grader/rubric-override.schema.json).",
+    help="Override file: weights, visibility and tolerances by criterion id (schemas/grader/rubric-override.schema.json).",
 )
 @click.option(
     "--sandboxes",

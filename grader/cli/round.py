@@ -32,7 +32,7 @@ __all__ = ["grade_many", "human_score"]
     "--rubric",
     "override",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Override file: weights and visibility by criterion id.",
+    help="Override file: weights, visibility and tolerances by criterion id.",
 )
 @click.option(
     "--merge",

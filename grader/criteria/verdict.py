@@ -20,7 +20,7 @@ from grader.outcome import Evidence
 
 __all__ = ["UNSEEN_FAILED", "UNSEEN_PASSED", "Verdict", "is_borderline", "lone_outlier", "with_unseen", "within"]
 
-#: What a candidate is told of the unseen variants (grading/variants.py): whether they passed, nothing more.
+#: What a candidate is told of the unseen variants (rubric/variants.py): whether they passed, nothing more.
 UNSEEN_PASSED = "Unseen variants of its scenarios (other settings within the documented ranges): passed."
 UNSEEN_FAILED = (
     "Unseen variants of its scenarios (other settings within the documented ranges): FAILED; the "

@@ -17,7 +17,7 @@ the code, and so that a change to the base that moves the text breaks the chaff 
 no longer occurs) instead of applying it somewhere else.
 
 A chaff fitted to the public scenarios' constants (a timeout of 0.5 s whatever the config says)
-loses its targets only on the unseen variants (grading/variants.py); it says `unseen: true`, and the
+loses its targets only on the unseen variants (rubric/variants.py); it says `unseen: true`, and the
 selftest grades it with the variants, which every other chaff is graded without.
 
 One chaff is the candidate's untouched starter: `base: starter`, `edits: []`, `targets: all`. It

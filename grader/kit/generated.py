@@ -1,11 +1,13 @@
-"""The parts of the candidate's brief (starter/TASK.md) written from the kit's own data, never by hand.
+"""The parts of the kit's texts written from its own data, never by hand, so a list in a text cannot drift.
 
-    python -m grader.kit.brief            # exit 1 and say which part is stale
-    python -m grader.kit.brief --write    # rewrite them
+    python -m grader.kit.generated            # exit 1 and say which part is stale
+    python -m grader.kit.generated --write    # rewrite them
 
-Each part sits between `<!-- NAME: begin -->` and `<!-- NAME: end -->` lines. Today one: `unseen-domains`,
-every dimension the unseen variants draw and its domain (grader/rubric/domains.yaml), so the brief states the
-ranges of what the grade moves and a test holds the draws inside them.
+Each part sits between `<!-- NAME: begin -->` and `<!-- NAME: end -->` lines:
+- starter/TASK.md `unseen-domains`: every dimension the unseen variants draw and its domain
+  (grader/rubric/domains.yaml), so the brief states the ranges of what the grade moves;
+- submissions/README.md `chaff`: every chaff, its defect and its targets (each chaff.yaml);
+- docs/architecture.md `rooms`: the grader's rooms floor by floor, each with its job (grader/kit/rooms.py).
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from grader.kit.chaff import list_chaff
+from grader.kit.rooms import FLOORS
 from grader.rubric.domains import load_domains
-from grader.shared.kit_files import kit_dir
+from grader.shared.kit_files import kit_dir, submissions_dir
 
-__all__ = ["BRIEF", "render_domains", "stale_parts", "write_parts"]
+__all__ = ["BRIEF", "render_chaff", "render_domains", "render_rooms", "stale_parts", "write_parts"]
 
 BRIEF = kit_dir("starter") / "TASK.md"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def render_domains() -> str:
@@ -28,7 +33,38 @@ def render_domains() -> str:
     return "\n".join(lines)
 
 
-_PARTS = {"unseen-domains": render_domains}
+def render_chaff() -> str:
+    """The chaff table: each chaff, its defect, its targets, and whether only the unseen variants catch it."""
+    lines = ["| chaff | defect | targets |", "| --- | --- | --- |"]
+    for c in list_chaff(submissions_dir() / "chaff"):
+        targets = ", ".join(c.targets) if c.targets else "every criterion (scores 0)"
+        seen = " (unseen variants only)" if c.unseen else ""
+        lines.append(f"| `{c.name}` | {c.defect.replace('|', '/')}{seen} | {targets} |")
+    return "\n".join(lines)
+
+
+def render_rooms() -> str:
+    """The grader's rooms by floor, lowest first, each with its job."""
+    lines = ["| floor | room | job |", "| --- | --- | --- |"]
+    for floor, rooms in enumerate(FLOORS):
+        for room, job in rooms:
+            name = (
+                "`grader/__init__.py`"
+                if room == "__init__"
+                else f"`{room}/`"
+                if (ROOT / "grader" / room).is_dir()
+                else f"`{room}.py`"
+            )
+            lines.append(f"| {floor} | {name} | {job} |")
+    return "\n".join(lines)
+
+
+#: (the file, the part's name) -> what renders it.
+_PARTS = {
+    (BRIEF, "unseen-domains"): render_domains,
+    (ROOT / "submissions" / "README.md", "chaff"): render_chaff,
+    (ROOT / "docs" / "architecture.md", "rooms"): render_rooms,
+}
 
 
 def _marked(text: str, name: str) -> tuple[int, int]:
@@ -38,35 +74,34 @@ def _marked(text: str, name: str) -> tuple[int, int]:
     return start, text.rindex("\n", 0, text.index(end, start)) + 1
 
 
-def stale_parts(path: Path = BRIEF) -> list[str]:
-    """The generated parts of the brief that differ from what the kit's data gives."""
-    text = path.read_text(encoding="utf-8")
+def stale_parts() -> list[str]:
+    """The generated parts (`FILE: NAME`) that differ from what the kit's data gives."""
     out = []
-    for name, render in _PARTS.items():
+    for (path, name), render in _PARTS.items():
+        text = path.read_text(encoding="utf-8")
         start, stop = _marked(text, name)
         if text[start:stop] != render() + "\n":
-            out.append(name)
+            out.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {name}")
     return out
 
 
-def write_parts(path: Path = BRIEF) -> None:
-    text = path.read_text(encoding="utf-8")
-    for name, render in _PARTS.items():
+def write_parts() -> None:
+    for (path, name), render in _PARTS.items():
+        text = path.read_text(encoding="utf-8")
         start, stop = _marked(text, name)
-        text = text[:start] + render() + "\n" + text[stop:]
-    path.write_text(text, encoding="utf-8")
+        path.write_text(text[:start] + render() + "\n" + text[stop:], encoding="utf-8")
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.kit.brief", description=__doc__.split("\n")[0])
-    parser.add_argument("--write", action="store_true", help="rewrite the generated parts of starter/TASK.md")
+    parser = argparse.ArgumentParser(prog="python -m grader.kit.generated", description=__doc__.split("\n")[0])
+    parser.add_argument("--write", action="store_true", help="rewrite the generated parts of the kit's texts")
     args = parser.parse_args()
     if args.write:
         write_parts()
         return 0
     stale = stale_parts()
-    for name in stale:
-        print(f"{BRIEF}: the part {name} is stale: run python -m grader.kit.brief --write", file=sys.stderr)
+    for part in stale:
+        print(f"{part} is stale: run python -m grader.kit.generated --write", file=sys.stderr)
     return 1 if stale else 0
 
 

@@ -4,7 +4,7 @@ The reference ("wheat") must score full marks. Each chaff is the reference with 
 and names the criteria it must lose: it must lose each of them (score below the weight) and
 nothing else. By default a chaff is graded on its targets, on every criterion that comes free
 with the scenario runs its targets need, and on a seeded sample of two more; `--full` grades
-every chaff on every criterion. The unseen variants (grading/variants.py) run for the reference,
+every chaff on every criterion. The unseen variants (rubric/variants.py) run for the reference,
 for a chaff that loses its targets only on them (`unseen: true`) and with `--full`: a variant run
 costs as much as the public one, and a chaff that breaks a public rule breaks it on the public run.
 A chaff graded wrong is graded once more: wrong twice is wrong, right the second time is reported
