@@ -21,10 +21,12 @@ from grader.round.many import (
     ManyError,
     ManyRun,
     Outcome,
+    check_job_order,
     find_submissions,
     grade_many,
     merge,
     pick,
+    pod_entries,
     rejudge_many,
 )
 from grader.round.similarity import DEFAULT_THRESHOLD
@@ -165,6 +167,7 @@ def run_grade_many(
             if out is not None:
                 raise click.UsageError("--out has no use with --emit-k8s-job: each pod writes to the reports volume")
             entries = find_submissions(paths)
+            check_job_order(entries)
             _emit(
                 entries,
                 job_file,
@@ -184,9 +187,10 @@ def run_grade_many(
         if rejudge:
             _rejudge(paths, out, override=override, jobs=jobs, summary=summary)
             return
-        entries = find_submissions(paths, exclude=[out], expand=index is None)
-        if index is not None:
-            entries = [pick(entries, index)]
+        if index is None:
+            entries = find_submissions(paths, exclude=[out])
+        else:  # one round folder, or the Job's list of paths: the same submission at the same index
+            entries = [pick(pod_entries(paths, exclude=[out]), index)]
     except ManyError as exc:
         raise click.UsageError(str(exc)) from None
     run = ManyRun(entries, out, jobs=jobs, force=force, seed=seed, only=only, override=override)
