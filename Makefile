@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-server test test-fast fixtures check selftest bench schemas clean soak hostile-full debs-demo debs-test
+.PHONY: demo demo-server test test-fast fixtures check selftest bench schemas clean soak hostile-full debs-demo debs-test \
+	image wheels test-image
 
 # Debian packages, installed when missing and this is root (`command:package` pairs): the demo needs
 # bubblewrap for the grader's sandbox (else it runs UNSANDBOXED, and says so); the tests also want
@@ -85,8 +86,56 @@ hostile-full: $(STAMP)
 	HOSTILE_FULL=1 $(BIN)/python -m pytest -q tests/hostile tests/test_determinism.py tests/test_independent_submission.py
 	$(BIN)/python -m bench.loaded
 
+# The grader's image (Containerfile), for the Kubernetes Indexed Job (docs/grading-many.md), built by the
+# first of podman, docker (its engine answering) or buildah found, or ENGINE. BASE is the image it starts
+# from: any Debian-like image with Python $(IMAGE_PYTHON) and venv (the public slim image by default, or one
+# made locally where no registry is reached). The Python packages are gathered first as wheels for that
+# Python and this machine's architecture, pinned to the versions in .venv (the ones the tests ran), with
+# this machine's pip and its index; the build then asks no package index. BUILD_FLAGS go to the engine.
+IMAGE ?= serving-takehome-grader:0.1.0
+BASE ?= docker.io/library/python:3.11-slim-bookworm
+IMAGE_PYTHON ?= 3.11
+WHEEL_ARCH ?= $(shell uname -m)
+ENGINE ?=
+BUILD_FLAGS ?=
+WHEELS := build/wheels
+MANYLINUX := $(foreach v,5 12 17 24 26 27 28 31 34 35 36,--platform manylinux_2_$(v)_$(WHEEL_ARCH)) \
+	--platform manylinux2014_$(WHEEL_ARCH)
+
+wheels: $(STAMP)
+	rm -rf $(WHEELS) && mkdir -p $(WHEELS)
+	$(BIN)/python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+		print('\n'.join(p['dependencies'] + p['optional-dependencies']['candidate'] + ['setuptools>=77']))" \
+		> build/image-requirements.txt
+	$(BIN)/python -m pip freeze --exclude-editable > build/image-constraints.txt
+	$(BIN)/python -m pip download --quiet --dest $(WHEELS) --only-binary=:all: --implementation cp \
+		--python-version $(IMAGE_PYTHON) $(MANYLINUX) -r build/image-requirements.txt -c build/image-constraints.txt
+
+image: wheels
+	@engine="$(ENGINE)"; \
+	if [ -z "$$engine" ]; then \
+		if command -v podman >/dev/null; then engine=podman; \
+		elif command -v docker >/dev/null && docker info >/dev/null 2>&1; then engine=docker; \
+		elif command -v buildah >/dev/null; then engine=buildah; \
+		else echo "make image: no podman, docker (with its engine running) or buildah here; set ENGINE" >&2; exit 2; fi; \
+	fi; \
+	build="build"; [ "$$engine" = buildah ] && build="bud"; \
+	echo "$$engine $$build -f Containerfile --build-arg BASE=$(BASE) -t $(IMAGE) $(BUILD_FLAGS) ."; \
+	$$engine $$build -f Containerfile --build-arg BASE=$(BASE) -t $(IMAGE) $(BUILD_FLAGS) .
+
+# The grader's image built from a local base (tests/pods/images.py: debootstrap, then podman import), the
+# emitted Job's pods run under podman with the pod's own security settings over a round of six, merged
+# and compared with the same round graded here, then the hostile programs inside the pod: about 25
+# minutes on two cores, so not part of `make test`. Needs root and podman with runc (installed here
+# when missing).
+DEBS_IMAGE := podman:podman runc:runc debootstrap:debootstrap
+test-image: $(STAMP) debs-test
+	@$(call apt_install,$(DEBS_IMAGE))
+	POD_TEST=1 $(BIN)/python -m pytest -q tests/pods
+	@echo "figures (image size, seconds per pod and per grade, report lines): build/pods/figures.json"
+
 schemas: $(STAMP)
 	$(BIN)/python -m grader.kit.schemas_build
 
 clean:
-	rm -rf $(VENV) .pytest_cache grade-report
+	rm -rf $(VENV) .pytest_cache grade-report build

@@ -164,11 +164,15 @@ def test_each_index_grades_its_submission_and_merge_builds_the_csv(job: tuple[Pa
     assert duplicate.returncode == 2 and f"two report folders named {NAMES[0]!r}" in duplicate.stderr
 
 
+WHEELS = "build/wheels/"  # made by `make image` (make wheels) before the build
+
+
 def _copied_sources() -> list[str]:
+    """What the Containerfile copies from the build context (not from its own install stage), the wheels aside."""
     sources: list[str] = []
     for line in (ROOT / "Containerfile").read_text().splitlines():
-        if line.startswith("COPY "):
-            sources += line.split()[1:-1]
+        if line.startswith("COPY ") and not line.startswith("COPY --from="):
+            sources += [s for s in line.split()[1:-1] if s != WHEELS]
     return sources
 
 
@@ -177,8 +181,19 @@ def test_the_image_holds_the_kit_and_bubblewrap_but_no_submissions() -> None:
     assert re.search(r"apt-get install .*\bbubblewrap\b", text)
     sources = _copied_sources()
     assert sources and all((ROOT / s).exists() for s in sources), sources
-    assert not any(s.rstrip("/").split("/")[0] in ("submissions", "tests", "bench", ".") for s in sources)
+    assert not any(s.rstrip("/").split("/")[0] in ("submissions", "tests", "bench", "docs", ".") for s in sources)
     assert re.search(r'ENTRYPOINT \["grader"\]', text)
+    # The base is a build argument (the public slim image unless told), every stage starts from it, and the
+    # packages come from the wheels gathered beforehand: the build asks no package index.
+    assert re.search(r"^ARG BASE=docker\.io/library/python:3\.11-slim-bookworm$", text, re.MULTILINE)
+    assert re.findall(r"^FROM (\S+)", text, re.MULTILINE) == ["${BASE}", "${BASE}"]
+    assert f"COPY {WHEELS} /tmp/wheels/" in text and "--no-index --find-links /tmp/wheels" in text
+    assert re.findall(r"^COPY --from=install (\S+)", text, re.MULTILINE) == ["/opt/grader", "/kit"]
+    # Nor are they sent to the build: the context leaves them out.
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {"submissions", "tests", "bench", "docs", ".git", ".venv"} <= set(ignored), ignored
+    makefile = (ROOT / "Makefile").read_text()
+    assert "--build-arg BASE=$(BASE)" in makefile
 
 
 def test_the_kit_the_image_copies_grades_without_submissions(round_dir: Path, tmp_path: Path) -> None:

@@ -22,10 +22,12 @@ from grader.round.many import (
     ManyError,
     ManyRun,
     Outcome,
+    check_job_order,
     find_submissions,
     grade_many,
     merge,
     pick,
+    pod_entries,
     rejudge_many,
     round_seed,
 )
@@ -168,6 +170,7 @@ def run_grade_many(
             if out is not None:
                 raise click.UsageError("--out has no use with --emit-k8s-job: each pod writes to the reports volume")
             entries = find_submissions(paths)
+            check_job_order(entries)
             _emit(
                 entries,
                 job_file,
@@ -187,9 +190,10 @@ def run_grade_many(
         if rejudge:
             _rejudge(paths, out, override=override, jobs=jobs, summary=summary)
             return
-        entries = find_submissions(paths, exclude=[out], expand=index is None)
-        if index is not None:
-            entries = [pick(entries, index)]
+        if index is None:
+            entries = find_submissions(paths, exclude=[out])
+        else:  # one round folder, or the Job's list of paths: the same submission at the same index
+            entries = [pick(pod_entries(paths, exclude=[out]), index)]
         # a pod of the Job is given its round's seed; its siblings write the same round.json beside it
         seed = seed if index is not None and seed is not None else round_seed(out, seed)
     except ManyError as exc:

@@ -45,6 +45,7 @@ __all__ = [
     "grade_many",
     "merge",
     "pick",
+    "pod_entries",
     "rejudge_many",
     "report_folders",
     "round_seed",
@@ -308,6 +309,33 @@ def pick(entries: Sequence[Entry], index: int) -> Entry:
     if not 0 <= index < len(entries):
         raise ManyError(f"--index {index}: out of range; there are {len(entries)} submissions (0..{len(entries) - 1})")
     return entries[index]
+
+
+def pod_entries(paths: Sequence[Path], *, exclude: Sequence[Path] = ()) -> list[Entry]:
+    """The submissions `--index` chooses among, in index order.
+
+    A round can be named two ways, and both must give index i the same submission: one round
+    folder (`grade-many ROUND --index I`) is expanded as `grade-many ROUND` expands it, while the
+    Job's explicit list (`-- /submissions/a /submissions/b ...`, made by expanding the round
+    once) is taken one argument per submission, so that a candidate's folder lacking
+    submission.yaml is never read as a round of its own there.
+    """
+    return find_submissions(paths, exclude=exclude, expand=len(paths) == 1)
+
+
+def check_job_order(entries: Sequence[Entry]) -> None:
+    """Refuse a Job whose pods would not grade `entries[i]` at index i.
+
+    The pods see the Job's list of paths (`pod_entries`), not the round folder it came from;
+    a Job of one submission is the only list a pod expands, so a lone folder that itself holds
+    submissions (no submission.yaml of its own) would be read as a round there.
+    """
+    chosen = pod_entries([e.path for e in entries])
+    if [e.name for e in chosen] != [e.name for e in entries]:
+        raise ManyError(
+            f"{entries[0].path}: a Job of this one submission would grade what it holds instead "
+            "(it has no submission.yaml but holds submissions); add submission.yaml, or grade it with grader grade"
+        )
 
 
 def report_folders(paths: Sequence[Path]) -> list[Path]:

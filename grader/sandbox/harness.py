@@ -109,8 +109,11 @@ class Harness:
         if not isinstance(text, str):
             raise TypeError("write_file: text must be a string")
         path = self.ctx.work / name
-        if path.is_symlink():
-            path.unlink()  # never follow a link the candidate planted
+        # Replaced, never written through: a link the candidate planted is not followed, and a file of
+        # that name the candidate owns (the config given to an earlier case) cannot have its mode changed
+        # by a root without CAP_FOWNER, which the Kubernetes Job's pod does not keep.
+        if path.is_symlink() or path.exists():
+            path.unlink()
         path.write_text(text, encoding="utf-8")
         path.chmod(0o644)
         if self.config.run_as is not None:

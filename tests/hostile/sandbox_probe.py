@@ -5,7 +5,7 @@ enforces and what candidate commands met in it.
 
 The submission folder must be readable by whoever runs this. Commands, in order:
 1. `id`, its cgroup, its rlimits and capabilities; a `sleep` past its wall clock; a file the grader
-   writes into the work folder, copied by the candidate to one only its owner may read, read back;
+   writes into the work folder twice (the second replaces the first, the candidate's by then), copied by the candidate to one only its owner may read, read back;
 2. a spawned `sleep`, alive through the next two, so that the end of each of them cannot be a sweep
    of the candidate's uid (the harness sweeps only when no candidate command is alive): what ends
    their processes is the cgroup, or nothing;
@@ -80,7 +80,8 @@ def main(folder: Path, marker: str) -> dict[str, object]:
             seen["who"] = [" ".join(line.split()) for line in who.stdout_tail.splitlines()]
             late = box.run(["sleep", "6"], timeout_s=1)
             seen["wall_timeout"] = [late.killed, late.wall_s < 4]
-            box.write_file("given.txt", "from the grader")
+            box.write_file("given.txt", "an earlier config")  # given to the candidate's uid, then
+            box.write_file("given.txt", "from the grader")  # replaced (a pod's root has no CAP_FOWNER)
             files = box.run(["sh", "-c", "cat given.txt > back.txt && chmod 600 back.txt"], timeout_s=20,
                             files_back=["back.txt"])
             seen["files"] = files.files.get("back.txt")
