@@ -23,6 +23,7 @@ FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"grading"}),
     frozenset({"kit", "candidate"}),
     frozenset({"round"}),
+    frozenset({"interview", "live"}),
     frozenset({"cli"}),
 )
 

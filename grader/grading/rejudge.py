@@ -6,6 +6,9 @@ in a fraction of a second each (`grader grade-many --rejudge` does a whole round
 could not judge (a broken contract, the grader's own failure) is carried over as it was; a
 criterion whose records no longer cover it (the rubric gave it another scenario) is inconclusive
 and says so.
+
+A grade made with a rubric of its own (a live exercise's, grader/live/) keeps that rubric beside its records
+(`runs/rubric.yaml`): it is judged again with it, unless another is given.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from grader.outcome import CriterionResult, Grade
 from grader.records.book import RecordBook, RecordError
 from grader.rubric import Criterion, Rubric, RubricError, load_rubric
 
-__all__ = ["RecordError", "grade_of", "rejudge"]
+__all__ = ["KEPT_RUBRIC", "RecordError", "grade_of", "rejudge"]
+
+KEPT_RUBRIC = "rubric.yaml"  # in runs/: the rubric a grade was made with, when it is not the kit's
 
 
 def rejudge(
@@ -41,7 +46,8 @@ def rejudge(
     Raises RecordError (no records, another version) or RubricError, each one line naming the file."""
     report_dir, out = Path(report_dir), Path(out) if out is not None else Path(report_dir)
     book = RecordBook.read(report_dir / RUNS)
-    current = load_rubric(rubric, override=override, checks=registered())
+    kept = report_dir / RUNS / KEPT_RUBRIC
+    current = load_rubric(rubric or (kept if kept.is_file() else None), override=override, checks=registered())
     unknown = [c for c in book.index["criteria"] if not any(k.id == c for k in current.criteria)]
     if unknown:
         raise RubricError(f"{current.path}: has no criterion {unknown[0]!r}, which the grade in {report_dir} judged")
