@@ -13,7 +13,6 @@ A grade made with a rubric of its own (a live exercise's, grader/live/) keeps th
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -54,28 +53,29 @@ def rejudge(
     from grader.grading.grade import progress
 
     grade = grade_of(book, current, report=progress(echo) if echo else None)
-    from grader.reports import FILE_NAMES, apply_human_scores, write_reports
+    from grader.reports import FILE_NAMES, restore_person_part, write_reports
 
-    # a person's points: those in --out's own report (a re-judge in place), else the graded folder's
-    human = _human_scores(out / FILE_NAMES["json"]) or _human_scores(report_dir / FILE_NAMES["json"])
+    # a person's part (checklist points, the interview's sheet): --out's own report's (a re-judge in place), else
+    # the graded folder's
+    person = _person(out / FILE_NAMES["json"]) or _person(report_dir / FILE_NAMES["json"])
     if out.resolve() != report_dir.resolve():
         shutil.copytree(report_dir / RUNS, out / RUNS, dirs_exist_ok=True)
+        guide = Path(str((person or {}).get("interview_guide") or "")).parts[:1]
+        if guide and (report_dir / guide[0]).is_dir() and guide[0] not in ("..", RUNS):
+            shutil.copytree(report_dir / guide[0], out / guide[0], dirs_exist_ok=True)  # the interviewer's guide
     write_reports(grade, out)
-    known = {f"human.{i}" for i in range(1, len(grade.human_checklist) + 1)}
-    if scores := {k: v for k, v in human.items() if k in known}:
-        apply_human_scores(out / FILE_NAMES["json"], scores)  # a person's points survive a re-judge
+    restore_person_part(out / FILE_NAMES["json"], person)  # a person's points and the interview's sheet survive
     return grade
 
 
-def _human_scores(report_json: Path) -> dict[str, tuple[float, float]]:
-    """The checklist points a person recorded in an earlier report.json, by item id (none when there is none)."""
-    try:
-        checklist = json.loads(report_json.read_text(encoding="utf-8"))["extra_data"]["human"]["checklist"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return {
-        e["id"]: (e["score"], e["max_score"]) for e in checklist if isinstance(e, dict) and e.get("score") is not None
-    }
+def _person(report_json: Path) -> dict[str, Any] | None:
+    """What a person added to an earlier report.json (points, an interview's sheet), or None when nothing."""
+    from grader.reports import person_part
+
+    part = person_part(report_json)
+    if part and (part["interview_guide"] or any(e.get("score") is not None for e in part["checklist"])):
+        return part
+    return None
 
 
 def grade_of(book: RecordBook, rubric: Rubric, *, report: Callable[[CriterionResult], None] | None = None) -> Grade:
