@@ -27,10 +27,9 @@ from grader.cli import main
 from grader.criteria.catalog import registered
 from grader.criteria.live import expected
 from grader.kit.chaff import list_chaff, materialize
-from grader.live.exercise_run import kit_rubric_data
 from grader.live.session import LOG, run_live
-from grader.rubric import DEFAULT_RUBRIC, load_rubric
-from grader.rubric.live_pool import POOL_FILE, LivePoolError, exercise_rubric, load_pool
+from grader.rubric import load_rubric
+from grader.rubric.live_pool import POOL_FILE, LivePoolError, exercise_rubric, kit_rubric_data, load_pool
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "submissions" / "reference"
@@ -139,7 +138,7 @@ def test_the_reference_passes_each_exercise_and_its_chaff_fails_it_and_rejudges_
     assert {c.id: c.status for c in defective.made.grade.criteria} == wanted, "\n".join(lines["chaff"])
     # what the interviewer reads: what to tell, the verdict, what made it fail beside the ledgers
     said = "\n".join(lines["chaff"])
-    assert exercise.tell in said and f"FAILED " in said and exercise.watch_for in said
+    assert exercise.tell in said and "FAILED " in said and exercise.watch_for in said
     assert any(line.startswith("to reproduce by hand:") for line in lines["chaff"])
     # the record, judged again by `grader rejudge`, with the exercise's rubric kept beside it
     folder = tmp_path / "chaff" / name / "run-1"

@@ -10,7 +10,7 @@ import click
 
 from grader.cli.candidate import check, contract, manifests, memo
 from grader.cli.grading import grade, rejudge, replay
-from grader.cli.interview import live
+from grader.cli.interview import interview, live
 from grader.cli.kit import bundle, selftest
 from grader.cli.round import grade_many, human_score
 
@@ -35,6 +35,7 @@ for command in (
     bundle,
     grade_many,
     human_score,
+    interview,
     live,
 ):
     main.add_command(command)

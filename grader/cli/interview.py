@@ -1,4 +1,4 @@
-"""The second stage: `grader live` (live exercises)."""
+"""The second stage: `grader interview` (the interviewer's guide) and `grader live` (live exercises)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,37 @@ from pathlib import Path
 
 import click
 
-__all__ = ["live"]
+__all__ = ["interview", "live"]
+
+
+@click.command()
+@click.argument("report_dir", metavar="REPORT_DIR", type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder for guide.md and guide.html (default: REPORT_DIR/interview).",
+)
+def interview(report_dir: Path, out: Path | None) -> None:
+    """Write the interviewer's guide for one graded submission, built from its run records.
+
+    Per deliverable the verdicts with their margins, the closest calls and every failure with its evidence;
+    questions that cite the candidate's own figures, each with what a good answer covers; the live exercises
+    that fit; and a scoring sheet whose points `grader human-score` records. report.html links to it. In a
+    round reviewed blind (grade-many --anonymize) the guide names the candidate by their code only.
+    Exit status: 0 when the guide was written; 2 when it could not be (no records, no question bank).
+    """
+    from grader.interview.write import InterviewError, write_interview
+
+    if not report_dir.is_dir():
+        raise click.UsageError(f"{report_dir}: no such folder (give a folder `grader grade` wrote)")
+    try:
+        paths = write_interview(report_dir, out)
+    except InterviewError as exc:
+        raise click.UsageError(str(exc)) from None
+    except OSError as exc:
+        raise click.UsageError(f"{exc.filename or report_dir}: {exc.strerror}") from None
+    for path in paths:
+        click.echo(str(path.resolve()))
 
 
 @click.command()

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from grader.criteria.catalog import registered
 from grader.criteria.memo import HUMAN_CHECKLIST
@@ -30,11 +29,10 @@ from grader.live.hand_box import HandBox
 from grader.outcome import CriterionResult, Grade
 from grader.records.book import RecordBook
 from grader.reports import write_reports
-from grader.rubric import DEFAULT_RUBRIC, Rubric, load_rubric
-from grader.rubric.live_pool import Exercise, LivePool, exercise_rubric
-from grader.shared.yaml_files import read_yaml
+from grader.rubric import Rubric, load_rubric
+from grader.rubric.live_pool import Exercise, LivePool, exercise_rubric, kit_rubric_data
 
-__all__ = ["LiveError", "Made", "kit_rubric_data", "make_run", "write_rubric"]
+__all__ = ["HAND_PORTS", "LiveError", "Made", "make_run", "write_rubric"]
 
 
 class LiveError(ValueError):
@@ -47,12 +45,6 @@ class Made:
     rubric: Rubric
     book: RecordBook
     seconds: float
-
-
-def kit_rubric_data() -> dict[str, Any]:
-    """The kit rubric's data as rubric.yaml has it (an exercise's rubric is made from it)."""
-    data: dict[str, Any] = read_yaml(DEFAULT_RUBRIC)
-    return data
 
 
 #: Ports a gateway run by hand may listen on: the grade's own first, all below the ephemeral range.

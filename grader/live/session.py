@@ -28,8 +28,8 @@ from grader.grading.by_hand import gateway_by_hand, loadgen_by_hand
 from grader.grading.grade import contract_problems
 from grader.grading.sections import SECTIONS
 from grader.grading.side_by_side import side_by_side
-from grader.live.exercise_run import LiveError, Made, kit_rubric_data, make_run
-from grader.rubric.live_pool import Exercise, LivePool, LivePoolError, load_pool
+from grader.live.exercise_run import LiveError, Made, make_run
+from grader.rubric.live_pool import Exercise, LivePool, LivePoolError, kit_rubric_data, load_pool
 from grader.runs.loadgen import loadgen_argv
 
 __all__ = ["LOG", "LiveError", "LiveOutcome", "listing", "pool", "run_live"]

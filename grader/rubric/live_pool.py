@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from grader.rubric.gateway_plan import Case
+from grader.rubric.load import DEFAULT_RUBRIC
 from grader.shared.kit_files import schemas_dir
 from grader.shared.schema_words import schema_problems
 from grader.shared.yaml_files import YamlError, read_yaml
 
-__all__ = ["POOL_FILE", "Exercise", "LivePool", "LivePoolError", "exercise_rubric", "load_pool"]
+__all__ = ["POOL_FILE", "Exercise", "LivePool", "LivePoolError", "exercise_rubric", "kit_rubric_data", "load_pool"]
 
 POOL_FILE = Path(__file__).resolve().parents[1] / "unseen" / "live.yaml"
 #: The grade's start-up case, which every gateway exercise opens with (the gateway answers /health and /stats).
@@ -64,6 +65,12 @@ class LivePool:
         if name not in self.exercises:
             raise LivePoolError(f"{name}: no such live exercise (known: {', '.join(self.exercises)})")
         return self.exercises[name]
+
+
+def kit_rubric_data() -> dict[str, Any]:
+    """The kit rubric's data as rubric.yaml has it (an exercise's rubric is made from it)."""
+    data: dict[str, Any] = read_yaml(DEFAULT_RUBRIC)
+    return data
 
 
 def _steps(path: str) -> list[str | int]:
