@@ -2,9 +2,11 @@
 
 starter/TASK.md marks each graded statement with an anchor (`<a id="def-ttft"></a>` before it): each
 definition, each rule of each deliverable, each rule of the files the contract asks for. Each rubric
-criterion names the anchors it checks (`anchors:`). A statement no criterion checks, a criterion that
-names an anchor the brief does not have, and a criterion no chaff loses are all problems: the test
-suite fails on them (tests/test_traceability.py), and docs/grading.md shows the table.
+criterion names the anchors it checks (`anchors:`), and each question of the interview's bank the one it
+probes (grader/unseen/questions.yaml). A statement no criterion checks, a criterion that names an anchor
+the brief does not have, a criterion no chaff loses, and a statement with fewer than two interview
+questions are all problems: the test suite fails on them (tests/test_traceability.py), and
+docs/grading.md shows the table (the questions only counted: the bank itself never ships).
 
     python -m grader.kit.traceability            # the problems, or the table when there are none
     python -m grader.kit.traceability --write    # rewrite the table in docs/grading.md
@@ -19,8 +21,9 @@ from pathlib import Path
 
 from grader.kit.chaff import Chaff, list_chaff
 from grader.rubric import Rubric, load_rubric
+from grader.rubric.questions import QuestionBank, load_questions
 
-__all__ = ["Statement", "problems", "render", "rows", "statements"]
+__all__ = ["QUESTIONS_PER_STATEMENT", "Statement", "problems", "render", "rows", "statements"]
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "starter" / "TASK.md"
@@ -28,6 +31,7 @@ DOCS = ROOT / "docs" / "grading.md"
 START, END = "<!-- traceability: start -->", "<!-- traceability: end -->"
 _ANCHOR = re.compile(r'<a id="([a-z0-9-]+)"></a>')
 _MARKUP = re.compile(r"\*\*|`|<[^>]+>")
+QUESTIONS_PER_STATEMENT = 2  # the interview asks about every graded statement in more than one way
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ class Row:
     statement: Statement
     criteria: tuple[str, ...]
     chaff: tuple[str, ...]  # chaff that lose one of those criteria, by name
+    questions: int = 0  # the interview's questions that probe it
 
 
 def _losers(chaff: list[Chaff]) -> dict[str, list[str]]:
@@ -63,17 +68,18 @@ def _losers(chaff: list[Chaff]) -> dict[str, list[str]]:
     return out
 
 
-def rows(rubric: Rubric, chaff: list[Chaff], task: Path = TASK) -> list[Row]:
+def rows(rubric: Rubric, chaff: list[Chaff], task: Path = TASK, bank: QuestionBank | None = None) -> list[Row]:
     losers = _losers(chaff)
+    asked = bank.by_anchor() if bank is not None else {}
     out = []
     for statement in statements(task):
         criteria = tuple(c.id for c in rubric.criteria if statement.anchor in c.anchors)
         names = tuple(dict.fromkeys(n for c in criteria for n in losers.get(c, [])))
-        out.append(Row(statement, criteria, names))
+        out.append(Row(statement, criteria, names, len(asked.get(statement.anchor, []))))
     return out
 
 
-def problems(rubric: Rubric, chaff: list[Chaff], task: Path = TASK) -> list[str]:
+def problems(rubric: Rubric, chaff: list[Chaff], task: Path = TASK, bank: QuestionBank | None = None) -> list[str]:
     """What breaks the chain from a graded statement to its criteria to a chaff that loses them."""
     found = statements(task)
     known = {s.anchor for s in found}
@@ -83,9 +89,14 @@ def problems(rubric: Rubric, chaff: list[Chaff], task: Path = TASK) -> list[str]
         if s.anchor in {t.anchor for t in found[:i]}
     ]
     losers = _losers(chaff)
-    for row in rows(rubric, chaff, task):
+    for row in rows(rubric, chaff, task, bank):
         if not row.criteria:
             out.append(f"{task.name}:{row.statement.line}: {row.statement.anchor}: no criterion checks this statement")
+        if bank is not None and row.questions < QUESTIONS_PER_STATEMENT:
+            out.append(
+                f"{task.name}:{row.statement.line}: {row.statement.anchor}: {row.questions} interview question(s) "
+                f"probe this statement; {QUESTIONS_PER_STATEMENT} at least ({bank.path.name})"
+            )
     for c in rubric.criteria:
         out += [f"{c.id}: anchors: {a!r} is no statement of {task.name}" for a in c.anchors if a not in known]
         if not c.anchors:
@@ -97,11 +108,16 @@ def problems(rubric: Rubric, chaff: list[Chaff], task: Path = TASK) -> list[str]
 
 def render(table: list[Row]) -> str:
     """The table docs/grading.md shows, between its markers."""
-    lines = [START, "", "| statement (starter/TASK.md) | criteria | chaff that lose them |", "| --- | --- | --- |"]
+    lines = [
+        START,
+        "",
+        "| statement (starter/TASK.md) | criteria | chaff that lose them | interview questions |",
+        "| --- | --- | --- | ---: |",
+    ]
     for row in table:
         criteria = ", ".join(f"`{c}`" for c in row.criteria)
         chaff = ", ".join(f"`{n}`" for n in row.chaff)
-        lines.append(f"| `{row.statement.anchor}`: {row.statement.text} | {criteria} | {chaff} |")
+        lines.append(f"| `{row.statement.anchor}`: {row.statement.text} | {criteria} | {chaff} | {row.questions} |")
     return "\n".join([*lines, "", END])
 
 
@@ -115,10 +131,11 @@ def docs_table(docs: Path = DOCS) -> str:
 
 def main(argv: list[str]) -> int:
     rubric, chaff = load_rubric(), list_chaff(ROOT / "submissions" / "chaff")
-    found = problems(rubric, chaff)
+    bank = load_questions(rubric)
+    found = problems(rubric, chaff, bank=bank)
     for line in found:
         print(line, file=sys.stderr)
-    table = render(rows(rubric, chaff))
+    table = render(rows(rubric, chaff, bank=bank))
     if "--write" in argv:
         text, current = DOCS.read_text(encoding="utf-8"), docs_table()
         if not current:
