@@ -21,6 +21,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from recorded import AS_GRADED, FIXTURES, digest
+from test_report_html import _chromium, _png_pixels, needs_chromium
 
 from grader.cli import main
 from grader.grading.rejudge import rejudge
@@ -122,6 +123,8 @@ def test_every_failure_and_close_call_has_a_question_citing_its_evidence(name: s
     # the guide's page is as self-contained as the report: no script, no outside address
     assert "<script" not in page and not re.search(r"(src|href)=\"https?:", page)
     assert f"{len(asked)}. " in page and "Scoring sheet" in page
+    if name == "frameworks":  # the same records give the same guide, byte for byte
+        assert [p.read_text() for p in write_interview(folder)] == [markdown, page]
 
 
 def _ok_ledger(record: dict[str, Any]) -> bool:
@@ -227,3 +230,21 @@ def test_a_folder_without_records_is_refused_in_one_line(tmp_path: Path) -> None
     result = CliRunner().invoke(main, ["interview", str(tmp_path)])
     assert result.exit_code == 2
     assert "no run records here" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_chromium_renders_the_guide_and_its_every_section(tmp_path: Path) -> None:
+    folder = _graded("frameworks", tmp_path / "frameworks")
+    markdown, page = write_interview(folder)
+    dom = _chromium(tmp_path, "--virtual-time-budget=2000", "--dump-dom", page.resolve().as_uri()).stdout
+    for section in ("summary", "glance", "loadgen", "gateway", "live", "sheet"):
+        assert f'id="{section}"' in dom, section
+    assert dom.count('class="question"') == len(_questions(markdown.read_text())) > 0
+    assert "<script" not in dom
+    shot = tmp_path / "guide.png"
+    _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,1800", page.resolve().as_uri())
+    width, height, rows = _png_pixels(shot)
+    bpp = len(rows[0]) // width
+    colours = {rows[y][x * bpp : x * bpp + 3] for y in range(0, height, 7) for x in range(0, width, 7)}
+    assert (width, height) == (1200, 1800) and len(colours) > 50, f"a nearly blank page: {len(colours)} colours"

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -194,3 +195,26 @@ def test_an_exercise_run_by_hand_is_recorded_and_judged_as_in_the_sandbox(name: 
     assert result.exit_code == 0, result.output
     assert set(_statuses(tmp_path / "again").values()) == {"passed"}
     assert shlex.split(next(line for line in lines if line.startswith("  cd ")).strip())[0] == "cd"
+
+
+@pytest.mark.slow
+def test_the_candidate_fixes_their_code_and_runs_again_and_each_run_is_recorded(tmp_path: Path) -> None:
+    name = "reasoning-stream-error"
+    folder = materialize(LIVE_CHAFF[name].path, tmp_path / "candidate")
+    out = tmp_path / "live"
+    first = CliRunner().invoke(main, ["live", str(folder), name, "--out", str(out)])
+    assert first.exit_code == 1, first.output
+    assert POOL.exercise(name).tell in first.output and "FAILED" in first.output
+    shutil.rmtree(folder)  # the fix: the candidate's folder, as the reference writes it
+    shutil.copytree(REFERENCE, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    second = CliRunner().invoke(main, ["live", str(folder), name, "--out", str(out)])
+    assert second.exit_code == 0, second.output
+    assert "run 2, " in second.output and "into the time box" in second.output
+    log = json.loads((out / name / LOG).read_text())
+    assert [(r["run"], r["folder"], set(r["statuses"].values())) for r in log["runs"]] == [
+        (1, "run-1", {"failed", "passed"}),
+        (2, "run-2", {"passed"}),
+    ]
+    assert log["time_box_min"] == POOL.exercise(name).time_box_min
+    assert _statuses(out / name / "run-1")["loadgen.stream-error"] == "failed"
+    assert set(_statuses(out / name / "run-2").values()) == {"passed"}
