@@ -6,7 +6,8 @@ margin; the closest calls (reruns, margins near the tolerance, failures on the u
 inconclusive ones); every failure with its evidence in one line; and the questions the bank has for each
 criterion's outcome (failed, borderline, passed), each citing the candidate's own figures. Failed and
 borderline criteria get every question the bank has for them; of the passed ones, each deliverable's two
-closest calls get one each. The scoring sheet is those questions, in order, and one line per live exercise.
+closest calls get one each. The scoring sheet is those questions, in order, and a line for each of the first
+live exercises suggested.
 """
 
 from __future__ import annotations
@@ -27,10 +28,22 @@ from grader.rubric import Criterion, Rubric
 from grader.rubric.live_pool import LivePool
 from grader.rubric.questions import Question, QuestionBank
 
-__all__ = ["PASSED_PER_DELIVERABLE", "Asked", "Guide", "Live", "Part", "Row", "build_guide", "evidence_line"]
+__all__ = [
+    "LIVE_ON_SHEET",
+    "PASSED_PER_DELIVERABLE",
+    "Asked",
+    "Guide",
+    "Live",
+    "Part",
+    "Row",
+    "build_guide",
+    "evidence_line",
+]
 
 #: Passed criteria asked about in each deliverable: its closest calls.
 PASSED_PER_DELIVERABLE = 2
+#: Live exercises on the scoring sheet: the first suggested (an interview has time for one or two).
+LIVE_ON_SHEET = 2
 _EVIDENCE_CHARS = 260
 _SHEET_CHARS = 140
 GENERIC = Question(
@@ -110,7 +123,8 @@ class Guide:
     def sheet(self) -> list[str]:
         """The scoring sheet's items, in order: each question, then each live exercise."""
         items = [f"Question {q.number} ({q.criterion}, {q.outcome}): {_clip(q.text, _SHEET_CHARS)}" for q in self.asked]
-        return items + [f"Live exercise {e.name} ({e.title}): the fix and the explanation" for e in self.live]
+        live = self.live[:LIVE_ON_SHEET]
+        return items + [f"Live exercise {e.name} ({e.title}): the fix and the explanation" for e in live]
 
 
 def _outcome(result: CriterionResult, band: tuple[float, float]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import shlex
 
-from grader.interview.guide import Asked, Guide, Part
+from grader.interview.guide import LIVE_ON_SHEET, Asked, Guide, Part
 from grader.reports.page_style import CSS
 from grader.reports.text import clean, fmt_points
 
@@ -111,7 +111,11 @@ def to_markdown(guide: Guide, *, report_href: str, report_json: str, submission_
         "| exercise | deliverable | time box | why this one |",
         "| --- | --- | ---: | --- |",
     ]
-    out += [f"| `{e.name}` | {e.deliverable} | {e.time_box_min:g} min | {_cell(e.why)} |" for e in guide.live]
+    out += [
+        f"| `{e.name}`{' (suggested)' if i < LIVE_ON_SHEET else ''} | {e.deliverable} | {e.time_box_min:g} min | "
+        f"{_cell(e.title)}: {_cell(e.why)} |"
+        for i, e in enumerate(guide.live)
+    ]
     if guide.live:
         out += [
             "",
@@ -170,9 +174,10 @@ def to_html(guide: Guide, *, report_href: str, report_json: str, submission_arg:
     ]
     body += [_html_part(part) for part in guide.parts]
     live = "".join(
-        f"<tr><td class=mono>{_e(e.name)}</td><td>{_e(e.deliverable)}</td><td class=num>{e.time_box_min:g} min</td>"
+        f"<tr><td class=mono>{_e(e.name)}{' <span class=tag>suggested</span>' if i < LIVE_ON_SHEET else ''}</td>"
+        f"<td>{_e(e.deliverable)}</td><td class=num>{e.time_box_min:g} min</td>"
         f"<td>{_e(e.title)}: {_e(e.why)}</td></tr>"
-        for e in guide.live
+        for i, e in enumerate(guide.live)
     )
     body.append(
         '<section class="part" id="live"><h2>Live exercises</h2>'

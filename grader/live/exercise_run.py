@@ -129,6 +129,7 @@ def _by_hand(
     book = RecordBook(folder / RUNS)
     report = progress(echo)
     results: list[CriterionResult] = []
+    unjudged_ids: set[str] = set()
     with HandBox(sub.folder, folder, echo, wait_s=wait_s) as box:
         ctx = Context(sub, rubric, seed, rubric.criteria, sizing=rubric.sizing, box=box)
         live = LiveRuns(section, ctx, book, NO_VARIANTS)
@@ -136,11 +137,11 @@ def _by_hand(
             begun = time.perf_counter()
             decision = decide(criterion, section, rubric, _first_only(live.facts_at(criterion)))
             took = time.perf_counter() - begun
-            results.append(
-                unjudged(criterion, "no run covers it")
-                if decision is None
-                else result_of(criterion, decision, duration_s=took)
-            )
+            if decision is None:
+                unjudged_ids.add(criterion.id)
+                results.append(unjudged(criterion, f"the run made by hand does not cover {criterion.id}"))
+            else:
+                results.append(result_of(criterion, decision, duration_s=took))
             report(results[-1])
     result = Grade(
         submission=str(submission),
@@ -169,7 +170,11 @@ def _by_hand(
             "contract_problems": problems,
             "criteria": [c.id for c in results],
             "durations": {c.id: c.duration_s for c in results},
-            "not_judged": {},
+            "not_judged": {  # kept as they were by a re-judge, as a grade's are
+                c.id: {"status": c.status, "output": c.output, "logs": c.evidence.logs}
+                for c in results
+                if c.id in unjudged_ids
+            },
             "inherent_s": result.inherent_s,
             "variants": NO_VARIANTS,
         }
