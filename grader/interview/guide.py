@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.criteria.verdict import UNSEEN_FAILED, UNSEEN_PASSED
+from grader.criteria.verdict import UNSEEN_FAILED, UNSEEN_PASSED, Verdict
 from grader.grading.judging import judge
 from grader.grading.rejudge import grade_of
 from grader.grading.sections import SECTIONS
@@ -200,18 +200,12 @@ class _Records:
         return out
 
 
-def _public_passed(criterion: Criterion, runs: list[Any], rubric: Rubric) -> bool:
-    verdict = judge(criterion, SECTIONS[criterion.deliverable], runs, rubric) if runs else None
-    return verdict is not None and verdict.passed
+def _verdict(criterion: Criterion, runs: list[Any], rubric: Rubric) -> Verdict | None:
+    """What the check says of these runs alone: the public runs without their variants, or a rerun's first run."""
+    return judge(criterion, SECTIONS[criterion.deliverable], runs, rubric) if runs else None
 
 
-def _verdict_output(criterion: Criterion, runs: list[Any], rubric: Rubric) -> str:
-    """What the check said of these runs alone (a rerun's first run, say)."""
-    verdict = judge(criterion, SECTIONS[criterion.deliverable], runs, rubric) if runs else None
-    return verdict.output if verdict is not None else ""
-
-
-def _ask(questions: Sequence[Question], seen: Seen, outcome: str, *, every: bool) -> list[tuple[Question, Values]]:
+def _ask(questions: Sequence[Question], seen: Seen, *, every: bool) -> list[tuple[Question, Values]]:
     """The questions whose figures the records give, with those figures: every one, or the first."""
     out = []
     for question in questions:
@@ -245,8 +239,10 @@ def build_guide(
         part.points, part.weight = part.points + result.score, part.weight + result.weight
         outcome = _outcome(result, band)
         runs = records.of(criterion, result.attempts) if result.status != "skipped" else []
-        public = outcome == "failed" and result.unseen is not None and _public_passed(criterion, runs, rubric)
-        first = _verdict_output(criterion, records.of(criterion, 1), rubric) if result.attempts > 1 else ""
+        alone = _verdict(criterion, runs, rubric) if outcome == "failed" and result.unseen is not None else None
+        public = alone is not None and alone.passed  # failed on the unseen variants only
+        first_run = _verdict(criterion, records.of(criterion, 1), rubric) if result.attempts > 1 else None
+        first = first_run.output if first_run is not None else ""
         failing: tuple[str, ...] = ()
         if outcome != "passed" and result.deliverable in ("loadgen", "gateway"):
             failing = tuple(side_by_side(book, rubric, criterion, result)[1])
@@ -271,9 +267,7 @@ def build_guide(
         if outcome == "passed":
             passed.setdefault(result.deliverable, []).append((result.margin or 0.0, row, seen))
             continue
-        asked = _ask(bank.matching(result.id, outcome), seen, outcome, every=True) or _ask(
-            [GENERIC], seen, outcome, every=True
-        )
+        asked = _ask(bank.matching(result.id, outcome), seen, every=True) or _ask([GENERIC], seen, every=True)
         part.questions += [_asked(q, values, row, outcome) for q, values in asked]
     for deliverable, rows in passed.items():
         closest = sorted(rows, key=lambda r: -r[0])[:PASSED_PER_DELIVERABLE]
@@ -283,7 +277,7 @@ def build_guide(
             if margin
         ]
         for _, row, seen in closest:
-            asked = _ask(bank.matching(row.id, "passed"), seen, "passed", every=False)
+            asked = _ask(bank.matching(row.id, "passed"), seen, every=False)
             parts[deliverable].questions += [_asked(q, values, row, "passed") for q, values in asked]
     ordered = list(parts.values())
     number = 0
