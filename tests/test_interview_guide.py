@@ -93,6 +93,7 @@ def test_the_frameworks_records_are_those_of_todays_submission() -> None:
 @pytest.mark.parametrize("name", GUIDED)
 def test_every_failure_and_close_call_has_a_question_citing_its_evidence(name: str, tmp_path: Path) -> None:
     folder = _graded(name, tmp_path / name)
+    assert START + END in (folder / "report.html").read_text(), "a grade's report has the section's place, empty"
     paths = write_interview(folder)
     assert [p.name for p in paths] == ["guide.md", "guide.html"]
     markdown, page = (paths[0].read_text(), paths[1].read_text())

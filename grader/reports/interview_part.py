@@ -43,12 +43,9 @@ def points(document: dict[str, Any]) -> dict[str, tuple[float, float] | None]:
 
 
 def placeholder() -> str:
-    """The section as a grade writes it: no guide yet."""
-    return (
-        f'{START}<section class="checklist" id="interview"><h2>Interview</h2><p class="empty">No interviewer\'s '
-        "guide yet: <code>grader interview REPORT_DIR</code> writes one from this grade's runs, with the questions "
-        f"to ask and a scoring sheet.</p></section>{END}"
-    )
+    """The section as a grade writes it: its place alone, empty until an interviewer's guide is written (a
+    candidate's self-check, which never has one, shows nothing)."""
+    return START + END
 
 
 def section(document: dict[str, Any]) -> str:
