@@ -78,6 +78,21 @@ class HandBox:
     def health_checks(self, name: str, since: float = 0.0) -> list[dict[str, Any]]:
         return self.servers.health_checks(name, since)
 
+    def endpoint_calls(self, name: str, endpoint: str, since: float = 0.0) -> list[dict[str, Any]]:
+        """The named server's /health (or /tokenize, where the server logs it) answers after Unix time `since`."""
+        server = self.servers.get(name)
+        if endpoint == "health":
+            return self.servers.health_checks(name, since)
+        calls = getattr(server, f"{endpoint}_calls", None)
+        if calls is None:
+            raise ValueError(f"endpoint_calls: no log of {endpoint!r} on this machine's fake server")
+        found: list[dict[str, Any]] = calls(since)
+        return found
+
+    def hold_port(self, port: int) -> None:
+        """A port that takes no connection needs the sandbox's own network: no live exercise asks for it by hand."""
+        raise ValueError(f"hold_port {port}: a held port is made only inside the sandbox; run this exercise there")
+
     # -- the grader's own requests, on loopback ----------------------------------------------------------
 
     def http(
