@@ -4,7 +4,8 @@
 targets, what their runs give for free, and a sample), and the independent submission
 (tests/fixtures/independent_submission) on the criteria of what it implements, keeping each
 grade's run records in tests/fixtures/runs/NAME/ beside `source.txt`, the digest of the submission
-they were made from.
+they were made from. The frameworks submission (tests/fixtures/frameworks_submission) is recorded as it
+grades, close calls and all, for the interviewer's guide (tests/test_interview_guide.py).
 The fast tier judges these records with the current rubric and criteria in milliseconds; a
 fixture whose submission, scenario or case plan has changed since it was recorded is reported as
 stale (record again with `make fixtures`), never judged as if it were current.
@@ -26,6 +27,8 @@ SUBMISSIONS = ROOT / "submissions"
 INDEPENDENT = {"independent": (ROOT / "tests" / "fixtures" / "independent_submission", ("loadgen",))}
 #: Correct submissions built from the reference at recording time (tests/cold_start.py), graded on these criteria.
 BUILT = {"cold-start": ("loadgen",)}
+#: Submissions recorded whatever their grade says (a rerun, an inconclusive criterion): what the guide reads.
+AS_GRADED = {"frameworks": (ROOT / "tests" / "fixtures" / "frameworks_submission", ("loadgen", "gateway"))}
 _SKIPPED = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache")
 
 
@@ -45,8 +48,8 @@ def source_of(name: str, scratch: Path) -> Path:
     """The submission a fixture is recorded from: the reference, or a chaff built into `scratch`."""
     if name == "reference":
         return SUBMISSIONS / "reference"
-    if name in INDEPENDENT:
-        return INDEPENDENT[name][0]
+    if name in INDEPENDENT or name in AS_GRADED:
+        return {**INDEPENDENT, **AS_GRADED}[name][0]
     if name == "cold-start":
         from cold_start import build
 
@@ -63,8 +66,8 @@ def portable(index: Path, name: str) -> None:
     rubric = Path(data["rubric"])
     data["rubric"] = rubric.relative_to(ROOT).as_posix() if rubric.is_relative_to(ROOT) else rubric.name
     data["submission"] = "submissions/reference" if name == "reference" else f"submissions/chaff/{name}"
-    if name in INDEPENDENT:
-        data["submission"] = INDEPENDENT[name][0].relative_to(ROOT).as_posix()
+    if name in INDEPENDENT or name in AS_GRADED:
+        data["submission"] = {**INDEPENDENT, **AS_GRADED}[name][0].relative_to(ROOT).as_posix()
     if name in BUILT:
         data["submission"] = f"tests/{name.replace('-', '_')}.py"
     index.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
@@ -86,7 +89,7 @@ def record(names: tuple[str, ...] = ()) -> int:
     ok = True
     with tempfile.TemporaryDirectory(prefix="grader-fixtures-") as tmp:
         kept, scratch = Path(tmp) / "kept", Path(tmp) / "src"
-        wanted = tuple(n for n in names if n not in INDEPENDENT and n not in BUILT)
+        wanted = tuple(n for n in names if n not in INDEPENDENT and n not in AS_GRADED and n not in BUILT)
         if wanted or not names:
             for finding in selftest(jobs=2, names=wanted, keep=kept):
                 if finding.ok:
@@ -106,6 +109,12 @@ def record(names: tuple[str, ...] = ()) -> int:
             else:
                 ok = False
                 print(f"not recorded: {name} scored {result.score:g}/{result.max_score:g}", file=sys.stderr)
+        for name, (folder, parts) in AS_GRADED.items():
+            if names and name not in names:
+                continue
+            result = grade(GradeRequest(folder, kept / name, only=parts, echo=lambda _: None, sandboxes=2))
+            _keep(name, kept / name / "runs", scratch)
+            print(f"kept {name:<28} {result.score:g}/{result.max_score:g} (as graded)")
     return 0 if ok else 1
 
 

@@ -143,13 +143,24 @@ def test_the_bundle_holds_no_reference_chaff_or_unseen_material(bundle):
     assert {c["id"] for c in shipped_rubric["criteria"]} == public
     hidden_ids = [c["id"] for c in full["criteria"] if c["visibility"] != "public"]
     phrases = _reference_phrases()
-    unseen = [p.read_text(encoding="utf-8") for p in (ROOT / "grader/unseen").rglob("*") if p.is_file()]
-    assert len(unseen) >= 2, "the unseen variants and input sets are where this test looks for them"
+    unseen_files = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "grader/unseen").rglob("*") if p.is_file())
+    # the unseen variants and input sets, the interview's question bank and the live exercises' pool
+    for listed in ("variants.yaml", "sizing_sets.yaml", "questions.yaml", "live.yaml"):
+        assert f"grader/unseen/{listed}" in unseen_files, f"{listed} is where this test looks for it"
+        assert not any(n.endswith(f"/unseen/{listed}") or n.endswith(f"/{listed}") for n in members), listed
+    unseen = [(ROOT / f).read_text(encoding="utf-8") for f in unseen_files]
+    bank = yaml.safe_load((ROOT / "grader/unseen/questions.yaml").read_text(encoding="utf-8"))["questions"]
+    pool = yaml.safe_load((ROOT / "grader/unseen/live.yaml").read_text(encoding="utf-8"))["exercises"]
+    # what a candidate could rehearse: no question, no good answer, no exercise's words, no live chaff
+    secrets = [" ".join(q[k].split())[:60] for q in bank for k in ("ask", "good_answer")]
+    secrets += [" ".join(e[k].split())[:60] for e in pool.values() for k in ("tell", "watch_for")]
     for name, data in members.items():
-        text = data.decode("utf-8", errors="ignore")
+        text = " ".join(data.decode("utf-8", errors="ignore").split())
         leaked = [p for p in phrases if p in text] + [h for h in hidden_ids if re.search(rf"\b{re.escape(h)}\b", text)]
         leaked += [name for body in unseen if len(body) > 40 and body in text]
+        leaked += [secret for secret in secrets if secret in text]
         assert not leaked, (name, leaked[:3])
+        assert "live-chaff" not in name, name
 
 
 def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tmp_path):

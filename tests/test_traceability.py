@@ -8,33 +8,37 @@ from pathlib import Path
 from grader.rubric import load_rubric
 from grader.kit.chaff import list_chaff
 from grader.kit.traceability import ROOT, docs_table, problems, render, rows, statements
+from grader.rubric.questions import load_questions
 
 RUBRIC = load_rubric()
 CHAFF = list_chaff(ROOT / "submissions" / "chaff")
+BANK = load_questions(RUBRIC)
+ANCHORS = {s.anchor for s in statements()}
 
 
 def test_every_statement_has_a_criterion_and_every_criterion_a_chaff() -> None:
-    assert problems(RUBRIC, CHAFF) == []
+    assert problems(RUBRIC, CHAFF, bank=BANK) == []
     assert len(statements()) >= 30  # definitions, each deliverable's rules, the files the contract asks for
 
 
 def test_docs_show_the_table_as_it_is() -> None:
-    assert docs_table() == render(rows(RUBRIC, CHAFF)), "run: python -m grader.kit.traceability --write"
+    assert docs_table() == render(rows(RUBRIC, CHAFF, bank=BANK)), "run: python -m grader.kit.traceability --write"
 
 
 def test_a_broken_chain_is_named(tmp_path: Path) -> None:
     task = tmp_path / "TASK.md"
     task.write_text((ROOT / "starter" / "TASK.md").read_text() + '\n- <a id="new-rule"></a>A rule nobody grades.\n')
-    found = problems(RUBRIC, [c for c in CHAFF if c.name != "gateway-health-204"], task)
+    found = problems(RUBRIC, [c for c in CHAFF if c.name != "gateway-health-204"], task, BANK)
     assert any("new-rule: no criterion checks this statement" in p for p in found)
+    assert any("new-rule: 0 interview question(s) probe this statement; 2 at least (questions.yaml)" in p for p in found)
     assert "gateway.starts: no chaff loses this criterion (submissions/chaff/*/chaff.yaml targets)" in found
 
 
 def test_every_fittable_constant_is_moved_by_an_unseen_draw_and_the_docs_show_them() -> None:
-    from grader.kit.traceability import FIT_END, FIT_START, fittable, fittable_problems, render_fittable, unseen_draws
+    from grader.kit.fittable import FIT_END, FIT_START, fittable, fittable_problems, render_fittable, unseen_draws
 
     constants = fittable()
-    assert fittable_problems(constants, CHAFF, unseen_draws()) == []
+    assert fittable_problems(constants, CHAFF, unseen_draws(), ANCHORS) == []
     assert docs_table(start=FIT_START, end=FIT_END) == render_fittable(constants), (
         "run: python -m grader.kit.traceability --write"
     )
@@ -49,7 +53,7 @@ def test_a_constant_whose_draw_is_removed_fails_the_check(tmp_path: Path) -> Non
     """Take the connect timeout's draw out of the variants file: its constant then has nothing that moves it."""
     import yaml
 
-    from grader.kit.traceability import fittable, fittable_problems, unseen_draws
+    from grader.kit.fittable import fittable, fittable_problems, unseen_draws
     from grader.rubric.sizing_plan import HIDDEN_SETS
     from grader.rubric.variants import VARIANTS_FILE
 
@@ -57,10 +61,10 @@ def test_a_constant_whose_draw_is_removed_fails_the_check(tmp_path: Path) -> Non
     del data["gateway"]["config"]["local.timeouts.connect_s"]
     variants = tmp_path / "variants.yaml"
     variants.write_text(yaml.safe_dump(data))
-    found = fittable_problems(fittable(), CHAFF, unseen_draws(variants, HIDDEN_SETS))
+    found = fittable_problems(fittable(), CHAFF, unseen_draws(variants, HIDDEN_SETS), ANCHORS)
     assert found == ["connect_s (1 s): draw 'gateway.config.local.timeouts.connect_s': the unseen material makes no "
                      "such draw"]
     without_reason = [f for f in fittable() if f.constant.startswith("connect_s")][0]
     bare = type(without_reason)(without_reason.constant, without_reason.anchors, (), "", ())
-    assert fittable_problems([bare], CHAFF, unseen_draws()) == [
+    assert fittable_problems([bare], CHAFF, unseen_draws(), ANCHORS) == [
         "connect_s (1 s): no unseen draw moves it, and no reason says it cannot be fitted"]

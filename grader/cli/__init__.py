@@ -10,6 +10,7 @@ import click
 
 from grader.cli.candidate import check, contract, manifests, memo
 from grader.cli.grading import grade, rejudge, replay
+from grader.cli.interview import interview, live
 from grader.cli.kit import bundle, selftest
 from grader.cli.round import grade_many, human_score
 
@@ -22,5 +23,19 @@ def main() -> None:
     """Grade take-home submissions for LLM serving engineers."""
 
 
-for command in (manifests, contract, grade, rejudge, replay, selftest, check, memo, bundle, grade_many, human_score):
+for command in (
+    manifests,
+    contract,
+    grade,
+    rejudge,
+    replay,
+    selftest,
+    check,
+    memo,
+    bundle,
+    grade_many,
+    human_score,
+    interview,
+    live,
+):
     main.add_command(command)

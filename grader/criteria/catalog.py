@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from grader.criteria import gateway, loadgen, manifests, memo, sizing, tests  # noqa: F401 - registers their checks
+from grader.criteria import gateway, live, loadgen, manifests, memo, sizing, tests  # noqa: F401 - registers their checks
 from grader.criteria.registry import Check, checks_so_far
 
 __all__ = ["registered"]

@@ -6,11 +6,13 @@ in a fraction of a second each (`grader grade-many --rejudge` does a whole round
 could not judge (a broken contract, the grader's own failure) is carried over as it was; a
 criterion whose records no longer cover it (the rubric gave it another scenario) is inconclusive
 and says so.
+
+A grade made with a rubric of its own (a live exercise's, grader/live/) keeps that rubric beside its records
+(`runs/rubric.yaml`): it is judged again with it, unless another is given.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +27,9 @@ from grader.outcome import CriterionResult, Grade
 from grader.records.book import RecordBook, RecordError
 from grader.rubric import Criterion, Rubric, RubricError, load_rubric
 
-__all__ = ["RecordError", "grade_of", "rejudge"]
+__all__ = ["KEPT_RUBRIC", "RecordError", "grade_of", "rejudge"]
+
+KEPT_RUBRIC = "rubric.yaml"  # in runs/: the rubric a grade was made with, when it is not the kit's
 
 
 def rejudge(
@@ -41,35 +45,37 @@ def rejudge(
     Raises RecordError (no records, another version) or RubricError, each one line naming the file."""
     report_dir, out = Path(report_dir), Path(out) if out is not None else Path(report_dir)
     book = RecordBook.read(report_dir / RUNS)
-    current = load_rubric(rubric, override=override, checks=registered())
+    kept = report_dir / RUNS / KEPT_RUBRIC
+    current = load_rubric(rubric or (kept if kept.is_file() else None), override=override, checks=registered())
     unknown = [c for c in book.index["criteria"] if not any(k.id == c for k in current.criteria)]
     if unknown:
         raise RubricError(f"{current.path}: has no criterion {unknown[0]!r}, which the grade in {report_dir} judged")
     from grader.grading.grade import progress
 
     grade = grade_of(book, current, report=progress(echo) if echo else None)
-    from grader.reports import FILE_NAMES, apply_human_scores, write_reports
+    from grader.reports import FILE_NAMES, restore_person_part, write_reports
 
-    # a person's points: those in --out's own report (a re-judge in place), else the graded folder's
-    human = _human_scores(out / FILE_NAMES["json"]) or _human_scores(report_dir / FILE_NAMES["json"])
+    # a person's part (checklist points, the interview's sheet): --out's own report's (a re-judge in place), else
+    # the graded folder's
+    person = _person(out / FILE_NAMES["json"]) or _person(report_dir / FILE_NAMES["json"])
     if out.resolve() != report_dir.resolve():
         shutil.copytree(report_dir / RUNS, out / RUNS, dirs_exist_ok=True)
+        guide = Path(str((person or {}).get("interview_guide") or "")).parts[:1]
+        if guide and (report_dir / guide[0]).is_dir() and guide[0] not in ("..", RUNS):
+            shutil.copytree(report_dir / guide[0], out / guide[0], dirs_exist_ok=True)  # the interviewer's guide
     write_reports(grade, out)
-    known = {f"human.{i}" for i in range(1, len(grade.human_checklist) + 1)}
-    if scores := {k: v for k, v in human.items() if k in known}:
-        apply_human_scores(out / FILE_NAMES["json"], scores)  # a person's points survive a re-judge
+    restore_person_part(out / FILE_NAMES["json"], person)  # a person's points and the interview's sheet survive
     return grade
 
 
-def _human_scores(report_json: Path) -> dict[str, tuple[float, float]]:
-    """The checklist points a person recorded in an earlier report.json, by item id (none when there is none)."""
-    try:
-        checklist = json.loads(report_json.read_text(encoding="utf-8"))["extra_data"]["human"]["checklist"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return {
-        e["id"]: (e["score"], e["max_score"]) for e in checklist if isinstance(e, dict) and e.get("score") is not None
-    }
+def _person(report_json: Path) -> dict[str, Any] | None:
+    """What a person added to an earlier report.json (points, an interview's sheet), or None when nothing."""
+    from grader.reports import person_part
+
+    part = person_part(report_json)
+    if part and (part["interview_guide"] or any(e.get("score") is not None for e in part["checklist"])):
+        return part
+    return None
 
 
 def grade_of(book: RecordBook, rubric: Rubric, *, report: Callable[[CriterionResult], None] | None = None) -> Grade:

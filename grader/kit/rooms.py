@@ -18,7 +18,10 @@ FLOORS: tuple[tuple[tuple[str, str], ...], ...] = (
     (
         ("contract", "the submission contract: its schemas, `submission.yaml`, violations by field"),
         ("manifests", "the offline manifest checker (`grader manifests`)"),
-        ("rubric", "the rubric's data: criteria, scenarios, the gateway's plan, sizing sets, variants and domains"),
+        (
+            "rubric",
+            "the rubric's data: criteria, scenarios, the gateway's plan, sizing sets, variants, domains; the question bank and live pool",
+        ),
         ("outcome", "what a grade is: `Grade`, `CriterionResult`, `Evidence`, `Plot`"),
     ),
     (
@@ -36,5 +39,9 @@ FLOORS: tuple[tuple[tuple[str, str], ...], ...] = (
         ("candidate", "the candidate's own checks: `grader check`, `grader memo`"),
     ),
     (("round", "grading a round: in parallel, its seed, its summary pages, similarity, item analysis, blind review"),),
+    (
+        ("interview", "the interviewer's guide: verdicts, closest calls and questions from a grade's records"),
+        ("live", "live exercises: a situation the grade never ran, in front of the candidate's own code"),
+    ),
     (("cli", "the `grader` command: one module per command family; each command parses and calls"),),
 )

@@ -16,6 +16,9 @@ from grader.reports.gradescope import (
     HumanScoreError,
     apply_human_scores,
     dumps,
+    person_part,
+    restore_person_part,
+    set_interview,
     to_gradescope,
 )
 from grader.reports.html import to_html
@@ -26,7 +29,10 @@ __all__ = [
     "FILE_NAMES",
     "HumanScoreError",
     "apply_human_scores",
+    "person_part",
+    "restore_person_part",
     "score_table",
+    "set_interview",
     "to_gradescope",
     "to_html",
     "to_junit",

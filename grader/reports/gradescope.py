@@ -16,7 +16,9 @@ records have them).
 
 The kit's own data (the whole Grade, less plots and the above) sits under `extra_data.kit`, and the checklist
 a person still has to judge under `extra_data.human`, each item with `score: null` until a reader
-records one; `apply_human_scores` then folds those points into the totals.
+records one; `apply_human_scores` then folds those points into the totals. The interview's scoring sheet
+(`grader interview`) joins that checklist as interview.N items, with the guide's path beside them
+(`set_interview`), so an interviewer's points go where a person's points already go.
 """
 
 from __future__ import annotations
@@ -28,9 +30,19 @@ from pathlib import Path
 from typing import Any
 
 from grader.outcome import CriterionResult, Grade
+from grader.reports.interview_part import INTERVIEW_PREFIX, refresh
 from grader.reports.text import awarded, clean, fmt_points, replay_command, summary_lines
 
-__all__ = ["VISIBILITY", "HumanScoreError", "apply_human_scores", "dumps", "to_gradescope"]
+__all__ = [
+    "VISIBILITY",
+    "HumanScoreError",
+    "apply_human_scores",
+    "dumps",
+    "person_part",
+    "restore_person_part",
+    "set_interview",
+    "to_gradescope",
+]
 
 VISIBILITY = {"public": "visible", "hidden": "after_published"}
 HUMAN_PREFIX = "human."
@@ -192,7 +204,7 @@ def apply_human_scores(report_json: Path, scores: Mapping[str, Any]) -> dict[str
                 "visibility": "after_published",
                 "output": f"Scored by a person: {fmt_points(entry['score'])} / {fmt_points(entry['max_score'])}.",
                 "output_format": "text",
-                "tags": ["human"],
+                "tags": ["human", "interview"] if entry["id"].startswith(INTERVIEW_PREFIX) else ["human"],
             }
         )
     document["tests"] = tests
@@ -200,4 +212,58 @@ def apply_human_scores(report_json: Path, scores: Mapping[str, Any]) -> dict[str
     document["max_score"] = round(sum(t["max_score"] for t in tests), 6)
     document["extra_data"]["human"]["applied"] = any(e["score"] is not None for e in checklist)
     Path(report_json).write_text(dumps(document), encoding="utf-8")
+    refresh(Path(report_json))  # report.html shows the interview's points beside the automated score
     return document
+
+
+def set_interview(report_json: Path, items: list[str], guide: str) -> dict[str, Any]:
+    """Register an interview's scoring sheet (interview.1, ...) and its guide's path in `report_json`, in place.
+
+    A sheet written again keeps the points of every item whose id and text are unchanged."""
+    try:
+        document: dict[str, Any] = json.loads(Path(report_json).read_text(encoding="utf-8"))
+        human = document["extra_data"]["human"]
+        checklist = human["checklist"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise HumanScoreError(f"{report_json}: not a kit report.json with extra_data.human ({exc})") from None
+    before = {(e["id"], e["item"]): e for e in checklist if e["id"].startswith(INTERVIEW_PREFIX)}
+    sheet = []
+    for i, item in enumerate(items, start=1):
+        kept = before.get((f"{INTERVIEW_PREFIX}{i}", clean(item)))
+        sheet.append(
+            {
+                "id": f"{INTERVIEW_PREFIX}{i}",
+                "item": clean(item),
+                "score": kept["score"] if kept else None,
+                "max_score": kept["max_score"] if kept else None,
+            }
+        )
+    human["checklist"] = [e for e in checklist if not e["id"].startswith(INTERVIEW_PREFIX)] + sheet
+    human["interview_guide"] = guide
+    Path(report_json).write_text(dumps(document), encoding="utf-8")
+    return apply_human_scores(report_json, {})
+
+
+def person_part(report_json: Path) -> dict[str, Any] | None:
+    """What a person added to a report.json (checklist points, the interview's sheet and guide), or None."""
+    try:
+        human = json.loads(Path(report_json).read_text(encoding="utf-8"))["extra_data"]["human"]
+        checklist = [e for e in human["checklist"] if isinstance(e, dict) and isinstance(e.get("id"), str)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return {"checklist": checklist, "interview_guide": human.get("interview_guide")}
+
+
+def restore_person_part(report_json: Path, part: dict[str, Any] | None) -> None:
+    """Put a person's part back into a report.json written again from the same records (a re-judge): the
+    interview's sheet and guide, and every point whose item the new report still has."""
+    if not part:
+        return
+    sheet = [e for e in part["checklist"] if e["id"].startswith(INTERVIEW_PREFIX)]
+    if part.get("interview_guide"):
+        set_interview(report_json, [e["item"] for e in sheet], str(part["interview_guide"]))
+    current = json.loads(Path(report_json).read_text(encoding="utf-8"))["extra_data"]["human"]["checklist"]
+    known = {e["id"] for e in current}
+    scores = {e["id"]: (e["score"], e["max_score"]) for e in part["checklist"] if e.get("score") is not None}
+    if scores := {k: v for k, v in scores.items() if k in known}:
+        apply_human_scores(report_json, scores)

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from grader.outcome import CriterionResult, Grade
+from grader.reports.interview_part import placeholder as interview_placeholder
 from grader.reports.page_style import CSS
 from grader.reports.plots import plot_svg
 from grader.reports.text import (
@@ -269,7 +270,7 @@ def to_html(grade: Grade) -> str:
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_text(title)}</title><style>{CSS}</style></head><body>"
-        f"{_header(grade)}{_score_table(grade)}"
+        f"{_header(grade)}{_score_table(grade)}{interview_placeholder()}"
         f'<main id="criteria">{criteria}</main>{_checklist(grade)}'
         f"<footer>Graded with rubric {_text(grade.rubric)}, seed {grade.seed}, started {_text(grade.started)}."
         "</footer></body></html>\n"

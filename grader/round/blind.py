@@ -53,7 +53,7 @@ __all__ = [
 
 BLIND = "blind"
 CODES = ".blind-codes.json"
-_COPIED = (*FILE_NAMES.values(), "grade.log")
+_COPIED = (*FILE_NAMES.values(), "grade.log", "interview/guide.md", "interview/guide.html")  # the interview's too
 _ALPHABET = "23456789ABCDEFGHJKMNPQRSTVWXYZ"  # no 0/O, 1/I/L, U: read aloud without doubt
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _AUTHOR = re.compile(
@@ -217,6 +217,7 @@ def _copy_report(source: Path, target: Path, redactor: Redactor) -> None:
             text = json.dumps(redactor.data(json.loads(text)), indent=1, ensure_ascii=False) + "\n"
         else:
             text = redactor.text(text)
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
         (target / name).write_text(text, encoding="utf-8", newline="\n")
 
 

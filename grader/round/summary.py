@@ -7,8 +7,10 @@
 
 Only report.json is read, so the summary of a run on one machine and of many Kubernetes pods
 merged (`grader grade-many --merge`) are the same thing, and a person's checklist points
-(`grader human-score`) count once the summary is rebuilt. Ranked by score (human points
-included), ties by name; equal scores share a rank. With an analysis (grader.round.analysis), the
+(`grader human-score`) count once the summary is rebuilt. Ranked by score (a person's points
+included: the memo checklist's and, when there was an interview, its scoring sheet's), ties by name;
+equal scores share a rank. The interview's points have a column of their own beside the automated score,
+and a candidate's row links the interviewer's guide when there is one. With an analysis (grader.round.analysis), the
 page also lists the similar pairs, the item analysis and each deliverable's score distribution, and
 grades.csv gains each submission's highest similarity and what it matched
 (grader/round/analysis_page.py).
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pygal
 
 from grader.reports import FILE_NAMES
+from grader.reports.interview_part import INTERVIEW_PREFIX
 from grader.reports.page_style import CSS
 from grader.reports.plots import CHART_STYLE, static_svg
 from grader.reports.text import clean, fmt_points
@@ -59,6 +62,7 @@ _FIXED = [
     "max_score",
     "percent",
     "human_score",
+    "interview_score",
     "sandboxed",
     "inconclusive",
     "contract_problems",
@@ -81,6 +85,9 @@ class Row:
     sandboxed: bool
     contract_problems: int
     seed: int | None = None  # the grade's seed: one round, one seed (one exam)
+    interview_score: float | None = None  # None until an interviewer scored the guide's sheet
+    interview_max: float | None = None
+    guide: str | None = None  # the interviewer's guide, relative to the report folder
     statuses: dict[str, str] = field(default_factory=dict)  # criterion id -> passed | failed | ...
     scores: dict[str, float] = field(default_factory=dict)  # criterion id -> points awarded
     weights: dict[str, float] = field(default_factory=dict)
@@ -112,11 +119,10 @@ def read_row(folder: Path) -> Row:
             sandboxed=bool(kit["sandboxed"]),
             contract_problems=len(kit["contract_problems"]),
             seed=kit.get("seed") if isinstance(kit.get("seed"), int) else None,
-            human_score=(
-                sum(float(h["score"]) for h in human if h["score"] is not None)
-                if any(h["score"] is not None for h in human)
-                else None
-            ),
+            human_score=_points([h for h in human if not str(h["id"]).startswith(INTERVIEW_PREFIX)]),
+            interview_score=_points([h for h in human if str(h["id"]).startswith(INTERVIEW_PREFIX)]),
+            interview_max=_points([h for h in human if str(h["id"]).startswith(INTERVIEW_PREFIX)], "max_score"),
+            guide=data["extra_data"]["human"].get("interview_guide"),
         )
         for c in kit["criteria"]:
             awarded = float(c["score"]) if c["status"] in ("passed", "failed") else 0.0
@@ -128,6 +134,12 @@ def read_row(folder: Path) -> Row:
     except (ValueError, KeyError, TypeError) as exc:
         raise RowError(f"{path}: not a grader report.json ({type(exc).__name__}: {exc})") from None
     return row
+
+
+def _points(items: list[dict[str, Any]], key: str = "score") -> float | None:
+    """The scored items' points (or their maximum), None when a person scored none of them."""
+    scored = [h for h in items if h["score"] is not None]
+    return sum(float(h[key]) for h in scored) if scored else None
 
 
 def read_rows(out: Path) -> list[Row]:
@@ -192,6 +204,7 @@ def to_csv(rows: list[Row], analysis: Analysis | None = None) -> str:
                 _num(r.max_score),
                 f"{r.percent:.1f}",
                 "" if r.human_score is None else _num(r.human_score),
+                "" if r.interview_score is None else _num(r.interview_score),
                 "yes" if r.sandboxed else "NO",
                 " ".join(r.inconclusive),
                 r.contract_problems,
@@ -244,7 +257,7 @@ def to_index_html(rows: list[Row], analysis: Analysis | None = None) -> str:
     unsandboxed = [r.name for r in rows if not r.sandboxed]
     head = (
         "<tr><th class=num>#</th><th>Submission</th><th>Candidate</th><th class=num>Score</th>"
-        "<th class=num>%</th><th class=num>Human</th><th>Flags</th></tr>"
+        "<th class=num>%</th><th class=num>Checklist</th><th class=num>Interview</th><th>Flags</th></tr>"
     )
     body = []
     for r in rows:
@@ -265,10 +278,12 @@ def to_index_html(rows: list[Row], analysis: Analysis | None = None) -> str:
         )
         link = f'<a href="{_e(r.name)}/{FILE_NAMES["html"]}">{_e(r.name)}</a>'
         human = "–" if r.human_score is None else fmt_points(r.human_score)
+        interview = _interview_cell(r)
         body.append(
             f"<tr><td class=num>{r.rank}</td><td>{link}</td><td>{_e(r.candidate)}</td>"
             f"<td class=num>{fmt_points(r.score)} / {fmt_points(r.max_score)}</td>"
-            f"<td class=num>{r.percent:.1f}</td><td class=num>{human}</td><td>{_e(', '.join(flags))}</td></tr>"
+            f"<td class=num>{r.percent:.1f}</td><td class=num>{human}</td><td class=num>{interview}</td>"
+            f"<td>{_e(', '.join(flags))}</td></tr>"
         )
     missed = missed_counts(rows)
     legend = "".join(
@@ -284,7 +299,8 @@ def to_index_html(rows: list[Row], analysis: Analysis | None = None) -> str:
         "<meta name=viewport content='width=device-width, initial-scale=1'>"
         f"<title>Grades: {len(rows)} submissions</title><style>{CSS}</style></head><body>{warning}"
         f"<header><h1>Grades: {len(rows)} submissions, {len(ids)} criteria</h1>"
-        "<p>Ranked by score, a person's checklist points included once recorded; equal scores share a rank. "
+        "<p>Ranked by score, a person's points (the checklist's, the interview's) included once recorded; equal "
+        "scores share a rank. "
         f"Every figure is in <code>{CSV_NAME}</code> beside this page.</p></header>"
         f"<main><table>{head}{''.join(body)}</table>"
         f"<h2>What most candidates missed</h2>{_missed_chart(rows)}"
@@ -296,6 +312,18 @@ def to_index_html(rows: list[Row], analysis: Analysis | None = None) -> str:
         + (_analysis_html(analysis) if analysis is not None else "")
         + "</main></body></html>\n"
     )
+
+
+def _interview_cell(row: Row) -> str:
+    """The interview's points, linking the guide: '–' with no guide, 'guide' before anyone scored it."""
+    if row.guide is None:
+        return "–"
+    shown = (
+        "guide"
+        if row.interview_score is None
+        else f"{fmt_points(row.interview_score)} / {fmt_points(row.interview_max or 0)}"
+    )
+    return f'<a href="{_e(row.name)}/{_e(row.guide)}">{shown}</a>'
 
 
 def _analysis_html(analysis: Analysis) -> str:

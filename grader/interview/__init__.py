@@ -1,0 +1,1 @@
+"""The second stage's interviewer's guide (`grader interview`), built from a grade's run records."""
