@@ -4,7 +4,7 @@ with (`sizing_inputs`, and the contract's defaults for flags left out), at the p
 
 A memo whose text says "$1.04 per million when fully busy" while its front matter says 1.40 has two
 answers; a reader acts on the text. Speeds and latencies are checked beside these
-(memo_rules._text_rules). Arithmetic written out with bare numbers ("4,305.60 / 30 / 0.048") is left
+(memo_prose.text_rules). Arithmetic written out with bare numbers ("4,305.60 / 30 / 0.048") is left
 alone: only a number carrying its unit (`$`, `USD`, `replicas`, `hours`, `tokens`) is a quoted figure.
 
 An honest memo shows its arithmetic: in "4 x 1,800 = 7,200 tokens" the 7,200 is no figure, but the

@@ -1,4 +1,4 @@
-"""The outer side: `Sandbox` starts the harness in bubblewrap and turns its operations into calls.
+"""The outer side: `Sandbox` starts the harness in bubblewrap, keeps the pipe to it, and ends it all.
 
 One sandbox per grading session. Its namespace has only a loopback interface, its own PIDs and
 IPC, a read-only allowlist of the filesystem and a size-limited tmpfs holding a copy of the
@@ -49,13 +49,13 @@ from typing import IO, Any, Self
 from . import cgroups as cg
 from . import layout, uids, userns
 from .enforcement import NOT_ENFORCED, Enforcement
-from .protocol import CONFIG_ENV, HarnessConfig, Limits, RunResult, SandboxError, SandboxRefused
+from .operations import HarnessOperations
+from .protocol import CONFIG_ENV, HarnessConfig, Limits, SandboxError, SandboxRefused
 
 __all__ = ["Sandbox", "isolation_available"]
 
 CANDIDATE_UID = 65534  # nobody/nogroup: owns nothing on the host
 _START_TIMEOUT_S = 60.0
-_OP_MARGIN_S = 30.0
 _EXIT_WAIT_S = 10.0
 _names = itertools.count(1)
 
@@ -120,7 +120,7 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-class Sandbox:
+class Sandbox(HarnessOperations):
     """`with Sandbox(submission_dir, limits=Limits()) as box:` — one isolated grading session.
 
     `isolate`: None uses namespaces when available (otherwise runs UNSANDBOXED, saying so in
@@ -375,138 +375,3 @@ class Sandbox:
             except (OSError, ValueError) as exc:
                 raise SandboxError(f"{op}: cannot reach the sandbox ({exc}): {self._last_words()}") from None
             return self._receive(op, timeout_s)
-
-    # -- operations -------------------------------------------------------------------------
-
-    def serve(self, name: str, **settings: Any) -> dict[str, str]:
-        """Start a fake server named `name` inside; returns {"base_url": .../v1, "url": ...}."""
-        urls: dict[str, str] = self._request("serve", {"name": name, "settings": settings}, timeout_s=_OP_MARGIN_S)
-        return urls
-
-    def configure(self, name: str, **settings: Any) -> None:
-        self._request("configure", {"name": name, "settings": settings}, timeout_s=_OP_MARGIN_S)
-
-    def set_faults(self, name: str, faults: list[dict[str, Any]]) -> None:
-        self._request("set_faults", {"name": name, "faults": faults}, timeout_s=_OP_MARGIN_S)
-
-    def reset(self, name: str) -> None:
-        self._request("reset", {"name": name}, timeout_s=_OP_MARGIN_S)
-
-    def stop_server(self, name: str) -> None:
-        self._request("stop_server", {"name": name}, timeout_s=_OP_MARGIN_S)
-
-    def ledger(self, name: str, settle: float = 2.0) -> list[dict[str, Any]]:
-        """The named server's ledger records (fake_server.engine.ledger), once in-flight requests settle."""
-        records: list[dict[str, Any]] = self._request(
-            "ledger", {"name": name, "settle": settle}, timeout_s=settle + _OP_MARGIN_S
-        )["records"]
-        return records
-
-    def endpoint_calls(self, name: str, endpoint: str, since: float = 0.0) -> list[dict[str, Any]]:
-        """The named server's /health or /tokenize (`endpoint`) answers after Unix time `since` ({"at",
-        "status"}, oldest first)."""
-        calls: list[dict[str, Any]] = self._request(
-            "endpoint_calls", {"name": name, "endpoint": endpoint, "since": since}, timeout_s=_OP_MARGIN_S
-        )["calls"]
-        return calls
-
-    def hold_port(self, port: int) -> None:
-        """Make a loopback port inside take no connection: every connect to it hangs until its client gives up
-        (a stopped server's port, for a connect timeout)."""
-        self._request("hold_port", {"port": port}, timeout_s=_OP_MARGIN_S)
-
-    def run(
-        self,
-        argv: list[str],
-        *,
-        timeout_s: float,
-        env: dict[str, str] | None = None,
-        inject: dict[str, str] | None = None,
-        files_back: tuple[str, ...] | list[str] = (),
-        cwd: str = "work",
-    ) -> RunResult:
-        """Run a candidate command to its end; every process it started is gone when this returns."""
-        args = _command(argv, timeout_s, env, inject, files_back, cwd)
-        return RunResult.from_dict(self._request("run", args, timeout_s=timeout_s + 2 * _OP_MARGIN_S))
-
-    def spawn(
-        self,
-        argv: list[str],
-        *,
-        timeout_s: float = 600.0,
-        env: dict[str, str] | None = None,
-        inject: dict[str, str] | None = None,
-        files_back: tuple[str, ...] | list[str] = (),
-        cwd: str = "work",
-    ) -> str:
-        """Start a long-running candidate command (a gateway); returns its handle for stop().
-
-        It is killed at `timeout_s` if not stopped before; `files_back` are read when it stops.
-        """
-        args = _command(argv, timeout_s, env, inject, files_back, cwd)
-        handle: str = self._request("spawn", args, timeout_s=_OP_MARGIN_S)["handle"]
-        return handle
-
-    def stop(self, handle: str) -> RunResult:
-        """Stop a spawned command (SIGTERM, then SIGKILL) and everything it started."""
-        return RunResult.from_dict(self._request("stop", {"handle": handle}, timeout_s=2 * _OP_MARGIN_S))
-
-    def http_many(self, requests: list[dict[str, Any]], *, timeout_s: float = 30.0) -> list[dict[str, Any]]:
-        """Several requests sent at once from inside the namespace; answers in the same order."""
-        answers: list[dict[str, Any]] = self._request(
-            "http_many", {"requests": requests, "timeout_s": timeout_s}, timeout_s=2 * timeout_s + _OP_MARGIN_S
-        )
-        return answers
-
-    def write_file(self, name: str, text: str) -> str:
-        """Write a file the grader chose (a gateway's config) into the work folder; returns its path inside."""
-        path: str = self._request("write_file", {"name": name, "text": text}, timeout_s=_OP_MARGIN_S)["path"]
-        return path
-
-    def wait_port(self, port: int, timeout_s: float = 10.0) -> bool:
-        return bool(
-            self._request("wait_port", {"port": port, "timeout_s": timeout_s}, timeout_s=timeout_s + _OP_MARGIN_S)[
-                "open"
-            ]
-        )
-
-    def http(
-        self,
-        method: str,
-        url: str,
-        *,
-        headers: dict[str, str] | None = None,
-        json: Any = None,
-        stream: bool = False,
-        timeout_s: float = 30.0,
-    ) -> dict[str, Any]:
-        """Send a request from inside the namespace to a loopback URL (a candidate's gateway)."""
-        args = {
-            "method": method,
-            "url": url,
-            "headers": headers or {},
-            "json": json,
-            "stream": stream,
-            "timeout_s": timeout_s,
-        }
-        answer: dict[str, Any] = self._request("http", args, timeout_s=2 * timeout_s + _OP_MARGIN_S)
-        return answer
-
-
-def _command(
-    argv: list[str],
-    timeout_s: float,
-    env: dict[str, str] | None,
-    inject: dict[str, str] | None,
-    files_back: tuple[str, ...] | list[str],
-    cwd: str,
-) -> dict[str, Any]:
-    """A candidate command as the harness reads it (`run` and `spawn` alike)."""
-    return {
-        "argv": list(argv),
-        "timeout_s": timeout_s,
-        "env": env or {},
-        "inject": inject or {},
-        "files_back": list(files_back),
-        "cwd": cwd,
-    }

@@ -9,9 +9,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from grader.criteria.busy import busy_from_ledgers
+from grader.criteria.registry import check
 from grader.criteria.verdict import Verdict
 from grader.outcome import Evidence
 from grader.records.gateway import CaseRun, GatewayRun
+from grader.rubric import Criterion
 
 __all__ = [
     "COLUMNS",
@@ -19,6 +21,7 @@ __all__ = [
     "answer_events",
     "answer_header",
     "answer_route",
+    "case_check",
     "case_evidence",
     "case_timeline",
     "has_error_body",
@@ -286,3 +289,12 @@ def busy_reason(run: CaseRun, lag_s: float) -> str | None:
 
 def statuses_of(records: list[dict[str, Any]]) -> str:
     return ",".join(str(r.get("status")) for r in records) or "none"
+
+
+def case_check(criterion_id: str, per_case: Callable[[CaseRun], list[str]]) -> None:
+    """Register a check that runs `per_case` over the cases the criterion's entry names."""
+
+    def judge(gw: GatewayRun, criterion: Criterion) -> Verdict:
+        return judge_cases(gw, criterion.cases, per_case)
+
+    check("gateway", criterion_id)(judge)
