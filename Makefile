@@ -83,7 +83,7 @@ soak: $(STAMP)
 # criterion graded five times for determinism, then the whole selftest on a loaded machine with
 # each timing margin (bench/results/loaded.json).
 hostile-full: $(STAMP)
-	HOSTILE_FULL=1 $(BIN)/python -m pytest -q tests/hostile tests/test_determinism.py tests/test_independent_submission.py
+	HOSTILE_FULL=1 $(BIN)/python -m pytest -q tests/hostile tests/rooms/grading/test_determinism.py tests/reference/test_independent_submission.py
 	$(BIN)/python -m bench.loaded
 
 # The grader's image (Containerfile), for the Kubernetes Indexed Job (docs/grading-many.md), built by the

@@ -7,7 +7,7 @@ seen to be too busy the band is 0.5-3, docs/grading.md) and whether the machine 
 this records both idle and loaded, side by side.
 
 `python -m bench.loaded` grades the reference on every criterion idle, then loaded, and runs
-`grader selftest` loaded, and writes bench/results/loaded.json. tests/test_loaded_machine.py
+`grader selftest` loaded, and writes bench/results/loaded.json. tests/rooms/grading/test_loaded_machine.py
 runs a small variant. The busy process is bounded in time and killed by its id at the end.
 """
 

@@ -16,7 +16,7 @@ seeded rate) and the slot count over /admin every couple of seconds. Afterwards:
   It is read from the server's `--ledger` file, which holds every record, not only the last 50,000.
 
 `make soak` runs it for ten minutes (`python -m bench.soak --minutes 10`) and writes
-bench/results/soak.json; tests/test_soak.py runs it for twenty seconds.
+bench/results/soak.json; tests/server/test_soak.py runs it for twenty seconds.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ __all__ = ["SERVE_KEYWORDS", "fault_manual", "fixture_manual"]
 
 _WIDTH = 108
 #: What each named parameter of `serve` is for; the rest of its keywords are settings (their help is theirs).
-#: tests/test_fake_server_manual.py fails when `serve` gains a parameter this does not describe.
+#: tests/server/test_fake_server_manual.py fails when `serve` gains a parameter this does not describe.
 SERVE_KEYWORDS = {
     "scenario": "a built-in scenario (`fake-server scenarios`) or a scenario YAML file; the keywords below override it",
     "settings": "a complete ServerSettings (e.g. from fake_server.build_settings) instead of any other keyword",

@@ -5,7 +5,7 @@ targets, what their runs give for free, and a sample), and the independent submi
 (tests/fixtures/independent_submission) on the criteria of what it implements, keeping each
 grade's run records in tests/fixtures/runs/NAME/ beside `source.txt`, the digest of the submission
 they were made from. The frameworks submission (tests/fixtures/frameworks_submission) is recorded as it
-grades, close calls and all, for the interviewer's guide (tests/test_interview_guide.py).
+grades, close calls and all, for the interviewer's guide (tests/rooms/interview/test_interview_guide.py).
 The fast tier judges these records with the current rubric and criteria in milliseconds; a
 fixture whose submission, scenario or case plan has changed since it was recorded is reported as
 stale (record again with `make fixtures`), never judged as if it were current.

@@ -5,7 +5,7 @@
 - `hung`: the load generator never exits, and the gateway listens but never answers a request.
 
 Both wrap the reference's own commands (`python -m loadgen`, `gateway/gateway.py`) with a small
-script, so the reference's code stays as it is. Used by tests/test_time_to_verdict.py and
+script, so the reference's code stays as it is. Used by tests/rooms/grading/test_time_to_verdict.py and
 bench/hang.py.
 """
 

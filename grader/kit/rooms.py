@@ -1,7 +1,7 @@
 """The grader's rooms (its subpackages and top-level modules), floor by floor, each with its job.
 
 A room may import rooms on lower floors only, never its own floor's neighbours or anything above:
-tests/test_grader_layering.py reads every import (those inside functions too) and holds the code to
+tests/kit/test_grader_layering.py reads every import (those inside functions too) and holds the code to
 this, and docs/architecture.md shows it (generated: `python -m grader.kit.generated --write`).
 """
 

@@ -6,7 +6,7 @@ definition, each rule of each deliverable, each rule of the files the contract a
 criterion names the anchors it checks (`anchors:`), and each question of the interview's bank the one it
 probes (grader/unseen/questions.yaml). A statement no criterion checks, a criterion that names an anchor
 the brief does not have, a criterion no chaff loses, and a statement with fewer than two interview
-questions are all problems: the test suite fails on them (tests/test_traceability.py), and
+questions are all problems: the test suite fails on them (tests/kit/test_traceability.py), and
 docs/grading.md shows the table (the questions only counted: the bank itself never ships). The fittable
 constants extend the chain (grader/kit/fittable.py), and docs/grading.md shows their table too.
 

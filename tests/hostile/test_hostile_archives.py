@@ -1,6 +1,6 @@
 """Hostile archives graded end to end: `grader grade x.tar.gz` refuses each by name in a report
 (exit 0, every criterion skipped with the reason), writes nothing outside, and leaves no
-temporary folder. The unpacker's rules themselves are tested in tests/test_archive.py.
+temporary folder. The unpacker's rules themselves are tested in tests/rooms/grading/test_archive.py.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ row of the matrix): each ends in a report with a clear reason, and leaves nothin
 hostile_cases.py; the other rows (cgroup v2, no writable cgroups, user namespaces) are in
 test_hostile_matrix.py.
 
-The sandbox's limits themselves are tested in tests/test_sandbox.py; here the whole grade is run
+The sandbox's limits themselves are tested in tests/rooms/sandbox/test_sandbox.py; here the whole grade is run
 on a submission written to break it.
 
 CI grades each behaviour once, with the slow ones (a busy loop, a sleeper) run as the gateway,

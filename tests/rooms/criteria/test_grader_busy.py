@@ -1,0 +1,80 @@
+"""A machine too busy to keep time turns a timing answer into a rerun, then `inconclusive`.
+
+Two signals, both from what the grader can see: the fake servers' own steps running late (every
+ledger record's `step_lag_max`), and a premise the grader waited for but never saw hold (a gateway
+that probes /health, yet did not ask it while the grader waited for the probe to see a 503).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kit_paths import ROOT
+from grader.criteria.busy import busy_from_ledgers
+from grader.criteria.verdict import Verdict, is_borderline
+from grader.rubric import load_rubric
+from grader.kit.chaff import list_chaff, materialize
+
+CHAFF = ROOT / "submissions" / "chaff"
+
+
+def test_a_busy_machine_widens_the_band_that_earns_a_rerun() -> None:
+    judging = load_rubric().judging
+    quiet, busy = judging.borderline, judging.busy_borderline
+
+    def borderline(verdict: Verdict) -> bool:
+        return is_borderline(verdict, quiet, busy)
+
+    assert busy[0] < quiet[0] and quiet[1] < busy[1]
+    for margin in (busy[0], 2.0, busy[1]):
+        assert borderline(Verdict(False, "", margin=margin, busy="steps ran late"))
+    assert not borderline(Verdict(False, "", margin=2.0))  # on a quiet machine 2x the tolerance stands
+    assert not borderline(Verdict(True, "", margin=quiet[0] - 0.01))
+    assert not borderline(Verdict(False, "", margin=busy[1] + 0.01, busy="steps ran late"))
+    assert not borderline(Verdict(True, "", margin=None, busy="steps ran late"))  # no margin: nothing to widen
+
+
+def test_late_steps_in_a_ledger_say_the_machine_was_busy() -> None:
+    limit = load_rubric().judging.loadgen_busy_lag_s
+    calm = [{"step_lag_max": 0.002}, {"step_lag_max": limit}, {}]
+    assert busy_from_ledgers([calm, []], limit_s=limit) is None
+    why = busy_from_ledgers([calm, [{"step_lag_max": 0.080}]], limit_s=limit)
+    assert why is not None and "80 ms" in why
+    assert busy_from_ledgers([[{"step_lag_max": 0.080}]], limit_s=0.25) is None
+
+
+def _starved_probe(tmp_path: Path) -> Path:
+    """The chaff that sends `require: local` to the API when the probe says the local route is down,
+    with a probe loop as late as a starved process's: it probes at start, then only every 30 s."""
+    (chaff,) = [c for c in list_chaff(CHAFF) if c.name == "gateway-require-bypass-unhealthy"]
+    folder = materialize(chaff.path, tmp_path / "starved")
+    health = folder / "gateway" / "health.py"
+    text = health.read_text()
+    assert "await asyncio.sleep(self.interval_s)\n" in text
+    health.write_text(text.replace("await asyncio.sleep(self.interval_s)\n", "await asyncio.sleep(30.0)\n"))
+    return folder
+
+
+@pytest.mark.slow
+def test_a_probe_that_never_saw_the_503_makes_the_case_inconclusive_not_a_wrong_pass(tmp_path: Path) -> None:
+    folder = _starved_probe(tmp_path)
+    out = tmp_path / "report"
+    grader = Path(sys.executable).parent / "grader"
+    done = subprocess.run([str(grader), "grade", str(folder), "--out", str(out),
+                           "--only", "gateway.require-local-unhealthy"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (test,) = [t for t in json.loads((out / "report.json").read_text())["tests"]
+               if t["name"].startswith("gateway.require-local-unhealthy")]
+    # Its probe never asked while /health answered 503, so "the probe has seen it" never held: the
+    # chaff's defect (skip to the API when the probe says down) was not exercised. Not a pass.
+    assert test["extra_data"]["status"] == "inconclusive" and test["extra_data"]["attempts"] == 2, test
+    assert test["score"] == 0
+    assert "INCONCLUSIVE" in test["output"] and "premise never held" in test["output"], test["output"]
+    # rl-unhealthy follows rl-unhealthy-stall: it waits for the probe to see /health healthy again
+    # first, which this probe never does either.
+    assert "turned 503" in test["output"] and "turned healthy again" in test["output"], test["output"]
