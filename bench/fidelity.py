@@ -44,7 +44,9 @@ from typing import Any
 import click
 import httpx
 
-RESULTS = Path(__file__).parent / "results"
+from bench import results_dir
+
+RESULTS = results_dir()
 
 
 def nearest_rank(values: list[float], p: float) -> float:

@@ -10,6 +10,7 @@ in at most twice the reference's time, every hung criterion failed with a findin
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -18,18 +19,19 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import results_dir
 from grader.grading.grade import GradeRequest, grade
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = Path(__file__).resolve().parent / "results" / "hang.json"
+RESULTS = results_dir() / "hang.json"
 sys.path.insert(0, str(ROOT / "tests"))
 
 from slow_and_hung import REFERENCE, hung  # noqa: E402
 
 
-def _grade(folder: Path, out: Path) -> dict[str, object]:
+def _grade(folder: Path, out: Path, only: tuple[str, ...] = ()) -> dict[str, object]:
     started = time.perf_counter()
-    result = grade(GradeRequest(folder, out, sandboxes=2, echo=lambda _: None))
+    result = grade(GradeRequest(folder, out, only=only, sandboxes=2, echo=lambda _: None))
     took = time.perf_counter() - started
     hung_findings = sum("hung" in c.output for c in result.criteria)
     return {"score": result.score, "max_score": result.max_score, "seconds": round(took, 1),
@@ -37,9 +39,12 @@ def _grade(folder: Path, out: Path) -> dict[str, object]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", default=[], help="grade this part only (a quick try; repeatable)")
+    only = tuple(parser.parse_args().only)
     with tempfile.TemporaryDirectory(prefix="bench-hang-") as tmp:
-        rows = {"reference": _grade(REFERENCE, Path(tmp) / "reference"),
-                "hung": _grade(hung(Path(tmp) / "hung"), Path(tmp) / "hung-report")}
+        rows = {"reference": _grade(REFERENCE, Path(tmp) / "reference", only),
+                "hung": _grade(hung(Path(tmp) / "hung"), Path(tmp) / "hung-report", only)}
     ratio = float(rows["hung"]["seconds"]) / float(rows["reference"]["seconds"])  # type: ignore[arg-type]
     for name, row in rows.items():
         print(f"{name:>9}: {row['score']:g}/{row['max_score']:g} in {row['seconds']} s "
@@ -47,7 +52,7 @@ def main() -> None:
     print(f"hung / reference: {ratio:.2f} (target <= 2)")
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps({
-        "command": "python -m bench.hang",
+        "command": "python -m bench.hang" + "".join(f" --only {o}" for o in only),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "load_average_at_start": os.getloadavg()[0], "grades": rows, "hung_over_reference": round(ratio, 2)},
         indent=1) + "\n")

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench import results_dir
 from grader.grading.grade import GradeRequest, grade
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,21 +73,23 @@ def wrong_on_reference(report: dict[str, Any]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "loaded.json")
+    parser.add_argument("--out", type=Path, default=results_dir() / "loaded.json")
     parser.add_argument("--no-selftest", action="store_true", help="Skip the loaded selftest (the longest part).")
+    parser.add_argument("--only", action="append", default=[], help="grade this part only (a quick try; repeatable)")
     args = parser.parse_args()
+    only = tuple(args.only)
     from grader.kit.selftest import selftest
 
     with tempfile.TemporaryDirectory(prefix="bench-loaded-") as tmp:
-        idle = grade_reference(Path(tmp) / "idle")
+        idle = grade_reference(Path(tmp) / "idle", only)
         with busy_cores():
-            loaded = grade_reference(Path(tmp) / "loaded")
+            loaded = grade_reference(Path(tmp) / "loaded", only)
             findings = [] if args.no_selftest else selftest(jobs=2, echo=print)
     idle_m, loaded_m = margins(idle), margins(loaded)
     rows = {cid: {"idle": idle_m[cid], "loaded": loaded_m[cid]} for cid in idle_m}
     wrong_loaded = wrong_on_reference(loaded)
     result: dict[str, Any] = {
-        "command": "python -m bench.loaded", "cores": os.cpu_count(),
+        "command": "python -m bench.loaded" + " --no-selftest" * args.no_selftest + "".join(f" --only {o}" for o in only), "cores": os.cpu_count(),
         "reference_wrong_idle": wrong_on_reference(idle), "reference_wrong_loaded": wrong_loaded,
         "criteria": rows,
         "selftest_loaded": [{"name": f.name, "ok": f.ok, "inconclusive": f.inconclusive, "lines": f.lines}

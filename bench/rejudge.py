@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import results_dir
 from grader.records.book import RecordBook
 from grader.grading.rejudge import grade_of
 from grader.rubric import load_rubric
@@ -34,7 +35,7 @@ from grader.reports import write_reports
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
-RESULTS = Path(__file__).resolve().parent / "results" / "rejudge.json"
+RESULTS = results_dir() / "rejudge.json"
 
 
 def measure(sources: list[Path], grades: int, *, command_jobs: int = 0) -> dict[str, object]:

@@ -25,6 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench import results_dir
 from grader.records.book import RecordBook
 from grader.grading.replay import SPREAD, failing_in, failing_runs, replay
 from grader.rubric import Criterion, load_rubric, Rubric
@@ -32,7 +33,7 @@ from grader.kit.chaff import list_chaff, materialize
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
-RESULTS = Path(__file__).resolve().parent / "results" / "replay.json"
+RESULTS = results_dir() / "replay.json"
 LIMITS_S = {"loadgen": 10.0, "gateway": 30.0}
 
 

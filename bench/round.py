@@ -24,11 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import results_dir
 from grader.round.summary import read_rows, write_index
 from grader.round.analysis import analyse
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = Path(__file__).resolve().parent / "results" / "round.json"
+RESULTS = results_dir() / "round.json"
 
 
 def _family(member: dict[str, str] | None, deliverable: str) -> str:

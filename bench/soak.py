@@ -35,6 +35,7 @@ from typing import Any
 
 import httpx
 
+from bench import results_dir
 from fake_server import serve_subprocess
 from fake_server.hosting.launch import ledger_lines
 
@@ -223,7 +224,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-requests", type=int, default=400_000, help="Stop when this many were sent.")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "soak.json")
+    parser.add_argument("--out", type=Path, default=results_dir() / "soak.json")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         result = run_soak(args.minutes * 60, ledger=Path(tmp) / "ledger.jsonl", workers=args.workers, seed=args.seed,

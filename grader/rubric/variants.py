@@ -1,4 +1,4 @@
-"""Hidden variants: each public scenario and gateway case again, with its settings drawn within ranges.
+"""Unseen variants: each public scenario and gateway case again, with its settings drawn within ranges.
 
 A candidate self-checks against the public scenarios; nothing stops a solution from fitting their
 constants (the position of a cut, a stall's length, a slot count, a timeout) instead of following

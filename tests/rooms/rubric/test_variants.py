@@ -1,4 +1,4 @@
-"""Hidden variants: drawn the same way for the same seed, always within their ranges and the shape of their
+"""Unseen variants: drawn the same way for the same seed, always within their ranges and the shape of their
 scenario, refused by name when the file is wrong, and never run by the candidate's self-check."""
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ def test_every_draw_keeps_its_scenarios_shape() -> None:
     """The ranges promise: a fault fires before the answer ends, a reasoning model still answers, a concurrency
     is reachable, an error status is of the public one's family but never the public one."""
     v = _variants()
+    checked = {"after_tokens": 0, "status": 0, "reasoning": 0}
     for seed in SEEDS:
         for name in v.loadgen:
             public = RUBRIC.scenarios[name]
@@ -46,13 +47,18 @@ def test_every_draw_keeps_its_scenarios_shape() -> None:
             for fault, original in zip(s.server.get("faults") or (), public.server.get("faults") or (), strict=True):
                 if "after_tokens" in fault:
                     assert 1 <= fault["after_tokens"] < flags["max_tokens"], (name, seed, fault)
+                    checked["after_tokens"] += 1
                 if fault["kind"] == "http_error" and fault["status"] != original["status"]:
                     assert fault["status"] // 100 == original["status"] // 100, (name, seed, fault)
                     public_statuses = {f.get("status") for f in public.server.get("faults") or ()}
                     assert fault["status"] not in public_statuses, (name, seed, fault)
+                    checked["status"] += 1
             if s.server.get("reasoning") and name != "reasoning-empty":
                 assert flags["max_tokens"] > s.server["reasoning_tokens"], (name, seed)
+                checked["reasoning"] += 1
             assert flags["requests"] >= flags["concurrency"] or name == "queueing", (name, seed)
+    # each promise was checked on some draw: variants that lost their faults or their reasoning would check nothing
+    assert all(n >= len(SEEDS) for n in checked.values()), checked
 
 
 def test_every_gateway_draw_keeps_the_timeouts_apart() -> None:
