@@ -7,7 +7,13 @@ and the fake servers, fetching ledgers, checking, writing reports. Run side by s
 process: one grade section after the other (`--sandboxes 1`) and both sections at once (`--sandboxes 2`), each
 with and without the unseen variants of the scenarios and gateway cases (rubric/variants.py).
 
-    python -m bench.grade_time [--repeat 2]
+`--against CHECKOUT` instead grades the reference as a hiring team does (`grader grade --seed 0`, two
+sections at once, the unseen variants included) with this checkout and with another one (a git worktree
+of an earlier commit), alternately, and reports this one's wall time over the other's: how much a change
+made the grade slower, measured side by side on the same machine in the same minutes.
+
+    python -m bench.grade_time [--repeat 2] [--only PART]
+    python -m bench.grade_time --against ../before [--repeat 2]
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ import argparse
 import json
 import os
 import platform
+import statistics
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -36,11 +45,50 @@ def measure(jobs: int, variants: bool, only: tuple[str, ...] = ()) -> dict[str, 
             "total_over_inherent": round(result.duration_s / result.inherent_s, 3)}
 
 
+def measure_cli(checkout: Path) -> dict[str, float | str]:
+    """One whole grade of the reference by `checkout`'s own `grader grade`, as a subprocess run from it.
+
+    Its command line is the one a hiring team types; the flag for two sections at once is `--sandboxes` now
+    and was `--jobs` before, so the checkout's own help says which it takes."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}  # ahead of the editable install: the checkout's own code
+    cli = [sys.executable, "-m", "grader.cli", "grade"]
+    helped = subprocess.run([*cli, "--help"], cwd=checkout, env=env, capture_output=True, text=True, check=True)
+    at_once = "--sandboxes" if "--sandboxes" in helped.stdout else "--jobs"
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([*cli, str(checkout / "submissions" / "reference"), "--out", out, "--seed", "0", at_once, "2"],
+                       cwd=checkout, env=env, capture_output=True, text=True, check=True)
+        report = json.loads((Path(out) / "report.json").read_text())
+    return {"checkout": str(checkout), "score": report["score"], "max_score": report["max_score"],
+            "total_s": report["execution_time"]}
+
+
+def against(other: Path, repeat: int) -> None:
+    """This checkout's grade time over `other`'s, the two grading alternately."""
+    rows = [measure_cli(tree) for _ in range(repeat) for tree in (other, ROOT)]
+    mine = [float(r["total_s"]) for r in rows if r["checkout"] == str(ROOT)]
+    theirs = [float(r["total_s"]) for r in rows if r["checkout"] == str(other)]
+    for row in rows:
+        print(f"{row['checkout']}: {row['score']:g}/{row['max_score']:g}, total {float(row['total_s']):.1f} s")
+    ratio = statistics.mean(mine) / statistics.mean(theirs)
+    print(f"this checkout's grade over the other's: {ratio:.2f}")
+    revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=other, capture_output=True, text=True)
+    (results_dir() / "grade_time_against.json").write_text(json.dumps({
+        "command": f"python -m bench.grade_time --against CHECKOUT --repeat {repeat}",
+        "other": revision.stdout.strip() or str(other), "machine": f"{platform.machine()}, {platform.python_version()}",
+        "load_average_at_end": os.getloadavg()[0], "this_over_other": round(ratio, 3), "runs": rows}, indent=1) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--only", action="append", default=[], help="grade this part only (a quick try; repeatable)")
+    parser.add_argument("--against", type=Path, metavar="CHECKOUT", help="another checkout to time side by side")
     args = parser.parse_args()
+    if args.against is not None:
+        if not (args.against / "grader").is_dir():
+            parser.error(f"--against {args.against}: not a checkout of the kit (no grader/ in it)")
+        against(args.against.resolve(), args.repeat)
+        return
     only = tuple(args.only)
     rows = [measure(jobs, variants, only) for _ in range(args.repeat) for jobs in (1, 2) for variants in (False, True)]
     for row in rows:

@@ -65,13 +65,14 @@ class Graded:
 
 
 def grade(submission: Path, out: Path, *, only: tuple[str, ...], tmpdir: Path, timeout_s: float = 600,
-          wrap: Callable[[list[str]], list[str]] | None = None) -> Graded:
-    """`grader grade SUBMISSION --out OUT --only ...` as a subprocess with its own TMPDIR.
+          wrap: Callable[[list[str]], list[str]] | None = None, seed: int = 0) -> Graded:
+    """`grader grade SUBMISSION --out OUT --seed SEED --only ...` as a subprocess with its own TMPDIR.
 
+    The seed is given, as a test must: left out, a grade draws its own, and with it other unseen variants.
     `wrap` turns the command into one that runs it elsewhere (a row of hosts.py), keeping its pid.
     """
     tmpdir.mkdir(parents=True, exist_ok=True)
-    argv = [*GRADER, "grade", str(submission), "--out", str(out)]
+    argv = [*GRADER, "grade", str(submission), "--out", str(out), "--seed", str(seed)]
     for item in only:
         argv += ["--only", item]
     if wrap is not None:

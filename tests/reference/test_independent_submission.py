@@ -27,7 +27,7 @@ INDEPENDENT = ROOT / "tests" / "fixtures" / "independent_submission"
 
 
 def test_an_independent_load_generator_gets_every_load_generator_point(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(INDEPENDENT), "--only", "loadgen",
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", "--seed", "0", str(INDEPENDENT), "--only", "loadgen",
                            "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "report.json").read_text())

@@ -65,7 +65,7 @@ def test_a_probe_that_never_saw_the_503_makes_the_case_inconclusive_not_a_wrong_
     folder = _starved_probe(tmp_path)
     out = tmp_path / "report"
     grader = Path(sys.executable).parent / "grader"
-    done = subprocess.run([str(grader), "grade", str(folder), "--out", str(out),
+    done = subprocess.run([str(grader), "grade", "--seed", "0", str(folder), "--out", str(out),
                            "--only", "gateway.require-local-unhealthy"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     (test,) = [t for t in json.loads((out / "report.json").read_text())["tests"]

@@ -187,7 +187,7 @@ def test_a_memo_that_shows_its_arithmetic_and_a_users_share_keeps_full_memo_mark
     checked = subprocess.run([sys.executable, "-m", "grader.cli", "memo", str(submission / "memo" / "MEMO.md")],
                              capture_output=True, text=True, timeout=60, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    graded = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(submission), "--only", "memo",
+    graded = subprocess.run([sys.executable, "-m", "grader.cli", "grade", "--seed", "0", str(submission), "--only", "memo",
                              "--out", str(tmp_path / "report")], capture_output=True, text=True, timeout=120,
                             check=False)
     assert graded.returncode == 0, graded.stdout + graded.stderr

@@ -80,7 +80,7 @@ def test_a_two_gpu_replica_and_stated_conventions() -> None:
 
 
 def _grade(folder: Path, out: Path) -> dict[str, dict[str, object]]:
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(folder), "--out", str(out),
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", "--seed", "0", str(folder), "--out", str(out),
                            "--only", "sizing"], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     report = json.loads((out / "report.json").read_text())

@@ -3,7 +3,7 @@ from what is measured.
 
 What may differ between two grades (and is masked before comparing):
 - timestamps: `started`, and the "started ..." in the summary line;
-- measured durations: `execution_time`, every `duration_s`, `inherent_s` (how long the candidate's own
+- measured durations: `execution_time`, every `duration_s`, each section's shared time (`section_s`), `inherent_s` (how long the candidate's own
   commands ran), and every decimal figure in outputs and
   evidence (TTFT, TPS, wall times, the "worst X of the tolerance" margin), which are clock readings;
 - `attempts`, `margin` and `busy`: a timing check's margin is measured, and it is rerun when that
@@ -56,7 +56,7 @@ CHAFF = {  # name -> its CI subset: a target it loses and a criterion it keeps
     "ttft-from-headers": ("loadgen.ttft", "loadgen.cut"),
     "manifests-no-gpu": ("manifests.gpu-request", "manifests.readiness-probe", "sizing.replicas"),
 }
-MEASURED_KEYS = {"execution_time", "duration_s", "inherent_s", "started", "attempts", "margin", "busy"}
+MEASURED_KEYS = {"execution_time", "duration_s", "section_s", "inherent_s", "started", "attempts", "margin", "busy"}
 _DECIMAL = re.compile(r"\d+\.\d+")
 _WITH_UNIT = re.compile(r"[-+]?\d+(\.\d+)? ?(ms|s|tok/s|tokens/s)\b")  # "-413 ms": a clock reading in prose
 # A gateway answer's quoted tail is its first 70 characters: a figure one digit wider moves the cut.

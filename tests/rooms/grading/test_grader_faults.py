@@ -42,7 +42,7 @@ def _submission(tmp_path: Path, name: str) -> tuple[Path, str]:
 
 def _start(submission: Path, out: Path, tmpdir: Path) -> subprocess.Popen[str]:
     tmpdir.mkdir(exist_ok=True)
-    return subprocess.Popen([*GRADER, "grade", str(submission), "--out", str(out), "--only", "loadgen.runs"],
+    return subprocess.Popen([*GRADER, "grade", "--seed", "0", str(submission), "--out", str(out), "--only", "loadgen.runs"],
                             cwd=ROOT, env={**os.environ, "TMPDIR": str(tmpdir)}, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 

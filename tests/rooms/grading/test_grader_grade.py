@@ -20,7 +20,9 @@ REPORT_SCHEMA = json.loads((ROOT / "schemas" / "grader" / "report.schema.json").
 
 
 def _grade(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "grader.cli", "grade", *map(str, args)],
+    """`grader grade ARGS` at seed 0, unless the test names its own seed."""
+    seed = () if "--seed" in args else ("--seed", "0")
+    return subprocess.run([sys.executable, "-m", "grader.cli", "grade", *seed, *map(str, args)],
                           check=False, capture_output=True, text=True, timeout=300, cwd=ROOT)
 
 

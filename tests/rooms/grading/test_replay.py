@@ -108,7 +108,7 @@ def test_the_by_hand_commands_reproduce_the_scenario(tmp_path):
 def test_a_report_folder_replays_what_it_failed(tmp_path):
     folder = materialize(CHAFF["cut-ok"].path, tmp_path / "chaff")
     out = tmp_path / "graded"
-    graded = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(folder), "--out", str(out), "--only",
+    graded = subprocess.run([sys.executable, "-m", "grader.cli", "grade", "--seed", "0", str(folder), "--out", str(out), "--only",
                              "loadgen.cut", "--only", "loadgen.runs"], cwd=ROOT, capture_output=True, text=True,
                             timeout=300, check=False)
     assert graded.returncode == 0, graded.stderr
@@ -228,7 +228,7 @@ def test_a_candidate_facing_report_names_no_hidden_scenario(tmp_path):
     override.write_text("rubric: 1\ncriteria:\n  loadgen.role-chunk: {visibility: hidden}\n")
     folder = materialize(CHAFF["ttft-from-role-chunk"].path, tmp_path / "chaff")
     out = tmp_path / "graded"
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(folder), "--out", str(out), "--only",
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", "--seed", "0", str(folder), "--out", str(out), "--only",
                            "loadgen.role-chunk", "--rubric", str(override)], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr
