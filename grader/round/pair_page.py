@@ -2,7 +2,7 @@
 
 One page per pair, one section per deliverable flagged (its score and each side's share), each side's
 files with the matched regions marked. The regions are copydetect's copied slices of the filtered
-text, mapped back onto the files as written (grader.round.similarity.matched_regions), so a region
+text, mapped back onto the files as written (matched_regions, below), so a region
 may begin or end inside a name or a string. Self-contained: no script, no URL.
 """
 
@@ -11,11 +11,13 @@ from __future__ import annotations
 import html
 import re
 
+import numpy as np
+
 from grader.reports.page_style import CSS
 from grader.reports.text import clean
-from grader.round.similarity import Document, Pair, Region, Similarity, matched_regions
+from grader.round.similarity import Document, Pair, Region, Similarity
 
-__all__ = ["FOLDER", "page_name", "pair_page"]
+__all__ = ["FOLDER", "matched_regions", "page_name", "pair_page"]
 
 FOLDER = "similarity"
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -27,6 +29,55 @@ mark { background: #ffd7a8; color: inherit; }
 main, header { max-width: 1500px; }
 .files-unmatched { color: var(--muted); font-size: 13px; }
 """
+
+
+def _slices_to_regions(doc: Document, slices: np.ndarray) -> list[Region]:
+    """copydetect's slices of filtered text as regions of the files' own text."""
+    names = list(doc.files)
+    regions: list[Region] = []
+    for start, end in zip(slices[0].tolist(), slices[1].tolist(), strict=True):
+        end = min(end, len(doc.raw_at))
+        if end <= start:
+            continue
+        first, last = doc.raw_at[start], doc.raw_at[end - 1]
+        if first[0] == last[0]:
+            regions.append(_region(doc, names, int(first[0]), int(first[1]), int(last[1])))
+            continue
+        for index in range(int(first[0]), int(last[0]) + 1):  # a slice across files: one region per file
+            text = doc.files[names[index]]
+            lo = int(first[1]) if index == first[0] else 0
+            hi = int(last[1]) if index == last[0] else len(text) - 1
+            regions.append(_region(doc, names, index, lo, hi))
+    return regions
+
+
+def _region(doc: Document, names: list[str], index: int, lo: int, hi: int) -> Region:
+    """A region that ends at the end of its last token, so a highlighted name is whole."""
+    text = doc.files[names[index]]
+    end = hi + 1
+    while (
+        end < len(text)
+        and (text[end].isalnum() or text[end] == "_")
+        and (text[end - 1].isalnum() or text[end - 1] == "_")
+    ):
+        end += 1
+    return Region(names[index], lo, end)
+
+
+def matched_regions(a: Document, b: Document) -> tuple[list[Region], list[Region]]:
+    """Where two documents match, in each one's files: copydetect's copied slices, mapped back.
+
+    The overlap is what copydetect's `find_fingerprint_overlap` returns (every position of every hash
+    both hold), found with one array lookup instead of its loop over the shared hashes (25 ms a
+    deliverable pair on the reference's load generator, against under one)."""
+    from copydetect.utils import get_copied_slices
+
+    overlap_a = a.positions[np.isin(a.hashes, b.hashes)]
+    overlap_b = b.positions[np.isin(b.hashes, a.hashes)]
+    return (
+        _slices_to_regions(a, get_copied_slices(overlap_a, a.k)),
+        _slices_to_regions(b, get_copied_slices(overlap_b, b.k)),
+    )
 
 
 def page_name(a: str, b: str) -> str:

@@ -61,7 +61,6 @@ __all__ = [
     "Similarity",
     "SimilarityError",
     "compare",
-    "matched_regions",
     "starter_dir",
 ]
 
@@ -388,55 +387,6 @@ def compare(
         result.pairs += _score_deliverable(name, docs, leak_docs)
     result.pairs.sort(key=lambda p: (-round(p.score, 9), p.a, p.b, DELIVERABLES.index(p.deliverable)))
     return result
-
-
-def _slices_to_regions(doc: Document, slices: np.ndarray) -> list[Region]:
-    """copydetect's slices of filtered text as regions of the files' own text."""
-    names = list(doc.files)
-    regions: list[Region] = []
-    for start, end in zip(slices[0].tolist(), slices[1].tolist(), strict=True):
-        end = min(end, len(doc.raw_at))
-        if end <= start:
-            continue
-        first, last = doc.raw_at[start], doc.raw_at[end - 1]
-        if first[0] == last[0]:
-            regions.append(_region(doc, names, int(first[0]), int(first[1]), int(last[1])))
-            continue
-        for index in range(int(first[0]), int(last[0]) + 1):  # a slice across files: one region per file
-            text = doc.files[names[index]]
-            lo = int(first[1]) if index == first[0] else 0
-            hi = int(last[1]) if index == last[0] else len(text) - 1
-            regions.append(_region(doc, names, index, lo, hi))
-    return regions
-
-
-def _region(doc: Document, names: list[str], index: int, lo: int, hi: int) -> Region:
-    """A region that ends at the end of its last token, so a highlighted name is whole."""
-    text = doc.files[names[index]]
-    end = hi + 1
-    while (
-        end < len(text)
-        and (text[end].isalnum() or text[end] == "_")
-        and (text[end - 1].isalnum() or text[end - 1] == "_")
-    ):
-        end += 1
-    return Region(names[index], lo, end)
-
-
-def matched_regions(a: Document, b: Document) -> tuple[list[Region], list[Region]]:
-    """Where two documents match, in each one's files: copydetect's copied slices, mapped back.
-
-    The overlap is what copydetect's `find_fingerprint_overlap` returns (every position of every hash
-    both hold), found with one array lookup instead of its loop over the shared hashes (25 ms a
-    deliverable pair on the reference's load generator, against under one)."""
-    from copydetect.utils import get_copied_slices
-
-    overlap_a = a.positions[np.isin(a.hashes, b.hashes)]
-    overlap_b = b.positions[np.isin(b.hashes, a.hashes)]
-    return (
-        _slices_to_regions(a, get_copied_slices(overlap_a, a.k)),
-        _slices_to_regions(b, get_copied_slices(overlap_b, b.k)),
-    )
 
 
 def to_rows(result: Similarity) -> Iterator[dict[str, Any]]:

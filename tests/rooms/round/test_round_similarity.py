@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from round_builder import DISGUISES, INDEPENDENT, ROOT, STARTER, disguise, suffixed
 
-from grader.round.similarity import DEFAULT_THRESHOLD, Fingerprinter, compare, matched_regions
+from grader.round.pair_page import matched_regions
+from grader.round.similarity import DEFAULT_THRESHOLD, Fingerprinter, compare
 from grader.round.sources import Deliverable, Sources, snapshot
 
 REFERENCE = ROOT / "submissions" / "reference"
