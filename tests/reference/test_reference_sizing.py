@@ -1,7 +1,8 @@
 """The reference sizing script, run as the grader runs it: a subprocess from submissions/reference/, flags in, JSON out.
 
-Expected values are the seed's worked figures or arithmetic written out here by hand; nothing is
-imported from the script, so a wrong formula there cannot make its own test pass.
+Expected values are arithmetic written out here by hand from the flags (a 27B model on an 80 GB GPU at
+595 tokens/s over 16 streams, GPU hours at $2.99 and $6.88); nothing is imported from the script, so a
+wrong formula there cannot make its own test pass.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ REFERENCE = ROOT / "submissions" / "reference"
 SCHEMA = ROOT / "schemas" / "contract" / "sizing-output.schema.json"
 COMMAND = [sys.executable, "sizing/sizing.py"]  # the submission.yaml command, run from submissions/reference/
 
-# The seed's outline: 2,000 chats a day; turns, tokens, hours and peak are this test's assumptions.
-SEED: dict[str, Any] = {
+# A worked example: 2,000 chats a day on a 16-stream replica; each figure below is worked from these flags.
+WORKED: dict[str, Any] = {
     "throughput": 595, "concurrency": 16, "gpu-hour-usd": [2.99, 6.88], "utilisation": [1.0, 0.25],
     "chats-per-day": 2000, "turns-per-chat": 4, "output-tokens-per-turn": 300, "input-tokens-per-turn": 1500,
     "active-hours": 12, "peak-factor": 3, "api-input-usd-per-million": 4, "api-output-usd-per-million": 20,
@@ -46,8 +47,8 @@ def run(flags: dict[str, Any] | list[str]) -> subprocess.CompletedProcess[str]:
 
 
 def size(**changes: Any) -> dict[str, Any]:
-    """Run with SEED's flags, some changed; the one JSON object printed."""
-    done = run({**SEED, **changes})
+    """Run with WORKED's flags, some changed; the one JSON object printed."""
+    done = run({**WORKED, **changes})
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)  # the contract: one JSON object, nothing else on stdout
     return result
@@ -69,49 +70,49 @@ def per_chat(result: dict[str, Any], price: float) -> float:
     return float(row["usd"])
 
 
-# --- the seed's worked figures -------------------------------------------------------------------
+# --- the worked example's figures -------------------------------------------------------------------
 
-def test_answer_7_cost_per_million_output_tokens_busy_and_quarter_busy() -> None:
+def test_cost_per_million_output_tokens_busy_and_quarter_busy() -> None:
     result = size()
-    assert round(per_million(result, 2.99, 1.0), 2) == 1.40
-    assert round(per_million(result, 2.99, 0.25), 2) == 5.58
+    assert round(per_million(result, 2.99, 1.0), 2) == 1.40  # 2.99 / (595 x 3,600) x 1e6 = 1.396
+    assert round(per_million(result, 2.99, 0.25), 2) == 5.58  # a quarter busy: 1.396 / 0.25 = 5.58
 
 
-def test_answer_7_one_stream_at_a_time_implies_42_tokens_per_second() -> None:
+def test_one_stream_at_a_time_implies_42_tokens_per_second_and_costs_fourteen_times_more() -> None:
     # $19.78 per million at $2.99/h and full utilisation means 2.99 / 19.78 million tokens an hour:
     implied = 2.99 / 19.78 * 1e6 / 3600
     assert round(implied, 2) == 41.99  # ~42 output tokens/s with one stream in flight
     one_stream = per_million(size(throughput=42, utilisation=[1.0]), 2.99, 1.0)
     assert round(one_stream, 2) == 19.78
-    assert round(one_stream / per_million(size(), 2.99, 1.0)) == 14  # "concurrency moves the cost by a factor of 14"
+    assert round(one_stream / per_million(size(), 2.99, 1.0)) == 14  # concurrency moves the cost by a factor of 14
 
 
-def test_outline_one_replica_a_month_at_two_prices() -> None:
+def test_one_replica_a_month_at_two_gpu_prices() -> None:
     result = size()
-    assert round(monthly(result, 2.99, 1)) == 2153
-    assert round(monthly(result, 6.88, 1)) == 4954
-    assert monthly(result, 2.99, 2) == pytest.approx(2 * 2152.8)  # "two replicas double it"
+    assert round(monthly(result, 2.99, 1)) == 2153  # 2.99 x 720 hours a month
+    assert round(monthly(result, 6.88, 1)) == 4954  # 6.88 x 720
+    assert monthly(result, 2.99, 2) == pytest.approx(2 * 2152.8)  # two replicas double it
 
 
-def test_outline_cost_per_chat_two_replicas_sixty_thousand_chats() -> None:
+def test_cost_per_chat_two_replicas_sixty_thousand_chats() -> None:
     result = size()
     assert result["replicas"] == 2 and result["replicas_for_load"] == 1  # the floor of two, for availability
     assert round(per_chat(result, 2.99), 3) == 0.072
     assert per_chat(result, 2.99) == pytest.approx(2 * 2.99 * 720 / 60_000)
 
 
-def test_outline_one_million_output_tokens_take_28_minutes() -> None:
-    assert round(size()["batch_hours"] * 60) == 28
+def test_one_million_output_tokens_take_28_minutes() -> None:
+    assert round(size()["batch_hours"] * 60) == 28  # 1e6 / 595 tokens/s = 1,681 s
 
 
 @pytest.mark.parametrize(("weights_gb", "tokens", "sequences_at_8k"), [(54, 222_778, 27), (27, 634_765, 77)])
-def test_answer_2_kv_cache_tokens_for_27b_in_bf16_and_fp8(weights_gb: int, tokens: int, sequences_at_8k: int) -> None:
+def test_kv_cache_tokens_for_27b_in_bf16_and_fp8(weights_gb: int, tokens: int, sequences_at_8k: int) -> None:
     result = size(**{"weights-gb": weights_gb})
     assert (result["kv_cache"]["tokens"], result["kv_cache"]["sequences_at_context"]) == (tokens, sequences_at_8k)
 
 
-def test_answer_2_bf16_holds_less_than_one_native_context_sequence() -> None:
-    done = run({**SEED, "weights-gb": 54, "context-tokens": 262_144})
+def test_bf16_holds_less_than_one_native_context_sequence() -> None:
+    done = run({**WORKED, "weights-gb": 54, "context-tokens": 262_144})
     assert done.returncode == 0
     kv = json.loads(done.stdout)["kv_cache"]
     assert kv["sequences_at_context"] == 0 and kv["holds_concurrency"] is False
@@ -171,7 +172,7 @@ def test_inputs_are_echoed_with_defaults_filled_in() -> None:
                       "cost_per_chat_usd", "chats_per_month", "api", "kv_cache", "batch_hours"}
 
 
-@pytest.mark.parametrize("flags", [SEED, UNSEEN, {**SEED, "batch-output-tokens": None, "weights-gb": 140}])
+@pytest.mark.parametrize("flags", [WORKED, UNSEEN, {**WORKED, "batch-output-tokens": None, "weights-gb": 140}])
 def test_output_follows_the_contract_schema(flags: dict[str, Any]) -> None:
     done = run(flags)
     assert done.returncode == 0, done.stderr
@@ -196,7 +197,7 @@ def test_kv_budget_that_divides_exactly_is_not_floored_one_short() -> None:
 
 
 def test_weights_larger_than_the_gpu_leave_no_cache() -> None:
-    done = run({**SEED, "weights-gb": 140})
+    done = run({**WORKED, "weights-gb": 140})
     assert done.returncode == 0
     kv = json.loads(done.stdout)["kv_cache"]
     assert (kv["tokens"], kv["sequences_at_context"]) == (0, 0)
@@ -260,7 +261,7 @@ def test_other_loads_hours_and_api_prices_move_their_figures() -> None:
     ({"min-replicas": 0}, "--min-replicas"),
 ])
 def test_a_bad_flag_exits_2_naming_it(changes: dict[str, Any], flag: str) -> None:
-    done = run({**SEED, **changes})
+    done = run({**WORKED, **changes})
     assert done.returncode == 2
     assert flag in done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
@@ -274,7 +275,7 @@ def test_all_missing_flags_are_named_at_once() -> None:
 
 
 def test_an_unknown_flag_exits_2() -> None:
-    done = run(argv(SEED) + ["--gpu-price", "3"])
+    done = run(argv(WORKED) + ["--gpu-price", "3"])
     assert done.returncode == 2 and "--gpu-price" in done.stderr and "Traceback" not in done.stderr
 
 
