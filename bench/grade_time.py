@@ -9,8 +9,9 @@ with and without the unseen variants of the scenarios and gateway cases (rubric/
 
 `--against CHECKOUT` instead grades the reference as a hiring team does (`grader grade --seed 0`, two
 sections at once, the unseen variants included) with this checkout and with another one (a git worktree
-of an earlier commit), alternately, and reports this one's wall time over the other's: how much a change
-made the grade slower, measured side by side on the same machine in the same minutes.
+of an earlier commit, with its own `.venv`, which any make target there builds), alternately, and
+reports this one's wall time over the other's: how much a change made the grade slower, measured side
+by side on the same machine in the same minutes.
 
     python -m bench.grade_time [--repeat 2] [--only PART]
     python -m bench.grade_time --against ../before [--repeat 2]
@@ -50,13 +51,13 @@ def measure_cli(checkout: Path) -> dict[str, float | str]:
 
     Its command line is the one a hiring team types; the flag for two sections at once is `--sandboxes` now
     and was `--jobs` before, so the checkout's own help says which it takes."""
-    env = {**os.environ, "PYTHONPATH": str(checkout)}  # ahead of the editable install: the checkout's own code
-    cli = [sys.executable, "-m", "grader.cli", "grade"]
-    helped = subprocess.run([*cli, "--help"], cwd=checkout, env=env, capture_output=True, text=True, check=True)
+    own = checkout / ".venv" / "bin" / "python"  # its own install: the sandbox imports the kit as installed
+    cli = [str(own) if own.is_file() else sys.executable, "-m", "grader.cli", "grade"]
+    helped = subprocess.run([*cli, "--help"], cwd=checkout, capture_output=True, text=True, check=True)
     at_once = "--sandboxes" if "--sandboxes" in helped.stdout else "--jobs"
     with tempfile.TemporaryDirectory() as out:
         subprocess.run([*cli, str(checkout / "submissions" / "reference"), "--out", out, "--seed", "0", at_once, "2"],
-                       cwd=checkout, env=env, capture_output=True, text=True, check=True)
+                       cwd=checkout, capture_output=True, text=True, check=True)
         report = json.loads((Path(out) / "report.json").read_text())
     return {"checkout": str(checkout), "score": report["score"], "max_score": report["max_score"],
             "total_s": report["execution_time"]}

@@ -28,6 +28,7 @@ from grader.criteria.memo import HUMAN_CHECKLIST
 from grader.grading.judging import decide, result_of, skipped, unjudged
 from grader.grading.live_runs import LiveRuns
 from grader.grading.sections import NO_VARIANTS, SECTIONS, Context
+from grader.grading.slots import Slots
 from grader.outcome import NEAR_MISS, CriterionResult, Grade
 from grader.records.book import RecordBook
 from grader.rubric import Criterion, Rubric, RubricError, load_rubric
@@ -47,6 +48,11 @@ __all__ = [
 ]
 
 RUNS = "runs"
+#: The timed sections in the order they ask for a sandbox. The gateway's cases run one after another, each
+#: waiting out the contract's timeouts, whatever the submission; a candidate's tests run their suite several
+#: times; the load generator's many short runs come last, so that they can spread over the sandboxes the
+#: others leave free (grading/slots.py).
+_LONGEST_FIRST = ("gateway", "tests", "loadgen")
 
 
 @dataclass(frozen=True)
@@ -304,7 +310,11 @@ def _run_sections(
                     with lock:
                         notes.append((box.isolated, box.note))
                 ctx.box = box
-                live = LiveRuns(section, ctx, book, varied)
+                # a grade's timed section spreads its first runs over the sandboxes free (a replay spreads its
+                # own); with one sandbox none is ever free, and each run is made on first need, as it is printed
+                lend = slots if section.timed and run.runs_at_once == 1 and run.sandboxes > 1 else None
+                live = LiveRuns(section, ctx, book, varied, slots=lend)
+                live.make_first_runs(todo[name])
                 for criterion in todo[name]:
                     started, shared = time.perf_counter(), live.shared_s
                     decision = decide(criterion, section, rubric, live.facts_at(criterion), live.variants_at(criterion))
@@ -343,16 +353,20 @@ def _run_sections(
             if not SECTIONS[n].timed:
                 section_of(n)
 
+    def timed(name: str, ticket: int) -> None:
+        with slots.held(ticket):
+            section_of(name)
+
+    slots = Slots(run.sandboxes)
     side = threading.Thread(target=untimed, daemon=True)
     side.start()
-    names = [n for n in todo if SECTIONS[n].timed]
-    if run.sandboxes > 1 and len(names) > 1:
-        with ThreadPoolExecutor(max_workers=min(run.sandboxes, len(names))) as pool:
-            for future in [pool.submit(section_of, n) for n in names]:
-                future.result()
-    else:
-        for name in names:
-            section_of(name)
+    names = sorted(
+        (n for n in todo if SECTIONS[n].timed),
+        key=lambda n: (n not in _LONGEST_FIRST, _LONGEST_FIRST.index(n) if n in _LONGEST_FIRST else 0),
+    )
+    with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+        for future in [pool.submit(timed, n, slots.ask()) for n in names]:
+            future.result()
     side.join()
     isolated = all(i for i, _ in notes)
     note = next((n for i, n in notes if not i), notes[0][1] if notes else "")
