@@ -109,3 +109,35 @@ def test_a_crash_fails_with_its_stderr_quoted(tmp_path: Path) -> None:
     (folder / "submission.yaml").write_text("contract: 1\nsizing:\n  command: [python, sizing/sizing.py]\n")
     tests = _grade(folder, tmp_path / "out")
     assert tests["sizing.runs"]["score"] == 0 and "boom" in tests["sizing.runs"]["output"]
+
+
+def _with_set(book: RecordBook, name: str, flags: dict[str, object], output: dict[str, object]) -> RecordBook:
+    """The reference's records with one more sizing input set, as the grade would have recorded it."""
+    key, record = next((k, r) for k, r in book.records.items() if r["section"] == "sizing")
+    record = json.loads(json.dumps(record))
+    record["sets"].append({"name": name, "flags": flags, "output": output, "exit_code": 0, "problem": None,
+                           "stderr_tail": "", "wall_s": 0.1})
+    book.records[key] = record
+    return book
+
+
+def test_monthly_cost_at_one_replica_is_one_row_given_once_or_twice() -> None:
+    """TASK.md: with `replicas` 1 the "one replica" and "the replicas" rows of `monthly_cost` are the same row, given
+    once or twice. The reference's own command on the seed set with --min-replicas 1 (one replica carries its
+    peak), its rows as printed, once and twice; a wrong figure in that row still fails, so the set is judged."""
+    flags = {**SETS["seed"], "min-replicas": 1}
+    argv = [f"--{k}={v}" for k, value in flags.items() for v in (value if isinstance(value, list) else [value])]
+    done = subprocess.run([sys.executable, "sizing/sizing.py", *argv], cwd=ROOT / "submissions" / "reference",
+                          capture_output=True, text=True, timeout=60, check=True)
+    output = json.loads(done.stdout)
+    assert output["replicas"] == 1
+    one = [row for row in output["monthly_cost"] if row["replicas"] == 1]
+    assert len({row["gpu_hour_usd"] for row in one}) == len(SETS["seed"]["gpu-hour-usd"])
+    once = {**output, "monthly_cost": [dict(row) for row in {r["gpu_hour_usd"]: r for r in one}.values()]}
+    twice = {**output, "monthly_cost": [dict(row) for row in once["monthly_cost"] for _ in range(2)]}
+    wrong = {**output, "monthly_cost": [{**row, "usd": row["usd"] * 2} for row in once["monthly_cost"]]}
+    rubric = load_rubric()
+    for rows, status in ((once, "passed"), (twice, "passed"), (wrong, "failed")):
+        book = _with_set(RecordBook.read(FIXTURES / "reference"), "one-replica", flags, rows)
+        monthly = {c.id: c for c in grade_of(book, rubric).criteria}["sizing.monthly"]
+        assert monthly.status == status, (len(rows["monthly_cost"]), monthly.output)
