@@ -46,7 +46,7 @@ def measure(jobs: int, variants: bool, only: tuple[str, ...] = ()) -> dict[str, 
             "total_over_inherent": round(result.duration_s / result.inherent_s, 3)}
 
 
-def measure_cli(checkout: Path) -> dict[str, float | str]:
+def measure_cli(checkout: Path, label: str) -> dict[str, float | str]:
     """One whole grade of the reference by `checkout`'s own `grader grade`, as a subprocess run from it.
 
     Its command line is the one a hiring team types; the flag for two sections at once is `--sandboxes` now
@@ -59,15 +59,16 @@ def measure_cli(checkout: Path) -> dict[str, float | str]:
         subprocess.run([*cli, str(checkout / "submissions" / "reference"), "--out", out, "--seed", "0", at_once, "2"],
                        cwd=checkout, capture_output=True, text=True, check=True)
         report = json.loads((Path(out) / "report.json").read_text())
-    return {"checkout": str(checkout), "score": report["score"], "max_score": report["max_score"],
+    return {"checkout": label, "score": report["score"], "max_score": report["max_score"],
             "total_s": report["execution_time"]}
 
 
 def against(other: Path, repeat: int) -> None:
     """This checkout's grade time over `other`'s, the two grading alternately."""
-    rows = [measure_cli(tree) for _ in range(repeat) for tree in (other, ROOT)]
-    mine = [float(r["total_s"]) for r in rows if r["checkout"] == str(ROOT)]
-    theirs = [float(r["total_s"]) for r in rows if r["checkout"] == str(other)]
+    # Rows say "this" or "other", never a path: a result file names nothing outside the repository.
+    rows = [measure_cli(tree, label) for _ in range(repeat) for tree, label in ((other, "other"), (ROOT, "this"))]
+    mine = [float(r["total_s"]) for r in rows if r["checkout"] == "this"]
+    theirs = [float(r["total_s"]) for r in rows if r["checkout"] == "other"]
     for row in rows:
         print(f"{row['checkout']}: {row['score']:g}/{row['max_score']:g}, total {float(row['total_s']):.1f} s")
     ratio = statistics.mean(mine) / statistics.mean(theirs)
@@ -75,7 +76,7 @@ def against(other: Path, repeat: int) -> None:
     revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=other, capture_output=True, text=True)
     (results_dir() / "grade_time_against.json").write_text(json.dumps({
         "command": f"python -m bench.grade_time --against CHECKOUT --repeat {repeat}",
-        "other": revision.stdout.strip() or str(other), "machine": f"{platform.machine()}, {platform.python_version()}",
+        "other": revision.stdout.strip() or other.name, "machine": f"{platform.machine()}, {platform.python_version()}",
         "load_average_at_end": os.getloadavg()[0], "this_over_other": round(ratio, 3), "runs": rows}, indent=1) + "\n")
 
 
