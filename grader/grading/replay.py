@@ -108,6 +108,21 @@ def _option(criterion: Criterion, case: str | None, scenario: str | None) -> tup
     return tuple(name for name in (case, scenario) if name is not None)
 
 
+def is_variant(name: str) -> bool:
+    """A request, case or record of an unseen variant's run: `baseline.v1#3`, `local-500 (variant 1)`,
+    `gateway.v1`."""
+    return " (variant " in name or ".v" in name.split("#")[0]
+
+
+def on_runs_of(book: RecordBook, names: list[str]) -> list[str]:
+    """Those of a replay's failing requests (or cases, or record keys) from runs the graded `book` also made.
+
+    A replay is a grade at its seed and draws the unseen variants; a grade made without them (the selftest
+    grades most chaff on their public runs) is compared with it on the public runs alone."""
+    drew = any(is_variant(key) for key in book.records)
+    return [name for name in names if drew or not is_variant(name)]
+
+
 def failing_runs(book: RecordBook, rubric: Rubric, criterion_id: str) -> tuple[str, ...]:
     """The public scenarios (or gateway cases) whose runs, or whose unseen variants' runs, failed a criterion in
     a grade: what a replay from its report folder runs again, rather than every run the criterion judges."""
