@@ -6,9 +6,10 @@ What may differ between two grades (and is masked before comparing):
 - measured durations: `execution_time`, every `duration_s`, each section's shared time (`section_s`), `inherent_s` (how long the candidate's own
   commands ran), and every decimal figure in outputs and
   evidence (TTFT, TPS, wall times, the "worst X of the tolerance" margin), which are clock readings;
-- `attempts`, `margin` and `busy`: a timing check's margin is measured, and it is rerun when that
-  margin is borderline or the machine was too busy to keep time, which depends on the machine's
-  load, not on the submission;
+- `attempts`, `margin`, `busy` and `closest`: a timing check's margin is measured, and it is rerun
+  when that margin is borderline or the machine was too busy to keep time, which depends on the
+  machine's load, not on the submission; which request or check came closest to its limit is the
+  one whose measured margin was largest, so on a loaded machine it can be another;
 - loopback ports (`127.0.0.1:PORT`): the fake servers bind a free port;
 - in an evidence row quoting the start of a gateway's answer (`ends '...'`, cut at 70 characters),
   the rest of the quote after its first figure (a figure one digit wider moves the cut), and the
@@ -56,7 +57,8 @@ CHAFF = {  # name -> its CI subset: a target it loses and a criterion it keeps
     "ttft-from-headers": ("loadgen.ttft", "loadgen.cut"),
     "manifests-no-gpu": ("manifests.gpu-request", "manifests.readiness-probe", "sizing.replicas"),
 }
-MEASURED_KEYS = {"execution_time", "duration_s", "section_s", "inherent_s", "started", "attempts", "margin", "busy"}
+MEASURED_KEYS = {"execution_time", "duration_s", "section_s", "inherent_s", "started", "attempts", "margin", "busy",
+                 "closest"}
 _DECIMAL = re.compile(r"\d+\.\d+")
 _WITH_UNIT = re.compile(r"[-+]?\d+(\.\d+)? ?(ms|s|tok/s|tokens/s)\b")  # "-413 ms": a clock reading in prose
 # A gateway answer's quoted tail is its first 70 characters: a figure one digit wider moves the cut.
