@@ -341,9 +341,11 @@ def table(rows: list[Row]) -> str:
               help="The fake server's timing modes, each measured at every load, side by side.")
 @click.option("--repeat", default=1, type=click.IntRange(1, 20), show_default=True,
               help="Runs of every mode (and of the baseline) at every load, in a rotating order.")
+@click.option("--tries", default=5, type=click.IntRange(1, 10), show_default=True,
+              help="Times a measurement is taken while the rest of the machine is busy (1: once, busy or not).")
 @click.option("--out", default=None, help="Result file name in bench/results (default fidelity.json; fidelity-quick.json with --quick).")
 def main(quick: bool, token_rate: float, max_tokens: int, loads: str | None, modes: str, repeat: int,
-         out: str | None) -> None:
+         tries: int, out: str | None) -> None:
     counts = tuple(int(x) for x in loads.split(",")) if loads else (16, 128) if quick else (16, 256, 1024)
     chosen = tuple(m.strip() for m in modes.split(",") if m.strip())
     timers = timer_lateness()
@@ -355,9 +357,9 @@ def main(quick: bool, token_rate: float, max_tokens: int, loads: str | None, mod
             # The modes of one load back to back, so they see the same machine; the order rotates
             # from one repeat to the next, so no mode always comes first.
             for mode in chosen[n % len(chosen):] + chosen[:n % len(chosen)]:
-                rows.append(measured(measure_fake, streams, token_rate, max_tokens, mode))
+                rows.append(measured(measure_fake, streams, token_rate, max_tokens, mode, tries=tries))
                 click.echo(table(rows[-1:]).splitlines()[-1], err=True)
-            rows.append(measured(measure_naive, streams, token_rate, max_tokens))
+            rows.append(measured(measure_naive, streams, token_rate, max_tokens, tries=tries))
             click.echo(table(rows[-1:]).splitlines()[-1], err=True)
         load.append(os.getloadavg()[0])
     ratios: dict[str, dict[str, float]] = {}
@@ -371,7 +373,8 @@ def main(quick: bool, token_rate: float, max_tokens: int, loads: str | None, mod
         }
     command = ("python -m bench.fidelity" + (" --quick" if quick else "") + (f" --loads {loads}" if loads else "")
                + f" --token-rate {token_rate:g} --max-tokens {max_tokens} --modes {','.join(chosen)}"
-               + (f" --repeat {repeat}" if repeat > 1 else "") + (f" --out {out}" if out else ""))
+               + (f" --repeat {repeat}" if repeat > 1 else "") + (f" --tries {tries}" if tries != 5 else "")
+               + (f" --out {out}" if out else ""))
     result = {"command": command, "date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
               "load_average_1min": {"start": load[0], "after_each_load": load[1:]},
               "timer_lateness": timers, "rows": [asdict(r) for r in rows], "efficiency_ratio_fake_over_naive": ratios}

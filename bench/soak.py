@@ -224,13 +224,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-requests", type=int, default=400_000, help="Stop when this many were sent.")
+    parser.add_argument("--ledger-keep", type=int, default=LEDGER_KEEP,
+                        help="Records the server keeps in memory; fewer bound its memory sooner (a short soak).")
     parser.add_argument("--out", type=Path, default=results_dir() / "soak.json")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         result = run_soak(args.minutes * 60, ledger=Path(tmp) / "ledger.jsonl", workers=args.workers, seed=args.seed,
-                          max_requests=args.max_requests)
+                          max_requests=args.max_requests, ledger_keep=args.ledger_keep)
     command = (f"python -m bench.soak --minutes {args.minutes:g} --workers {args.workers} --seed {args.seed} "
-               f"--max-requests {args.max_requests}")
+               f"--max-requests {args.max_requests}"
+               + (f" --ledger-keep {args.ledger_keep}" if args.ledger_keep != LEDGER_KEEP else ""))
     args.out.write_text(json.dumps({**asdict(result), "ok": result.ok, "command": command}, indent=2) + "\n")
     print(f"{result.sent} requests in {result.seconds} s ({result.kinds}); ledger {result.records} records; "
           f"{result.reconfigurations} reconfigurations")
