@@ -68,3 +68,23 @@ def test_a_constant_whose_draw_is_removed_fails_the_check(tmp_path: Path) -> Non
     bare = type(without_reason)(without_reason.constant, without_reason.anchors, (), "", ())
     assert fittable_problems([bare], CHAFF, unseen_draws(), ANCHORS) == [
         "connect_s (1 s): no unseen draw moves it, and no reason says it cannot be fitted"]
+
+
+def test_a_drawn_constant_names_its_fitted_chaff_or_says_why_none() -> None:
+    """A constant a draw moves is proved by a chaff fitted to it, or says why no solution fitted to its published
+    value passes the published runs (they already move it); otherwise nothing shows the draw catches a fit."""
+    from dataclasses import replace
+
+    from grader.kit.fittable import fittable, fittable_problems, unseen_draws
+
+    constants = fittable()
+    fitted = next(f for f in constants if f.constant.startswith("connect_s"))
+    reasoned = next(f for f in constants if f.constant.startswith("tokens per chunk"))
+    assert fitted.chaff and reasoned.no_chaff and not reasoned.chaff
+    assert fittable_problems([replace(reasoned, no_chaff="")], CHAFF, unseen_draws(), ANCHORS) == [
+        "tokens per chunk (4) and the answer's length: no chaff is fitted to it, and no reason says why none is"]
+    assert fittable_problems([replace(fitted, chaff=())], CHAFF, unseen_draws(), ANCHORS) == [
+        "connect_s (1 s): no chaff is fitted to it, and no reason says why none is"]
+    # a constant no draw moves needs no chaff: its published run already moves it
+    cannot = next(f for f in constants if f.cannot_fit)
+    assert not cannot.chaff and fittable_problems([cannot], CHAFF, unseen_draws(), ANCHORS) == []
