@@ -14,7 +14,7 @@ candidate reported, what the ledgers show, as a small table and, where a picture
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 
 __all__ = ["NEAR_MISS", "STATUSES", "CriterionResult", "Evidence", "Grade", "Plot", "Status", "Unseen", "Visibility"]
@@ -90,7 +90,8 @@ class CriterionResult:
         return self.status == "passed" and (self.attempts > 1 or (self.margin is not None and self.margin >= NEAR_MISS))
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out: dict[str, Any] = _plain(self)
+        return out
 
 
 @dataclass
@@ -118,6 +119,20 @@ class Grade:
         return round(sum(c.weight for c in self.criteria), 6)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out: dict[str, Any] = _plain(self)
         out["score"], out["max_score"] = self.score, self.max_score
         return out
+
+
+def _plain(value: Any) -> Any:
+    """`value` as dicts, lists and scalars, as `dataclasses.asdict` gives it, without deep-copying each scalar:
+    a grade's evidence holds thousands of them, and every report of every re-judged grade converts it."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

@@ -142,24 +142,30 @@ def shown_arithmetic(written: str, sentence: str, span: tuple[int, int], known: 
     )
 
 
+def _allowed(quantity: Quantity, figures: list[dict[str, Any]], inputs: dict[str, list[float]]) -> list[float]:
+    """The values a quoted quantity of this kind may be: the figures in its unit and the inputs of its kind."""
+    allowed = [
+        float(f["value"])
+        for f in figures
+        if isinstance(f.get("unit"), str)
+        and quantity.unit(f["unit"])
+        and isinstance(f.get("value"), int | float)
+        and not isinstance(f.get("value"), bool)
+    ]
+    return allowed + [v for flag, values in inputs.items() if quantity.flag(flag) for v in values]
+
+
 def misquoted(
     sentences: Iterable[tuple[int, str]], figures: list[dict[str, Any]], inputs: dict[str, list[float]]
 ) -> list[tuple[int, str, str, str]]:
     """(line, sentence, number as written, kind) for every quoted quantity that is no figure, no input and no
     arithmetic shown on them."""
     known = known_values(figures, inputs)
+    allowed_for = {quantity.kind: _allowed(quantity, figures, inputs) for quantity in QUANTITIES}
     out = []
     for line, sentence in sentences:
         for quantity in QUANTITIES:
-            allowed = [
-                float(f["value"])
-                for f in figures
-                if isinstance(f.get("unit"), str)
-                and quantity.unit(f["unit"])
-                and isinstance(f.get("value"), int | float)
-                and not isinstance(f.get("value"), bool)
-            ]
-            allowed += [v for flag, values in inputs.items() if quantity.flag(flag) for v in values]
+            allowed = allowed_for[quantity.kind]
             for match in quantity.pattern.finditer(sentence):
                 group = next(i for i, g in enumerate(match.groups(), start=1) if g is not None)
                 written = match.group(group)

@@ -7,9 +7,12 @@ the rounding points honest (a load of exactly two replicas needs two, not three)
 
 from __future__ import annotations
 
+import copy
+import json
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 __all__ = ["DEFAULTS", "Conventions", "expected"]
@@ -43,7 +46,16 @@ def _list(value: Any) -> list[Any]:
 
 
 def expected(flags: dict[str, Any], conventions: Conventions = Conventions()) -> dict[str, Any]:
-    """Every graded output field for `flags` (dashed flag names, as sent), as floats and ints."""
+    """Every graded output field for `flags` (dashed flag names, as sent), as floats and ints.
+
+    Worked out once for each input set and conventions: every sizing criterion and the memo's figures ask
+    again for the same sets, and a re-judged round asks for them in every grade. The caller gets its own copy."""
+    return copy.deepcopy(_worked_out(json.dumps(flags, sort_keys=True), conventions))
+
+
+@lru_cache(maxsize=256)
+def _worked_out(flags_json: str, conventions: Conventions) -> dict[str, Any]:
+    flags: dict[str, Any] = json.loads(flags_json)
     f = {**DEFAULTS, **flags}
     if conventions.hours_per_month is not None and "hours-per-month" not in flags:
         f["hours-per-month"] = conventions.hours_per_month

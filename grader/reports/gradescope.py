@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,12 @@ def _test(grade: Grade, c: CriterionResult) -> dict[str, Any]:
 
 
 def _kit_data(grade: Grade) -> dict[str, Any]:
-    data = grade.to_dict()
+    # the plots and the unseen verdicts are left out before the grade becomes a dict, not copied and then
+    # dropped: they are most of a grade's data, and a re-judged round writes this file for every grade
+    shown = replace(
+        grade, criteria=[replace(c, evidence=replace(c.evidence, plots=[]), unseen=None) for c in grade.criteria]
+    )
+    data = shown.to_dict()
     for criterion in data["criteria"]:
         criterion["evidence"].pop("plots", None)
         criterion.pop("unseen", None)  # a platform may show this file to the candidate: report.html keeps it

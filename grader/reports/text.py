@@ -36,8 +36,11 @@ _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uf
 
 def clean(text: object) -> str:
     """`text` as a string that every format can carry byte for byte: unsafe characters escaped."""
+    plain = str(text)
+    if plain.isascii() and plain.isprintable():  # most cells of a report: nothing to escape, no pattern to run
+        return plain
     return _UNSAFE.sub(
-        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", str(text)
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", plain
     )
 
 
