@@ -11,7 +11,7 @@ reports:
   send times (what the server really did, whatever the client's own timing);
 * the step timer the server said it used (`fake_server:step_timer_info` in /metrics);
 * the CPU the rest of the machine used meanwhile; a stream during which it was above 10% of a
-  core is measured again once the machine is quiet (up to five times in all);
+  core is measured again once the machine is quiet (up to five times in all, `--tries`);
 * the floor: the CPU of a bare asyncio loop in its own process that wakes on its timer at the
   same rate and writes 200 bytes to a socket each time, and does nothing else. No Python server
   can cost less than that per token on the machine at hand.
@@ -161,7 +161,9 @@ def table(rows: list[Row], floors: dict[float, list[float]]) -> str:
 @click.option("--seconds", default=4.0, type=float, show_default=True, help="How long each stream lasts.")
 @click.option("--repeat", default=1, type=click.IntRange(1, 20), show_default=True,
               help="Runs of every mode at every rate; the table shows medians.")
-def main(rates: str, seconds: float, repeat: int) -> None:
+@click.option("--tries", default=5, type=click.IntRange(1, 10), show_default=True,
+              help="Times a stream is measured while the rest of the machine is busy (1: once, busy or not).")
+def main(rates: str, seconds: float, repeat: int, tries: int) -> None:
     rows = []
     floors: dict[float, list[float]] = {}
     load = [os.getloadavg()[0]]
@@ -170,11 +172,12 @@ def main(rates: str, seconds: float, repeat: int) -> None:
             # The modes of one rate run back to back, so they see the same machine; the order
             # rotates from one repeat to the next, so no mode always comes first.
             for mode in MODES[n % len(MODES):] + MODES[:n % len(MODES)]:
-                rows.append(measured(measure, mode, rate, seconds))
+                rows.append(measured(measure, mode, rate, seconds, tries=tries))
                 click.echo(json.dumps(asdict(rows[-1])), err=True)
             floors.setdefault(rate, []).append(floor_percent(rate, seconds))
         load.append(os.getloadavg()[0])
-    command = f"python -m bench.cpu --rates {rates} --seconds {seconds:g} --repeat {repeat}"
+    command = (f"python -m bench.cpu --rates {rates} --seconds {seconds:g} --repeat {repeat}"
+               + (f" --tries {tries}" if tries != 5 else ""))
     result = {"command": command, "date": time.strftime("%Y-%m-%d"),
               "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
               "load_average_1min": {"start": load[0], "after_each_rate": load[1:]},
