@@ -58,8 +58,11 @@ def test_requests_beyond_the_slots_wait_and_raise_p90_ttft(fake_server):
         return await burst, await _burst(free.base_url, 6, max_tokens=20)
 
     busy, idle = asyncio.run(run())
-    # 20 tokens at 100 steps/s is ~0.2 s per request: with 2 slots the last pair waits for two others
-    assert _p90([t for t, _ in busy]) > _p90([t for t, _ in idle]) + 0.25
+    # 20 tokens at 100 steps/s is ~0.2 s per request: with 2 slots the last pair waits for two others (~0.4 s).
+    # A loaded machine only delays it more, while it can delay the free server's answers too (six at 0.22 s
+    # beside the suite's other workers): an ordering and a floor, not a margin over the free server
+    assert _p90([t for t, _ in busy]) > _p90([t for t, _ in idle])
+    assert _p90([t for t, _ in busy]) > 0.3
     assert max(seen_waiting) > 0
     ledger = saturated.ledger()
     assert len(ledger) == 6
