@@ -3,8 +3,8 @@ moves it (grader/kit/fittable.yaml): the traceability chain's last link.
 
 A constant with no draw and no reason it cannot be fitted, a drawn constant with no chaff fitted to it and
 no reason none is written, a draw the unseen material does not make, an anchor the brief does not have, and
-a chaff fitted to the constant that is not graded on the draws are problems; tests/kit/test_traceability.py fails on them, and docs/grading.md shows the table
-(`python -m grader.kit.traceability --write`).
+a chaff fitted to the constant that is not graded on the draws are problems; tests/kit/test_traceability.py
+fails on them, and docs/grading.md shows the table (`python -m grader.kit.traceability --write`).
 """
 
 from __future__ import annotations
