@@ -272,7 +272,7 @@ def build_guide(
     for deliverable, rows in passed.items():
         closest = sorted(rows, key=lambda r: -r[0])[:PASSED_PER_DELIVERABLE]
         parts[deliverable].close_calls += [
-            (row.id, f"passed, at {margin:.2f} of its tolerance ({row.evidence})")
+            (row.id, f"passed, at {margin:.2f} of its tolerance: {row.evidence}")
             for margin, row, _ in closest
             if margin
         ]
