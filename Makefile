@@ -40,7 +40,7 @@ selftest: $(STAMP)
 	$(BIN)/grader selftest
 
 # Every test, the slow ones included (real grades, the selftest, sandboxes, soak, the bundle), a test
-# file to each worker at a time, longest first (tests/conftest.py), on four workers: about 9 minutes
+# file to each worker at a time, longest first (tests/conftest.py), on four workers: 8 to 10 minutes
 # on two cores. The selftest is three of those files, two grades at once each; a grade mostly waits
 # on token clocks, so four workers keep both cores busy. WORKERS=1 for one.
 WORKERS ?= 4
