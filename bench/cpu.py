@@ -41,7 +41,8 @@ import httpx
 
 from fake_server import serve_subprocess
 
-from .fidelity import BUSY_LIMIT, RESULTS, OtherLoad, _cpu_seconds, _step_timer, measured, nearest_rank
+from .fidelity import (BUSY_LIMIT, RESULTS, TRIES, OtherLoad, _cpu_seconds, _step_timer, measured, nearest_rank,
+                       tries_option)
 
 MODES = ("loop", "auto")
 
@@ -161,8 +162,7 @@ def table(rows: list[Row], floors: dict[float, list[float]]) -> str:
 @click.option("--seconds", default=4.0, type=float, show_default=True, help="How long each stream lasts.")
 @click.option("--repeat", default=1, type=click.IntRange(1, 20), show_default=True,
               help="Runs of every mode at every rate; the table shows medians.")
-@click.option("--tries", default=5, type=click.IntRange(1, 10), show_default=True,
-              help="Times a stream is measured while the rest of the machine is busy (1: once, busy or not).")
+@tries_option
 def main(rates: str, seconds: float, repeat: int, tries: int) -> None:
     rows = []
     floors: dict[float, list[float]] = {}
@@ -177,7 +177,7 @@ def main(rates: str, seconds: float, repeat: int, tries: int) -> None:
             floors.setdefault(rate, []).append(floor_percent(rate, seconds))
         load.append(os.getloadavg()[0])
     command = (f"python -m bench.cpu --rates {rates} --seconds {seconds:g} --repeat {repeat}"
-               + (f" --tries {tries}" if tries != 5 else ""))
+               + (f" --tries {tries}" if tries != TRIES else ""))
     result = {"command": command, "date": time.strftime("%Y-%m-%d"),
               "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
               "load_average_1min": {"start": load[0], "after_each_rate": load[1:]},

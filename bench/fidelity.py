@@ -84,6 +84,7 @@ class OtherLoad:
 
 
 BUSY_LIMIT = 10.0  # % of a core used elsewhere above which a measurement is taken again
+TRIES = 5  # measurements of one row at most, while the rest of the machine is busy
 
 
 def _busy_seconds() -> float:
@@ -105,7 +106,7 @@ def wait_for_quiet(busy_limit: float = BUSY_LIMIT, window: float = 10.0, timeout
             return busy
 
 
-def measured(run: Any, *args: Any, busy_limit: float = BUSY_LIMIT, tries: int = 5) -> Any:
+def measured(run: Any, *args: Any, busy_limit: float = BUSY_LIMIT, tries: int = TRIES) -> Any:
     """`run(*args)` (a Row with `others_percent_of_core` and `attempts`), taken again, up to `tries`
     times in all, while the rest of the machine used more than `busy_limit`% of a core; before
     each new attempt it waits until the machine is quiet. The last attempt stands, busy or not;
@@ -119,6 +120,11 @@ def measured(run: Any, *args: Any, busy_limit: float = BUSY_LIMIT, tries: int = 
                    "waiting for it to be quiet, then measuring again", err=True)
         wait_for_quiet(busy_limit)
     return row
+
+
+tries_option = click.option(
+    "--tries", default=TRIES, type=click.IntRange(1, 10), show_default=True,
+    help="Times a measurement is taken while the rest of the machine is busy (1: once, busy or not).")
 
 
 def _pin(cpu: int) -> Any:
@@ -341,8 +347,7 @@ def table(rows: list[Row]) -> str:
               help="The fake server's timing modes, each measured at every load, side by side.")
 @click.option("--repeat", default=1, type=click.IntRange(1, 20), show_default=True,
               help="Runs of every mode (and of the baseline) at every load, in a rotating order.")
-@click.option("--tries", default=5, type=click.IntRange(1, 10), show_default=True,
-              help="Times a measurement is taken while the rest of the machine is busy (1: once, busy or not).")
+@tries_option
 @click.option("--out", default=None, help="Result file name in bench/results (default fidelity.json; fidelity-quick.json with --quick).")
 def main(quick: bool, token_rate: float, max_tokens: int, loads: str | None, modes: str, repeat: int,
          tries: int, out: str | None) -> None:
@@ -373,7 +378,7 @@ def main(quick: bool, token_rate: float, max_tokens: int, loads: str | None, mod
         }
     command = ("python -m bench.fidelity" + (" --quick" if quick else "") + (f" --loads {loads}" if loads else "")
                + f" --token-rate {token_rate:g} --max-tokens {max_tokens} --modes {','.join(chosen)}"
-               + (f" --repeat {repeat}" if repeat > 1 else "") + (f" --tries {tries}" if tries != 5 else "")
+               + (f" --repeat {repeat}" if repeat > 1 else "") + (f" --tries {tries}" if tries != TRIES else "")
                + (f" --out {out}" if out else ""))
     result = {"command": command, "date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
               "load_average_1min": {"start": load[0], "after_each_load": load[1:]},

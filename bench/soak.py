@@ -228,6 +228,8 @@ def main() -> None:
                         help="Records the server keeps in memory; fewer bound its memory sooner (a short soak).")
     parser.add_argument("--out", type=Path, default=results_dir() / "soak.json")
     args = parser.parse_args()
+    if args.ledger_keep < 1:  # the server would refuse it at start, after the soak had begun
+        parser.error(f"--ledger-keep {args.ledger_keep}: keep at least one record")
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         result = run_soak(args.minutes * 60, ledger=Path(tmp) / "ledger.jsonl", workers=args.workers, seed=args.seed,
                           max_requests=args.max_requests, ledger_keep=args.ledger_keep)

@@ -34,6 +34,7 @@ from grader.grading.sections import SECTIONS
 from grader.grading.side_by_side import RUN, side_by_side
 from grader.records.book import RecordBook
 from grader.rubric import Criterion, Rubric, load_rubric
+from grader.rubric.variants import is_variant_name
 
 __all__ = [
     "SPREAD",
@@ -109,9 +110,9 @@ def _option(criterion: Criterion, case: str | None, scenario: str | None) -> tup
 
 
 def is_variant(name: str) -> bool:
-    """A request, case or record of an unseen variant's run: `baseline.v1#3`, `local-500 (variant 1)`,
-    `gateway.v1`."""
-    return " (variant " in name or ".v" in name.split("#")[0]
+    """A request, case or record of an unseen variant's run: `baseline.v1#3`, `local-500 (variant 1)` (a case
+    as the side by side labels it), `gateway.v1`."""
+    return " (variant " in name or is_variant_name(name.split("#")[0])
 
 
 def on_runs_of(book: RecordBook, names: list[str]) -> list[str]:

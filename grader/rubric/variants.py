@@ -25,7 +25,15 @@ from grader.rubric import Criterion, Rubric, Scenario
 from grader.rubric.gateway_plan import Case, GatewayPlan, PlanError, billing_as_told, read_plan
 from grader.shared.yaml_files import YamlError, read_yaml
 
-__all__ = ["VARIANTS_FILE", "Variants", "VariantsError", "gateway_criterion", "load_variants", "variant_name"]
+__all__ = [
+    "VARIANTS_FILE",
+    "Variants",
+    "VariantsError",
+    "gateway_criterion",
+    "is_variant_name",
+    "load_variants",
+    "variant_name",
+]
 
 VARIANTS_FILE = Path(__file__).resolve().parents[1] / "unseen" / "variants.yaml"
 
@@ -38,6 +46,12 @@ class VariantsError(ValueError):
 
 def variant_name(name: str, i: int) -> str:
     return f"{name}.v{i}"
+
+
+def is_variant_name(name: str) -> bool:
+    """Whether a scenario, run or record key (`baseline.v1`, `loadgen/baseline.v1@2`, `gateway.v1`) is an
+    unseen variant's, as `variant_name` writes them."""
+    return ".v" in name
 
 
 def _draw(spec: Any, rng: random.Random) -> Any:
