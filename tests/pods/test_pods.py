@@ -123,7 +123,7 @@ def _report(folder: Path) -> dict[str, Any]:
 def test_the_image_holds_the_kit_and_bubblewrap_and_no_submissions(image: str) -> None:
     files = images.image_files(image)
     present = set(files)
-    for path in ("kit/grader/cli.py", "kit/grader/rubric.yaml", "kit/fake_server", "kit/starter/api_client.py",
+    for path in ("kit/grader/cli/__init__.py", "kit/grader/rubric.yaml", "kit/fake_server", "kit/starter/api_client.py",
                  "kit/chart/Chart.yaml", "kit/schemas", "usr/bin/bwrap", "opt/grader/bin/grader"):
         assert path in present, f"{path} is not in the image"
     kit = {path.split("/")[1] for path in files if path.startswith("kit/") and path.count("/") >= 1}
