@@ -8,7 +8,9 @@ One index per submission (completions = N, completionMode: Indexed). Pod i runs
 submission into `/reports/<name>/`; the list is in the Job itself, so every pod agrees on which
 index is which whatever else lies on the volume. Both volumes are PersistentVolumeClaims: the
 submissions read-only, the reports shared by every pod (ReadWriteMany). `grader grade-many
---merge` gathers the report folders into one ranking afterwards (docs/grading-many.md).
+--merge` gathers the report folders into one ranking afterwards (docs/grading-many.md). The
+image's own filesystem is read-only: what a grade writes beside its reports (an archive unpacked,
+the fake servers' logs) goes to an emptyDir at /tmp.
 
 Unprivileged by default: the pod runs in a user namespace of its own (`hostUsers: false`, its root
 an unprivileged uid on the node), not privileged, with no_new_privs, the RuntimeDefault seccomp
@@ -34,6 +36,7 @@ import yaml
 __all__ = [
     "CAPABILITIES",
     "REPORTS_MOUNT",
+    "SCRATCH_MOUNT",
     "SUBMISSIONS_MOUNT",
     "JobError",
     "JobSpec",
@@ -44,6 +47,10 @@ __all__ = [
 
 SUBMISSIONS_MOUNT = "/submissions"
 REPORTS_MOUNT = "/reports"
+SCRATCH_MOUNT = "/tmp"
+# The scratch volume's bound: an unpacked archive is at most 100 MiB (grader.grading.archive) and
+# every sandbox's own disk is a tmpfs of its own, so a grade writes far less than this here.
+SCRATCH_LIMIT = "1Gi"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _INDEX_ANNOTATION = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
@@ -114,11 +121,12 @@ def job_manifest(spec: JobSpec) -> dict[str, Any]:
         args += ["--only", part]
     args += ["--", *(f"{SUBMISSIONS_MOUNT}/{name}" for name in spec.names)]
     security: dict[str, Any] = (
-        {"privileged": True}
+        {"privileged": True, "readOnlyRootFilesystem": True}
         if spec.privileged
         else {
             "privileged": False,
             "allowPrivilegeEscalation": False,  # no_new_privs
+            "readOnlyRootFilesystem": True,  # the image as built: its bytecode is compiled in
             "capabilities": {"drop": ["ALL"], "add": list(CAPABILITIES)},
             "seccompProfile": {"type": "RuntimeDefault"},
         }
@@ -135,6 +143,7 @@ def job_manifest(spec: JobSpec) -> dict[str, Any]:
         "volumeMounts": [
             {"name": "submissions", "mountPath": SUBMISSIONS_MOUNT, "readOnly": True},
             {"name": "reports", "mountPath": REPORTS_MOUNT},
+            {"name": "scratch", "mountPath": SCRATCH_MOUNT},
         ],
     }
     return {
@@ -160,6 +169,7 @@ def job_manifest(spec: JobSpec) -> dict[str, Any]:
                             "persistentVolumeClaim": {"claimName": spec.submissions_claim, "readOnly": True},
                         },
                         {"name": "reports", "persistentVolumeClaim": {"claimName": spec.reports_claim}},
+                        {"name": "scratch", "emptyDir": {"sizeLimit": SCRATCH_LIMIT}},
                     ],
                 },
             },

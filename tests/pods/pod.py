@@ -24,6 +24,8 @@ is not in FIELDS fails here until it is mapped, so what runs is the template, no
 | `resources.requests.memory`                      | `--memory-reservation`                                        |
 | `securityContext.privileged: false`              | no `--privileged`                                             |
 | `securityContext.allowPrivilegeEscalation: false`| `--security-opt no-new-privileges`                            |
+| `securityContext.readOnlyRootFilesystem: true`   | `--read-only --read-only-tmpfs=false` (podman would otherwise |
+|                                                  | mount writable tmpfs on /tmp, /var/tmp and /run)              |
 | `securityContext.capabilities` drop ALL, add ... | `--cap-drop all --cap-add <each>`                             |
 | `securityContext.seccompProfile: RuntimeDefault` | `--security-opt seccomp=<the runtime's default profile>`      |
 |                                                  | (containers-common's, Docker's profile as containerd's is)    |
@@ -31,6 +33,8 @@ is not in FIELDS fails here until it is mapped, so what runs is the template, no
 | `volumeMounts[]` (read-write)                    | `--volume <claim's folder>:<mountPath>`, the folder the pod     |
 |                                                  | root's, as an id-mapped volume shows it to the pod            |
 | `volumes[].persistentVolumeClaim`                | the claim's folder here (`claims`)                            |
+| `volumes[].emptyDir`                             | `--volume <a new empty folder, mode 0777 as the kubelet makes |
+|                                                  | it>:<mountPath>`; its `sizeLimit` is checked after the run    |
 
 What a runtime adds that Kubernetes asks for too: /proc masked (`procMount: Default`), /sys and
 the cgroup mounts read-only for an unprivileged container, and a network namespace of the pod's own
@@ -42,6 +46,8 @@ that what the sandbox hides from a candidate is there to hide. The host's own se
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -50,6 +56,7 @@ from typing import Any
 
 from images import host_flags
 
+POLL_S = 2.0  # how often an emptyDir's usage is read while its pod runs
 POD_ROOT = 100000  # the host uid of the pod's root: 65,536 ids from here
 SECCOMP_DEFAULT = Path("/usr/share/containers/seccomp.json")
 INDEX_VAR = "$(JOB_COMPLETION_INDEX)"
@@ -57,7 +64,8 @@ INDEX_ANNOTATION = "metadata.annotations['batch.kubernetes.io/job-completion-ind
 FIELDS = {
     "pod": {"hostUsers", "restartPolicy", "activeDeadlineSeconds", "containers", "volumes"},
     "container": {"name", "image", "args", "env", "resources", "securityContext", "volumeMounts"},
-    "securityContext": {"privileged", "allowPrivilegeEscalation", "capabilities", "seccompProfile"},
+    "securityContext": {"privileged", "allowPrivilegeEscalation", "readOnlyRootFilesystem", "capabilities",
+                        "seccompProfile"},
 }
 
 
@@ -66,6 +74,7 @@ class Pod:
     name: str
     argv: list[str]  # the podman run command
     deadline_s: float  # activeDeadlineSeconds
+    empty_dirs: dict[str, tuple[Path, int]]  # mountPath -> (its folder here, its sizeLimit in bytes)
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,7 @@ class Ran:
     stderr: str
     seconds: float
     changed: list[str]  # `podman diff`: every path the pod added, changed or deleted in its own filesystem
+    empty_dir_peaks: dict[str, int]  # mountPath -> the most bytes its emptyDir held when polled
 
 
 def _refuse_unmapped(what: str, data: dict[str, Any]) -> None:
@@ -83,8 +93,9 @@ def _refuse_unmapped(what: str, data: dict[str, Any]) -> None:
     assert not unknown, f"the Job's {what} has fields this emulation does not map: {unknown}"
 
 
-def pod_for(job: dict[str, Any], *, index: int, image: str, claims: dict[str, Path]) -> Pod:
-    """The `podman run` of pod `index` of the Job `job` (as loaded from the emitted file)."""
+def pod_for(job: dict[str, Any], *, index: int, image: str, claims: dict[str, Path], scratch: Path) -> Pod:
+    """The `podman run` of pod `index` of the Job `job` (as loaded from the emitted file); its emptyDir
+    volumes are new folders under `scratch`."""
     spec = job["spec"]
     assert spec["completionMode"] == "Indexed" and 0 <= index < spec["completions"], (index, spec["completions"])
     template = spec["template"]["spec"]
@@ -102,6 +113,8 @@ def pod_for(job: dict[str, Any], *, index: int, image: str, claims: dict[str, Pa
     assert security["privileged"] is False
     if security["allowPrivilegeEscalation"] is False:
         argv += ["--security-opt", "no-new-privileges"]
+    if security["readOnlyRootFilesystem"] is True:
+        argv += ["--read-only", "--read-only-tmpfs=false"]
     caps = security["capabilities"]
     assert caps["drop"] == ["ALL"], caps
     argv += ["--cap-drop", "all", *(f"--cap-add={cap}" for cap in caps["add"])]
@@ -118,15 +131,27 @@ def pod_for(job: dict[str, Any], *, index: int, image: str, claims: dict[str, Pa
         assert env == {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": INDEX_ANNOTATION}}}
         argv += ["--env", f"JOB_COMPLETION_INDEX={index}"]
 
-    by_volume = {v["name"]: v["persistentVolumeClaim"] for v in template["volumes"]}
+    by_volume = {v["name"]: v for v in template["volumes"]}
+    empty_dirs: dict[str, tuple[Path, int]] = {}
     for mount in container["volumeMounts"]:
-        claim = by_volume[mount["name"]]
+        volume = by_volume[mount["name"]]
+        if "emptyDir" in volume:
+            assert set(volume) == {"name", "emptyDir"} and set(volume["emptyDir"]) <= {"sizeLimit"}, volume
+            folder = scratch / f"{name}-{mount['name']}"
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            folder.chmod(0o777)
+            empty_dirs[mount["mountPath"]] = (folder, int(_bytes(volume["emptyDir"]["sizeLimit"])))
+            argv += ["--volume", f"{folder}:{mount['mountPath']}"]
+            continue
+        assert set(volume) == {"name", "persistentVolumeClaim"}, volume
+        claim = volume["persistentVolumeClaim"]
         folder = claims[claim["claimName"]]
         read_only = mount.get("readOnly", False) or claim.get("readOnly", False)
         argv += ["--volume", f"{folder}:{mount['mountPath']}" + (":ro" if read_only else "")]
 
     argv += [image, *(arg.replace(INDEX_VAR, str(index)) for arg in container["args"])]
-    return Pod(name, argv, float(template["activeDeadlineSeconds"]))
+    return Pod(name, argv, float(template["activeDeadlineSeconds"]), empty_dirs)
 
 
 def _bytes(quantity: str) -> str:
@@ -142,13 +167,22 @@ def run(pod: Pod, *, timeout_s: float) -> Ran:
     subprocess.run(["podman", "rm", "--force", pod.name], capture_output=True, timeout=120, check=False)
     started = time.monotonic()
     proc = subprocess.Popen(pod.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=min(pod.deadline_s, timeout_s))
-    except subprocess.TimeoutExpired:
-        subprocess.run(["podman", "kill", pod.name], capture_output=True, timeout=120, check=False)
-        proc.kill()
-        stdout, stderr = proc.communicate()
-        stderr += f"\nkilled: the pod ran past {min(pod.deadline_s, timeout_s):g} s"
+    deadline = started + min(pod.deadline_s, timeout_s)
+    peaks = dict.fromkeys(pod.empty_dirs, 0)
+    while True:
+        try:  # the kubelet, too, measures an emptyDir now and then, and evicts the pod past its sizeLimit
+            stdout, stderr = proc.communicate(timeout=POLL_S)
+            break
+        except subprocess.TimeoutExpired:
+            for path, (folder, _) in pod.empty_dirs.items():
+                peaks[path] = max(peaks[path], _bytes_in(folder))
+            if time.monotonic() < deadline:
+                continue
+            subprocess.run(["podman", "kill", pod.name], capture_output=True, timeout=120, check=False)
+            proc.kill()
+            stdout, stderr = proc.communicate()
+            stderr += f"\nkilled: the pod ran past {min(pod.deadline_s, timeout_s):g} s"
+            break
     seconds = time.monotonic() - started
     try:
         diff = subprocess.run(["podman", "diff", "--format", "json", pod.name], capture_output=True, text=True,
@@ -157,4 +191,18 @@ def run(pod: Pod, *, timeout_s: float) -> Ran:
         changed = sorted(path for paths in json.loads(diff.stdout or "{}").values() for path in paths or [])
     finally:
         subprocess.run(["podman", "rm", "--force", pod.name], capture_output=True, timeout=120, check=False)
-    return Ran(pod, proc.returncode, stdout, stderr, seconds, changed)
+    for folder, _ in pod.empty_dirs.values():
+        shutil.rmtree(folder, ignore_errors=True)  # an emptyDir ends with its pod
+    return Ran(pod, proc.returncode, stdout, stderr, seconds, changed, peaks)
+
+
+def _bytes_in(folder: Path) -> int:
+    """The bytes of every file under `folder` now (files come and go while it is read)."""
+    total = 0
+    for top, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(top, name)).st_size
+            except OSError:
+                continue
+    return total

@@ -54,10 +54,10 @@ POD_LINE = [*_EVERY_ROW, *_RLIMITS, "own network (loopback only), PID and IPC na
             "killed at its end by a sweep of the candidate's uid", "(Read-only file system)"]
 HOSTILE = ["infinite_loop-gateway", "fork_bomb-loadgen", "memory_hog-loadgen", "daemon-loadgen", "network-loadgen",
            "write_outside-loadgen"]
-# What a pod may change in its own filesystem: the mount points of its volumes and of the runtime's
-# /etc/hosts, and the uid leases' lock files (grader/sandbox/uids.py). The image itself stays as built:
-# its bytecode is compiled at build time, so a grade writes nothing under /kit or /opt/grader.
-POD_WRITES = ("/etc", "/reports", "/submissions", "/run/lock")
+# What a pod may change in its own filesystem, which the Job makes read-only: the mount points of its
+# volumes and of the runtime's /etc/hosts. The image's bytecode is compiled at build time, the
+# sandbox's uid leases go to /dev/shm (grader/sandbox/uids.py) and the rest to the emptyDir at /tmp.
+POD_WRITES = ("/etc", "/reports", "/submissions", "/tmp")
 
 
 def _unexpected_writes(changed: list[str]) -> list[str]:
@@ -120,8 +120,11 @@ def _run_pods(job: dict[str, Any], image: str, submissions: Path, reports: Path)
     claims = dict(zip(CLAIMS, (submissions, reports), strict=True))
     ran = []
     for index in range(job["spec"]["completions"]):
-        result = pod.run(pod.pod_for(job, index=index, image=image, claims=claims), timeout_s=900)
+        result = pod.run(pod.pod_for(job, index=index, image=image, claims=claims, scratch=reports.parent),
+                         timeout_s=900)
         assert result.exit_code == 0, f"pod {index}: {result.stdout[-2000:]}{result.stderr[-3000:]}"
+        for path, (_, limit) in result.pod.empty_dirs.items():  # past it the kubelet would have evicted the pod
+            assert result.empty_dir_peaks[path] < limit, (path, result.empty_dir_peaks[path], limit)
         ran.append(result)
     return ran
 
@@ -152,7 +155,11 @@ def _round(folder: Path) -> Path:
     folder.mkdir()
     ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache")
     shutil.copytree(ROOT / "submissions" / "reference", folder / "reference", ignore=ignore)
-    shutil.copytree(ROOT / "tests" / "fixtures" / "frameworks_submission", folder / "frameworks", ignore=ignore)
+    # one archive, as most returns come: unpacked into the pod's /tmp, the emptyDir (the image is read-only)
+    frameworks = folder / "frameworks-unpacked"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "frameworks_submission", frameworks, ignore=ignore)
+    shutil.make_archive(str(folder / "frameworks"), "zip", root_dir=frameworks)
+    shutil.rmtree(frameworks)
     for name in CHAFF:
         materialize(ROOT / "submissions" / "chaff" / name, folder / name)
     subprocess.run(["chmod", "-R", "o+rX", str(folder)], check=True, timeout=60)
@@ -199,7 +206,8 @@ def test_the_jobs_pods_grade_a_round_as_a_local_grade_many_does(image: str, scra
             pod_seconds_mean=round(sum(r.seconds for r in ran) / len(ran), 1),
             local_round_seconds=round(local_s, 1), local_seconds_per_grade=round(local_s / len(chosen), 1),
             grades_csv=from_pods, sandbox_lines=lines,
-            pod_filesystem_changes=sorted({p for r in ran for p in r.changed}))
+            pod_filesystem_changes=sorted({p for r in ran for p in r.changed}),
+            scratch_peak_bytes={r.stdout.split(":")[0]: r.empty_dir_peaks["/tmp"] for r in ran})
 
 
 def _hostile_round(folder: Path, ids: list[str], marks: dict[str, str]) -> Path:

@@ -81,9 +81,15 @@ def test_the_job_is_unprivileged_by_default(job: tuple[Path, dict]) -> None:
     assert security == {
         "privileged": False,
         "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"], "add": list(CAPABILITIES)},
         "seccompProfile": {"type": "RuntimeDefault"},
     }
+    # The image is read-only; what a grade writes beside its reports goes to a bounded emptyDir at /tmp.
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: volumes[m["name"]] for m in pod["containers"][0]["volumeMounts"]}
+    assert sorted(mounts) == ["/reports", "/submissions", "/tmp"]
+    assert set(mounts["/tmp"]["emptyDir"]) == {"sizeLimit"}
     # The API refuses allowPrivilegeEscalation: false beside "CAP_SYS_ADMIN"; capabilities are named bare.
     assert not any(cap.startswith("CAP_") for cap in CAPABILITIES)
     assert "privileged: true" not in path.read_text().lower()
@@ -98,7 +104,7 @@ def test_privileged_and_a_runtime_class_are_explicit_and_validate(tmp_path: Path
     privileged = tmp_path / "privileged.yaml"
     text = write_job(dataclasses.replace(spec, privileged=True), privileged)  # checked offline as it is written
     pod, security = _pod(yaml.safe_load(text))
-    assert security == {"privileged": True} and "hostUsers" not in pod  # in place of its own user namespace
+    assert security == {"privileged": True, "readOnlyRootFilesystem": True} and "hostUsers" not in pod  # in place of its own user namespace
     assert "# PRIVILEGED, as chosen" in text and check_job(privileged) == []
 
     gvisor = tmp_path / "gvisor.yaml"
@@ -236,4 +242,5 @@ def test_the_command_line_asks_for_privilege_and_a_runtime_class_explicitly(tmp_
                            capture_output=True, text=True, check=False)
     assert asked.returncode == 0 and "PRIVILEGED pods under RuntimeClass gvisor" in asked.stdout, asked.stderr
     pod = yaml.safe_load((tmp_path / "priv.yaml").read_text())["spec"]["template"]["spec"]
-    assert pod["runtimeClassName"] == "gvisor" and pod["containers"][0]["securityContext"] == {"privileged": True}
+    assert pod["runtimeClassName"] == "gvisor"
+    assert pod["containers"][0]["securityContext"] == {"privileged": True, "readOnlyRootFilesystem": True}
