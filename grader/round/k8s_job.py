@@ -6,11 +6,11 @@
 One index per submission (completions = N, completionMode: Indexed). Pod i runs
 `grader grade-many /submissions/<every name> --index i --out /reports`, so it grades the i-th
 submission into `/reports/<name>/`; the list is in the Job itself, so every pod agrees on which
-index is which whatever else lies on the volume. Both volumes are PersistentVolumeClaims: the
+index is which whatever else lies on the volume. Two volumes are PersistentVolumeClaims: the
 submissions read-only, the reports shared by every pod (ReadWriteMany). `grader grade-many
 --merge` gathers the report folders into one ranking afterwards (docs/grading-many.md). The
-image's own filesystem is read-only: what a grade writes beside its reports (an archive unpacked,
-the fake servers' logs) goes to an emptyDir at /tmp.
+image's own filesystem is read-only: what a grade writes beside its reports (an archive unpacked)
+goes to the third, an emptyDir at /tmp.
 
 Unprivileged by default: the pod runs in a user namespace of its own (`hostUsers: false`, its root
 an unprivileged uid on the node), not privileged, with no_new_privs, the RuntimeDefault seccomp
@@ -36,6 +36,7 @@ import yaml
 __all__ = [
     "CAPABILITIES",
     "REPORTS_MOUNT",
+    "SCRATCH_LIMIT",
     "SCRATCH_MOUNT",
     "SUBMISSIONS_MOUNT",
     "JobError",
@@ -48,8 +49,8 @@ __all__ = [
 SUBMISSIONS_MOUNT = "/submissions"
 REPORTS_MOUNT = "/reports"
 SCRATCH_MOUNT = "/tmp"
-# The scratch volume's bound: an unpacked archive is at most 100 MiB (grader.grading.archive) and
-# every sandbox's own disk is a tmpfs of its own, so a grade writes far less than this here.
+# The scratch volume's bound: an unpacked archive is at most 100 MiB (grader.grading.archive), and
+# every sandbox's own disk is a tmpfs of its own, counted in the pod's memory, not here.
 SCRATCH_LIMIT = "1Gi"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -63,12 +64,12 @@ _INDEX_ANNOTATION = "metadata.annotations['batch.kubernetes.io/job-completion-in
 CAPABILITIES = {
     "SYS_ADMIN": "bubblewrap makes the sandbox's namespaces and mounts its filesystem view, /proc and tmpfs",
     "NET_ADMIN": "bubblewrap brings up the loopback interface of the sandbox's own network namespace",
-    "SETUID": "the candidate's commands run as uid 65534, apart from the harness (setpriv)",
-    "SETGID": "and as gid 65534, with no supplementary groups",
-    "CHOWN": "the submission's copy, HOME and TMPDIR are given to uid 65534",
+    "SETUID": "the candidate's commands run as an unprivileged uid, apart from the harness (setpriv)",
+    "SETGID": "and as its gid, with no supplementary groups",
+    "CHOWN": "the submission's copy, HOME and TMPDIR are given to the candidate's uid",
     "DAC_OVERRIDE": "the harness writes the grader's files (a gateway's config) into the candidate's work folder "
     "and reads back the files the candidate leaves there",
-    "KILL": "the harness, root, ends the candidate's processes (uid 65534) at a deadline or the output cap",
+    "KILL": "the harness, root, ends the candidate's processes at a deadline or the output cap",
 }
 
 
@@ -184,6 +185,7 @@ def _header(spec: JobSpec) -> str:
             f"# Before applying: copy every submission named in args to the top of PVC {spec.submissions_claim}",
             f"# (mounted at {SUBMISSIONS_MOUNT}); PVC {spec.reports_claim} (ReadWriteMany) collects /reports/<name>/.",
             "# After: grader grade-many --merge <copy of the reports volume> --out DIR (docs/grading-many.md).",
+            f"# The image is mounted read-only; a grade's scratch (an archive unpacked): an emptyDir at {SCRATCH_MOUNT}.",
             *(
                 [
                     "# PRIVILEGED, as chosen: the pod is root on its node, one bubblewrap escape away from the",

@@ -1,6 +1,7 @@
 """One pod of the emitted Indexed Job, run by podman with the pod template's own settings.
 
-    pod = pod_for(job, index=2, image=IMAGE, claims={"grader-submissions": subs, "grader-reports": reports})
+    pod = pod_for(job, index=2, image=IMAGE, claims={"grader-submissions": subs, "grader-reports": reports},
+                  scratch=folder_for_its_empty_dirs)
     ran = run(pod, timeout_s=900)
 
 Every field of the Job's pod template is mapped below, or refused: a field added to the Job that
@@ -25,7 +26,9 @@ is not in FIELDS fails here until it is mapped, so what runs is the template, no
 | `securityContext.privileged: false`              | no `--privileged`                                             |
 | `securityContext.allowPrivilegeEscalation: false`| `--security-opt no-new-privileges`                            |
 | `securityContext.readOnlyRootFilesystem: true`   | `--read-only --read-only-tmpfs=false` (podman would otherwise |
-|                                                  | mount writable tmpfs on /tmp, /var/tmp and /run)              |
+|                                                  | mount writable tmpfs on /tmp, /var/tmp and /run); /dev/shm    |
+|                                                  | stays a writable tmpfs, as in a pod, under podman 4.3 (4.7 on |
+|                                                  | makes it read-only too: the uid leases would go to /tmp)      |
 | `securityContext.capabilities` drop ALL, add ... | `--cap-drop all --cap-add <each>`                             |
 | `securityContext.seccompProfile: RuntimeDefault` | `--security-opt seccomp=<the runtime's default profile>`      |
 |                                                  | (containers-common's, Docker's profile as containerd's is)    |
@@ -33,8 +36,9 @@ is not in FIELDS fails here until it is mapped, so what runs is the template, no
 | `volumeMounts[]` (read-write)                    | `--volume <claim's folder>:<mountPath>`, the folder the pod     |
 |                                                  | root's, as an id-mapped volume shows it to the pod            |
 | `volumes[].persistentVolumeClaim`                | the claim's folder here (`claims`)                            |
-| `volumes[].emptyDir`                             | `--volume <a new empty folder, mode 0777 as the kubelet makes |
-|                                                  | it>:<mountPath>`; its `sizeLimit` is checked after the run    |
+| `volumes[].emptyDir`                             | `--volume <a new folder, mode 0777 and the pod root's, as the |
+|                                                  | kubelet makes it>:<mountPath>`, removed after the pod; its    |
+|                                                  | files' sizes read every 2 s while it runs, against sizeLimit  |
 
 What a runtime adds that Kubernetes asks for too: /proc masked (`procMount: Default`), /sys and
 the cgroup mounts read-only for an unprivileged container, and a network namespace of the pod's own
@@ -94,8 +98,8 @@ def _refuse_unmapped(what: str, data: dict[str, Any]) -> None:
 
 
 def pod_for(job: dict[str, Any], *, index: int, image: str, claims: dict[str, Path], scratch: Path) -> Pod:
-    """The `podman run` of pod `index` of the Job `job` (as loaded from the emitted file); its emptyDir
-    volumes are new folders under `scratch`."""
+    """The `podman run` of pod `index` of the Job `job` (as loaded from the emitted file). Each of its
+    emptyDir volumes is made afresh here, a new folder under `scratch` (one of a previous run is wiped)."""
     spec = job["spec"]
     assert spec["completionMode"] == "Indexed" and 0 <= index < spec["completions"], (index, spec["completions"])
     template = spec["template"]["spec"]
@@ -122,8 +126,8 @@ def pod_for(job: dict[str, Any], *, index: int, image: str, claims: dict[str, Pa
     argv += ["--security-opt", f"seccomp={SECCOMP_DEFAULT}"]
 
     resources = container["resources"]
-    argv += ["--memory", _bytes(resources["limits"]["memory"]), "--memory-reservation",
-             _bytes(resources["requests"]["memory"])]
+    argv += ["--memory", str(_bytes(resources["limits"]["memory"])), "--memory-reservation",
+             str(_bytes(resources["requests"]["memory"]))]
     argv += ["--cpu-shares", str(int(float(resources["requests"]["cpu"]) * 1024))]
     assert "cpu" not in resources["limits"], "a CPU limit would throttle the timed criteria"
 
@@ -141,7 +145,8 @@ def pod_for(job: dict[str, Any], *, index: int, image: str, claims: dict[str, Pa
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
             folder.chmod(0o777)
-            empty_dirs[mount["mountPath"]] = (folder, int(_bytes(volume["emptyDir"]["sizeLimit"])))
+            os.chown(folder, POD_ROOT, POD_ROOT)  # the pod's root owns an emptyDir, as it does a volume
+            empty_dirs[mount["mountPath"]] = (folder, _bytes(volume["emptyDir"]["sizeLimit"]))
             argv += ["--volume", f"{folder}:{mount['mountPath']}"]
             continue
         assert set(volume) == {"name", "persistentVolumeClaim"}, volume
@@ -154,12 +159,12 @@ def pod_for(job: dict[str, Any], *, index: int, image: str, claims: dict[str, Pa
     return Pod(name, argv, float(template["activeDeadlineSeconds"]), empty_dirs)
 
 
-def _bytes(quantity: str) -> str:
+def _bytes(quantity: str) -> int:
     units = {"Ki": 1024, "Mi": 1024**2, "Gi": 1024**3}
     for suffix, factor in units.items():
         if quantity.endswith(suffix):
-            return str(int(quantity[: -len(suffix)]) * factor)
-    return str(int(quantity))
+            return int(quantity[: -len(suffix)]) * factor
+    return int(quantity)
 
 
 def run(pod: Pod, *, timeout_s: float) -> Ran:

@@ -54,17 +54,14 @@ POD_LINE = [*_EVERY_ROW, *_RLIMITS, "own network (loopback only), PID and IPC na
             "killed at its end by a sweep of the candidate's uid", "(Read-only file system)"]
 HOSTILE = ["infinite_loop-gateway", "fork_bomb-loadgen", "memory_hog-loadgen", "daemon-loadgen", "network-loadgen",
            "write_outside-loadgen"]
-# What a pod may change in its own filesystem, which the Job makes read-only: the mount points of its
-# volumes and of the runtime's /etc/hosts. The image's bytecode is compiled at build time, the
-# sandbox's uid leases go to /dev/shm (grader/sandbox/uids.py) and the rest to the emptyDir at /tmp.
-POD_WRITES = ("/etc", "/reports", "/submissions", "/tmp")
+# All a pod may change in its own filesystem, which the Job makes read-only: the mount points the
+# runtime makes for its volumes and for /etc/hosts. A write anywhere else (the uid leases under
+# /run/lock, were the root writable) is in `podman diff`; a pod's scratch goes to its emptyDir.
+POD_CHANGES = {"/etc", "/reports", "/submissions", "/tmp"}
 
 
 def _unexpected_writes(changed: list[str]) -> list[str]:
-    """What a pod changed beyond `POD_WRITES` (their parent folders, such as /run, may show as changed)."""
-    parents = {str(Path(top).parent) for top in POD_WRITES}
-    return [path for path in changed
-            if path not in parents and not any(path == top or path.startswith(top + "/") for top in POD_WRITES)]
+    return [path for path in changed if path not in POD_CHANGES]
 
 
 def _record(**figures: Any) -> None:
@@ -148,7 +145,28 @@ def test_the_image_holds_the_kit_and_bubblewrap_and_no_submissions(image: str) -
     leaked = [path for path in files if path.startswith(outside_kit) or "submissions/reference" in path
               or "frameworks_submission" in path or set(path.split("/")) & chaff]
     assert leaked == [], leaked[:20]
+    # Every module of the kit has its bytecode in the image, checked by hash alone: on the read-only
+    # image a pod could not write it, and would compile the grader again in every process.
+    done = subprocess.run(["podman", "run", "--rm", *images.host_flags(), "--pull", "never", "--entrypoint", "python",
+                           image, "-c", _UNCOMPILED], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("modules "), done.stderr
+    modules, *uncompiled = done.stdout.split()[1:]
+    assert int(modules) > 100 and uncompiled == [], uncompiled[:20]
     _record(image_files=len(files))
+
+
+# Run inside the image: how many modules the kit has, then each one without unchecked-hash bytecode
+# (the flags word of a .pyc: bit 0 hash-based, bit 1 checked against the source).
+_UNCOMPILED = """
+import importlib.util, pathlib
+sources = [*pathlib.Path('/kit/grader').rglob('*.py'), *pathlib.Path('/kit/fake_server').rglob('*.py')]
+missing = []
+for source in sources:
+    pyc = pathlib.Path(importlib.util.cache_from_source(str(source)))
+    if not pyc.is_file() or int.from_bytes(pyc.read_bytes()[4:8], 'little') != 1:
+        missing.append(str(source))
+print('modules', len(sources), *missing)
+"""
 
 
 def _round(folder: Path) -> Path:
