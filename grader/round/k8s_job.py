@@ -121,13 +121,14 @@ def job_manifest(spec: JobSpec) -> dict[str, Any]:
     for part in spec.only:
         args += ["--only", part]
     args += ["--", *(f"{SUBMISSIONS_MOUNT}/{name}" for name in spec.names)]
+    # Privileged or not, the image is read-only: its bytecode is compiled in, its scratch is SCRATCH_MOUNT.
     security: dict[str, Any] = (
         {"privileged": True, "readOnlyRootFilesystem": True}
         if spec.privileged
         else {
             "privileged": False,
             "allowPrivilegeEscalation": False,  # no_new_privs
-            "readOnlyRootFilesystem": True,  # the image as built: its bytecode is compiled in
+            "readOnlyRootFilesystem": True,
             "capabilities": {"drop": ["ALL"], "add": list(CAPABILITIES)},
             "seccompProfile": {"type": "RuntimeDefault"},
         }
