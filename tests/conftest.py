@@ -21,8 +21,6 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # The longest test files, longest first (as `make test` lists its slowest tests).
 LONGEST = (
     "test_selftest.py",
-    "test_selftest_shard2.py",
-    "test_selftest_shard3.py",
     "test_bundle.py",
     "test_time_to_verdict.py",
     "test_determinism.py",
@@ -40,6 +38,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         own = LONGEST.index(name) if name in LONGEST else len(LONGEST) + (0 if item.get_closest_marker("slow") else 1)
         rank[item.path] = min(rank.get(item.path, own), own)
     items.sort(key=lambda item: rank[item.path])
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Name what the live selftest drew (tests/kit/test_selftest.py), so a failure elsewhere can be drawn again."""
+    for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
+        for key, value in getattr(report, "user_properties", ()):
+            if key == "selftest_sample" and report.when == "call":
+                terminalreporter.write_line(str(value))
 
 
 def sse_events(raw: bytes) -> list[str]:

@@ -39,7 +39,27 @@ def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> t
     metavar="I/N",
     help="Grade only the I-th of N equal shares of the submissions (to spread the selftest over N jobs).",
 )
-def selftest(full: bool, jobs: int, names: tuple[str, ...], keep: Path | None, shard: tuple[int, int]) -> None:
+@click.option(
+    "--sample",
+    type=click.IntRange(min=0),
+    metavar="K",
+    help="Grade the reference and K chaff drawn by --sample-seed, not every chaff (it names the ones drawn).",
+)
+@click.option(
+    "--sample-seed",
+    type=click.IntRange(min=0),
+    metavar="SEED",
+    help="The seed that draws --sample's chaff (default: a fresh one, printed).",
+)
+def selftest(
+    full: bool,
+    jobs: int,
+    names: tuple[str, ...],
+    keep: Path | None,
+    shard: tuple[int, int],
+    sample: int | None,
+    sample_seed: int | None,
+) -> None:
     """Grade the reference (full marks) and every chaff (each loses exactly its targets)."""
     try:
         from grader.kit.selftest import SelftestError, summary_line
@@ -49,8 +69,17 @@ def selftest(full: bool, jobs: int, names: tuple[str, ...], keep: Path | None, s
             "selftest runs from the kit's repository; this install has no reference or chaff"
         ) from None
 
+    if sample_seed is not None and sample is None:
+        raise click.UsageError("--sample-seed draws --sample's chaff: give --sample K too")
+    drawn = None
+    if sample is not None:
+        from grader.grading.grade import draw_seed
+
+        drawn = (sample, draw_seed() if sample_seed is None else sample_seed)
     try:
-        findings = run_selftest(full=full, jobs=jobs, names=names, echo=click.echo, keep=keep, shard=shard)
+        findings = run_selftest(
+            full=full, jobs=jobs, names=names, echo=click.echo, keep=keep, shard=shard, sample=drawn
+        )
     except SelftestError as exc:
         raise click.UsageError(str(exc)) from None
     click.echo("\n" + summary_line(findings))

@@ -9,7 +9,9 @@ for a chaff that loses its targets only on them (`unseen: true`) and with `--ful
 costs as much as the public one, and a chaff that breaks a public rule breaks it on the public run.
 A chaff graded wrong is graded once more: wrong twice is wrong, right the second time is reported
 as unstable with what the first grading said. `shard=(i, n)` grades every n-th submission from the
-i-th (the reference first), so n machines or CI jobs share one selftest.
+i-th (the reference first), so n machines or CI jobs share one selftest; `sample=(k, seed)` grades the
+reference and k chaff drawn by that seed (`draw_sample`), so a short selftest run often enough grades every
+chaff live in time, and says which it drew.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ __all__ = [
     "SUBMISSIONS",
     "Finding",
     "SelftestError",
+    "draw_sample",
     "selftest",
     "summary_line",
 ]
@@ -93,6 +96,11 @@ def _criteria_for(rubric: Rubric, targets: list[str], name: str, full: bool) -> 
     return tuple(c.id for c in rubric.criteria if c.id in taken | set(sample))
 
 
+def draw_sample(names: list[str], k: int, seed: int) -> list[str]:
+    """k of these chaff names drawn by `seed`, in their listed order: the same seed draws the same k."""
+    return sorted(random.Random(f"selftest-sample-{seed}").sample(sorted(names), k=min(k, len(names))))
+
+
 def kept(c: CriterionResult) -> bool:
     """A target the submission did not lose: full points, or passed where there are none to lose."""
     return c.status == "passed" if c.weight == 0 else c.score >= c.weight
@@ -133,15 +141,21 @@ def selftest(
     root: Path = SUBMISSIONS,
     keep: Path | None = None,
     shard: tuple[int, int] = (1, 1),
+    sample: tuple[int, int] | None = None,
 ) -> list[Finding]:
-    """Grade the reference and every chaff (or those named); one Finding each. `keep`: a folder to keep
-    each grade's reports and run records in (`keep/NAME/`; a chaff graded twice keeps the second)."""
+    """Grade the reference and every chaff (or those named, or `sample`'s draw); one Finding each. `keep`: a
+    folder to keep each grade's reports and run records in (`keep/NAME/`; a chaff graded twice keeps the
+    second)."""
     from grader.kit.chaff import ChaffError, list_chaff, materialize
 
     if not (root / "reference" / "submission.yaml").is_file():
         raise SelftestError(f"{root}: no reference submission here; the selftest runs from the kit's checkout")
     rubric = load_rubric()
     chaff = [c for c in list_chaff(root / "chaff") if not names or c.name in names]
+    if sample is not None:
+        drawn = draw_sample([c.name for c in chaff], *sample)
+        echo(f"sample: {len(drawn)} of {len(chaff)} chaff drawn with seed {sample[1]}: {', '.join(drawn)}")
+        chaff = [c for c in chaff if c.name in drawn]
     lock = threading.Lock()
     findings: list[Finding] = []
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from recorded import BUILT, FIXTURES, INDEPENDENT, ROOT, digest, source_of
+from recorded import AS_GRADED, BUILT, FIXTURES, INDEPENDENT, ROOT, digest, source_of
 
 from grader.records.book import RecordBook
 from grader.grading.rejudge import grade_of
@@ -24,9 +24,9 @@ from grader.kit.selftest import kept as kept_target
 RUBRIC = load_rubric()
 VARIANTS = load_variants(RUBRIC)
 CHAFF = {c.name: c for c in list_chaff(ROOT / "submissions" / "chaff")}
-NAMES = ["reference", *sorted(CHAFF), *INDEPENDENT, *BUILT]
+NAMES = ["reference", *sorted(CHAFF), *INDEPENDENT, *BUILT, *AS_GRADED]
 #: Correct submissions by name, and the deliverables each implements.
-CORRECT = {**{name: parts for name, (_, parts) in INDEPENDENT.items()}, **BUILT}
+CORRECT = {**{name: parts for name, (_, parts) in {**INDEPENDENT, **AS_GRADED}.items()}, **BUILT}
 
 
 def _book(name: str) -> RecordBook:
@@ -92,7 +92,8 @@ def test_the_references_records_pass_every_criterion() -> None:
 
 @pytest.mark.parametrize("name", sorted(CORRECT))
 def test_a_correct_submissions_records_pass_every_criterion_of_what_it_implements(name: str) -> None:
-    """An independent submission written from TASK.md alone, and the reference's client with a cold start."""
+    """An independent submission written from TASK.md alone, one built on the frameworks serving engineers reach
+    for first, and the reference's client with a cold start."""
     book = _book(name)
     parts = CORRECT[name]
     assert book.index["criteria"] == [c.id for c in RUBRIC.criteria if c.deliverable in parts]
