@@ -20,10 +20,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kit_paths import ROOT
+from kit_paths import ROOT, TESTS
 from grader.grading.archive import MAX_BYTES
 from grader.kit.chaff import materialize
 from grader.round.k8s_job import CAPABILITIES, JobError, JobSpec, check_job, job_manifest, write_job
+
+sys.path.insert(0, str(TESTS / "pods"))
+from expect import job_seed, job_submissions  # noqa: E402 - the pod test's own reading of a Job
 
 SUBMISSIONS = ROOT / "submissions"
 NAMES = ["manifests-no-gpu", "manifests-pdb-no-selector", "reference"]  # sorted: index order
@@ -154,6 +157,16 @@ def test_each_index_grades_its_submission_and_merge_builds_the_csv(job: tuple[Pa
     merged = tmp_path / "merged"
     done = _grader("grade-many", "--merge", node_a, node_b, "--out", merged)
     assert done.returncode == 0, done.stderr
+    # One exam: every pod graded at the seed the Job gives it, and the merged grades.csv is byte for byte what a
+    # local grade-many of the round at that seed writes (what the pod test, `make test-image`, holds the pods to).
+    seed = job_seed(data)
+    assert {json.loads((n / name / "report.json").read_text())["extra_data"]["kit"]["seed"]
+            for n in (node_a, node_b) for name in NAMES if (n / name).is_dir()} == {seed}
+    assert job_submissions(data) == NAMES
+    local = tmp_path / "local"
+    done = _grader("grade-many", round_dir, "--out", local, "--only", "manifests", "--jobs", "1", "--seed", seed)
+    assert done.returncode == 0, done.stderr
+    assert (merged / "grades.csv").read_text() == (local / "grades.csv").read_text()
     with (merged / "grades.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
     assert [r["name"] for r in rows] == ["reference", "manifests-no-gpu", "manifests-pdb-no-selector"]
