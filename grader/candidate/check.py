@@ -6,22 +6,46 @@ every public criterion through the same engine on the public scenarios, cases an
 have the same format and say "public criteria only"; a hidden criterion is never selected, so it
 is never named. The grade also runs what this does not, and the check says so: hidden criteria,
 unseen variants of every scenario and case, unseen sizing input sets.
+
+A busy machine costs a wait, never points: the check warns before it starts on a busy machine, and a
+criterion it could not time (`inconclusive`) is judged again once the machine is quiet
+(grader/candidate/machine.py). What is still undecided then is shown apart from the total, with why.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from grader.candidate.machine import load_now, wait_for_quiet
 from grader.contract import ContractError, Submission, load_submission
 from grader.criteria.memo_rules import Finding, check_memo, errors
 from grader.manifests import ManifestReport, check_manifests, to_text
 
-__all__ = ["DEFAULT_OUT", "NOT_RUN", "CheckOutcome", "memo_lines", "read_memo", "report_folder", "run_check"]
+if TYPE_CHECKING:
+    from grader.grading.grade import GradeRequest
+    from grader.outcome import Grade
+
+__all__ = [
+    "DEFAULT_OUT",
+    "NOT_RUN",
+    "QUIET_WAIT_S",
+    "CheckOutcome",
+    "memo_lines",
+    "read_memo",
+    "report_folder",
+    "run_check",
+]
 
 #: Where a whole check writes its reports; a check of some parts writes beside it (report_folder).
 DEFAULT_OUT = Path("check-report")
+
+#: How long the check waits for a quiet machine before it judges an inconclusive criterion again anyway.
+QUIET_WAIT_S = 120.0
+#: Where the runs that judge those criteria again are kept, inside the check's report folder.
+AGAIN = "judged-again"
 
 #: What the self-check leaves to the grade, said before and after it runs.
 NOT_RUN = (
@@ -46,8 +70,9 @@ class CheckOutcome:
 
     contract: list[str] = field(default_factory=list)  # problems; empty when the contract holds
     score: float = 0.0
-    max_score: float = 0.0
+    max_score: float = 0.0  # the criteria decided: an undecided one is left out of the total
     failed_criteria: list[str] = field(default_factory=list)
+    undecided: dict[str, str] = field(default_factory=dict)  # still inconclusive once judged again: id -> why
     manifests: ManifestReport | None = None
     memo: list[Finding] = field(default_factory=list)
     report: Path | None = None
@@ -91,6 +116,28 @@ def memo_lines(path: Path, findings: list[Finding]) -> list[str]:
     return lines
 
 
+def _again_when_quiet(result: Grade, run: GradeRequest, *, wait_s: float = QUIET_WAIT_S) -> Grade:
+    """`result` with every inconclusive criterion judged again (its runs made again) once the machine is quiet,
+    or after `wait_s` if it never is; the reports in `run.out` rewritten with the new verdicts. The new runs are
+    kept in `run.out/judged-again/`."""
+    from grader.grading.grade import grade
+    from grader.reports import write_reports
+
+    undecided = [c.id for c in result.criteria if c.status == "inconclusive"]
+    if not undecided:
+        return result
+    run.echo(
+        f"\n== {len(undecided)} criteria inconclusive ({', '.join(undecided)}): judged again once the machine is quiet"
+    )
+    quiet, load = wait_for_quiet(wait_s)
+    run.echo("the machine is quiet now" if quiet else f"the machine is still busy after {wait_s:g} s ({load})")
+    again = grade(replace(run, out=run.out / AGAIN, only=tuple(undecided)))
+    judged = {c.id: c for c in again.criteria}
+    merged = replace(result, criteria=[judged.get(c.id, c) if c.id in undecided else c for c in result.criteria])
+    write_reports(merged, run.out)
+    return merged
+
+
 def _manifests(submission: Submission) -> ManifestReport:
     from grader.shared.kit_files import chart_dir
 
@@ -115,6 +162,12 @@ def run_check(
 
     outcome = CheckOutcome()
     submission: Submission | None = None
+    load = load_now()
+    if load.busy:
+        echo(
+            f"WARNING: this machine is busy ({load}). A timing criterion it cannot time comes out inconclusive; "
+            "the check judges those again once the machine is quiet, so closing other work makes it quicker."
+        )
     echo("== contract")
     try:
         submission = load_submission(folder)
@@ -126,14 +179,17 @@ def run_check(
     echo("\n== public criteria (the grader's engine on the public scenarios, cases and input sets)")
     echo(NOT_RUN)
     run = GradeRequest(folder, out, only=only, seed=seed, sandboxes=sandboxes, echo=echo, public_only=True)
-    result = grade(run)
+    result = _again_when_quiet(grade(run), run)
     echo("\n" + score_table(result))
-    outcome.score, outcome.max_score = result.score, result.max_score
+    decided = [c for c in result.criteria if c.status != "inconclusive"]
+    outcome.score, outcome.max_score = sum(c.score for c in decided), sum(c.weight for c in decided)
+    outcome.undecided = {c.id: c.output.splitlines()[0] for c in result.criteria if c.status == "inconclusive"}
     graded = {c.deliverable for c in result.criteria if c.status != "skipped"}
     outcome.failed_criteria = [
         c.id
         for c in result.criteria
-        if c.status != "passed" and not (c.status == "skipped" and c.deliverable in ("manifests", "sizing", "memo"))
+        if c.status not in ("passed", "inconclusive")
+        and not (c.status == "skipped" and c.deliverable in ("manifests", "sizing", "memo"))
     ]
     outcome.report = out / "report.html"
     if submission is not None and "manifests" not in graded and (not only or "manifests" in only):
@@ -147,5 +203,13 @@ def run_check(
         for line in memo_lines(memo, outcome.memo):
             echo(line)
     echo(f"\npublic criteria only: {outcome.score:g}/{outcome.max_score:g}; report: {outcome.report.resolve()}")
+    if outcome.undecided:
+        weight = sum(c.weight for c in result.criteria if c.id in outcome.undecided)
+        echo(
+            f"Not in that total: {len(outcome.undecided)} criteria ({weight:g} points) still undecided, judged twice "
+            "on a machine too busy to time them; run `grader check` again when it is quiet:"
+        )
+        for cid, why in outcome.undecided.items():
+            echo(f"  {cid}: {why}")
     echo("Not run here: hidden criteria, unseen variants of the scenarios and cases, unseen sizing input sets.")
     return outcome

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.contract import Submission
-from grader.criteria.busy import busy_from_ledgers
+from grader.criteria.busy import busy_from_cpu, busy_from_ledgers
 from grader.criteria.loadgen.observed import Observed
 from grader.criteria.memo import facts_of
 from grader.records.gateway import GatewayRun
@@ -27,7 +27,7 @@ from grader.records.memo import MemoRun
 from grader.records.sizing import SizingRuns
 from grader.records.tests import TestRuns
 from grader.rubric import Criterion, Rubric, Scenario
-from grader.rubric.durations import expected_s, limit_s
+from grader.rubric.durations import expected_s
 from grader.rubric.sizing_plan import SizingPlan
 from grader.rubric.variants import Variants, gateway_criterion, variant_name
 from grader.runs.gateway import HangBudget, run_gateway
@@ -146,7 +146,7 @@ def _loadgen_run(ctx: Context, key: str) -> dict[str, Any]:
         scenario,
         seed=ctx.seed,
         label=f"{name}-rerun" if attempt else name,
-        timeout_s=limit_s(scenario, ctx.rubric.limits["loadgen"]),
+        limits=ctx.rubric.limits["loadgen"],
     )
     if run.killed == HUNG:
         ctx.hung_s += run.wall_s
@@ -154,7 +154,9 @@ def _loadgen_run(ctx: Context, key: str) -> dict[str, Any]:
 
 
 def _loadgen_busy(runs: list[LoadgenRun], criterion: Criterion, rubric: Rubric) -> str | None:
-    return busy_from_ledgers((run.ledger for run in runs), limit_s=rubric.judging.loadgen_busy_lag_s)
+    return busy_from_ledgers((run.ledger for run in runs), limit_s=rubric.judging.loadgen_busy_lag_s) or busy_from_cpu(
+        (run.cpu_waiting for run in runs), limit=rubric.judging.cpu_waiting
+    )
 
 
 LOADGEN = Section(

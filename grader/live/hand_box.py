@@ -129,9 +129,11 @@ class HandBox:
         inject: dict[str, str] | None = None,
         files_back: tuple[str, ...] | list[str] = (),
         cwd: str = "work",
+        watch: dict[str, Any] | None = None,
     ) -> RunResult:
         """A command that runs to its end (the load generator): printed with its output files in this run's
-        folder and a trailer that writes its exit status there; waited for until that status appears."""
+        folder and a trailer that writes its exit status there; waited for until that status appears (a person
+        runs it, so `timeout_s` and `watch` give way to the session's own wait)."""
         placed = {name: str(self.folder / Path(name).name) for name in files_back}
         command = [placed.get(arg, arg) for arg in argv]
         status = self.folder / EXIT_FILE

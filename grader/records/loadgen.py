@@ -38,6 +38,8 @@ class LoadgenRun:
     ledger: list[dict[str, Any]]
     # the results file's schema problems as found when the record was made, and the schema's digest then
     checked: dict[str, Any] | None = None
+    extended_s: float = 0.0  # how long past limit_s it ran while its fake server still finished requests
+    cpu_waiting: float | None = None  # the share of its time some task waited for a core (None: not counted)
     # read from the facts above
     results: dict[str, Any] | None = field(init=False)  # the parsed results file, when it is a JSON object
     problems: list[str] = field(init=False)  # why the results file is missing, unreadable or off-contract
@@ -67,6 +69,8 @@ class LoadgenRun:
             "files": {self.results_file: self.results_text},
             "ledger": self.ledger,
             **({"checked": self.checked} if self.checked is not None else {}),
+            **({"extended_s": self.extended_s} if self.extended_s else {}),
+            **({"cpu_waiting": self.cpu_waiting} if self.cpu_waiting is not None else {}),
         }
 
     @classmethod
@@ -86,6 +90,8 @@ class LoadgenRun:
             results_text,
             list(data["ledger"]),
             data.get("checked"),
+            float(data.get("extended_s") or 0.0),
+            data.get("cpu_waiting"),
         )
 
     @property
@@ -109,8 +115,14 @@ class LoadgenRun:
         asked = self.scenario.loadgen["requests"]
         open_ = sum(1 for r in self.ledger if r.get("finished") is None)
         tail = (self.stderr_tail.strip() or self.stdout_tail.strip()).splitlines()[-5:]
+        stopped = (
+            f"stopped after {self.limit_s:g} s, this scenario's limit"
+            if not self.extended_s
+            else f"stopped after {self.limit_s + self.extended_s:.1f} s: this scenario's limit is {self.limit_s:g} s, "
+            f"and it ran on {self.extended_s:.1f} s more while the server still finished requests"
+        )
         return (
-            f"the command hung: stopped after {self.limit_s:g} s, this scenario's limit. The ledger shows "
+            f"the command hung: {stopped}. The ledger shows "
             f"{len(self.ledger) - open_} request(s) done, {open_} still open and {max(0, asked - len(self.ledger))} "
             f"of the {asked} asked never sent. "
             + ("Its last lines of output:\n  " + "\n  ".join(tail) if tail else "It printed nothing.")

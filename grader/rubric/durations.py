@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from grader.rubric.load import Scenario
 
-__all__ = ["expected_s", "limit_s"]
+__all__ = ["expected_s", "limit_s", "watch"]
 
 
 def expected_s(scenario: Scenario) -> float:
@@ -24,5 +24,17 @@ def expected_s(scenario: Scenario) -> float:
 
 
 def limit_s(scenario: Scenario, limits: dict[str, float]) -> float:
-    """The scenario's limit: the rubric's start_s + per_expected x its expected duration."""
-    return round(limits["start_s"] + limits["per_expected"] * expected_s(scenario), 1)
+    """The scenario's limit: the rubric's start_s + per_expected x (its expected duration + the client's own
+    per_request_s for each request it sends)."""
+    own = limits["per_request_s"] * float(scenario.loadgen["requests"])
+    return round(limits["start_s"] + limits["per_expected"] * (expected_s(scenario) + own), 1)
+
+
+def watch(server: str, scenario: Scenario, limits: dict[str, float]) -> dict[str, float | str]:
+    """How a load generator runs past its limit while `server` still finishes requests: `quiet_s` more at a
+    time, never past `most` times its limit (grader.sandbox.jobs.Watch)."""
+    return {
+        "server": server,
+        "quiet_s": limits["quiet_s"],
+        "max_s": round(limits["most"] * limit_s(scenario, limits), 1),
+    }

@@ -118,6 +118,9 @@ class GatewayPlan:
     local_server: dict[str, Any]
     api_server: dict[str, Any]
     cases: tuple[Case, ...]
+    # a case for more than this share of whose time some task waited for a core ran on a busy machine (None:
+    # a plan recorded before the grader counted it)
+    cpu_waiting: float | None = None
 
     @property
     def health_interval_s(self) -> float:
@@ -177,6 +180,7 @@ class GatewayPlan:
             "config": self.config,
             "servers": {"local": self.local_server, "api": self.api_server},
             "cases": [c.to_dict() for c in self.cases],
+            **({"cpu_waiting": self.cpu_waiting} if self.cpu_waiting is not None else {}),
         }
 
 
@@ -209,6 +213,7 @@ def read_plan(data: dict[str, Any]) -> GatewayPlan:
             local,
             api,
             cases,
+            float(data["cpu_waiting"]) if data.get("cpu_waiting") is not None else None,
         )
         plan.health_interval_s, plan.first_byte_s  # noqa: B018 - the config must give both
     except (KeyError, TypeError, ValueError) as exc:

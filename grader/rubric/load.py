@@ -121,6 +121,7 @@ class Judging:
     busy_borderline: tuple[float, float]
     loadgen_busy_lag_s: float  # a load-generator run whose server steps ran this late was on a busy machine
     lone_outlier: float  # a per-request check failed by one request alone, the rest within this: borderline
+    cpu_waiting: float  # a run for more than this share of whose time some task waited for a core: a busy machine
 
 
 @dataclass(frozen=True)
@@ -222,6 +223,7 @@ def load_rubric(
             tuple(judging["busy_borderline"]),
             float(judging["loadgen_busy_lag_s"]),
             float(judging["lone_outlier"]),
+            float(judging["cpu_waiting"]),
         ),
         limits,
         scenarios,

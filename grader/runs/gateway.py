@@ -26,6 +26,7 @@ from typing import Any
 from grader.contract import Submission
 from grader.records.gateway import CaseRun, GatewayRun, timed_out
 from grader.rubric.gateway_plan import Case, GatewayPlan
+from grader.runs.cpu_wait import CpuWait
 from grader.runs.gateway_session import Box, HangBudget, Session, await_first_probe, inherent_s, run_case
 
 __all__ = ["Box", "HangBudget", "gateway_config", "run_gateway"]
@@ -190,8 +191,11 @@ def _run_session(
                     run.problem = why
                     runs[case.name] = run
                     continue
+                waiting = CpuWait()
                 try:
                     runs[case.name] = run_case(session, case, run)
+                    if (share := waiting.share()) is not None:
+                        run.extra["cpu_waiting"] = share
                 except Exception as exc:  # noqa: BLE001 - a sandbox error ends this case, and is reported
                     run.problem = f"the grader could not run this case: {type(exc).__name__}: {exc}"
                     runs[case.name] = run

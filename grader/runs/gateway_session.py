@@ -365,7 +365,44 @@ def run_case(session: Session, case: Case, run: CaseRun) -> CaseRun:
     # waits it out); a streamed one when its stream ends
     session.ledgers(run, settle=case.stall_s + 1.0 if case.stall else 3.0)
     run.stats_after = session.stats()
+    _late_arrivals(session, run)
     return run
+
+
+#: How long the grader waits for attempts the gateway counted and a ledger does not show yet.
+LATE_S = 5.0
+
+
+def _late_arrivals(session: Session, run: CaseRun) -> None:
+    """Read a ledger again while it shows fewer attempts than the gateway counted in /stats: on a busy machine a
+    request the gateway gave up on can reach its fake server after the grader read the ledger (an attempt the
+    server never saw is then one it saw late, and says when). Waits at most LATE_S; a gateway that counts
+    attempts it never made costs that wait and nothing else."""
+    counted = _requests_counted(run.stats_before, run.stats_after)
+    deadline = time.monotonic() + LATE_S
+    for route, name in (("local", session.local_name), ("api", session.api_name)):
+        if route == "local" and session.local_stopped:
+            continue
+        late = False
+        while len(getattr(run, route)) < counted.get(route, 0) and time.monotonic() < deadline:
+            late = True
+            time.sleep(0.2)
+            setattr(run, route, session.box.ledger(name, settle=1.0))
+        if late:
+            run.extra[f"late_{route}"] = len(getattr(run, route))
+
+
+def _requests_counted(before: Any, after: Any) -> dict[str, int]:
+    """How many attempts each route's `requests` in /stats went up by, where both answers give a number."""
+    counted: dict[str, int] = {}
+    for route in ("local", "api"):
+        try:
+            value = after["routes"][route]["requests"] - before["routes"][route]["requests"]
+        except (KeyError, TypeError, IndexError):
+            continue
+        if isinstance(value, int) and 0 < value < 10_000:
+            counted[route] = value
+    return counted
 
 
 def inherent_s(plan: GatewayPlan, case: Case, run: CaseRun, took: float) -> float:

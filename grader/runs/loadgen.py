@@ -12,7 +12,9 @@ from typing import Any, Protocol
 
 from grader.contract import Submission
 from grader.records.loadgen import LoadgenRun
+from grader.rubric.durations import limit_s, watch
 from grader.rubric.load import Scenario
+from grader.runs.cpu_wait import CpuWait
 
 __all__ = ["MODEL", "Box", "loadgen_argv", "run_loadgen"]
 
@@ -33,6 +35,7 @@ class Box(Protocol):
         env: dict[str, str] | None = ...,
         inject: dict[str, str] | None = ...,
         files_back: list[str] = ...,
+        watch: dict[str, Any] | None = ...,
     ) -> Any: ...
 
 
@@ -59,16 +62,25 @@ def loadgen_argv(submission: Submission, scenario: Scenario, base_url: str, outp
 
 
 def run_loadgen(
-    box: Box, submission: Submission, scenario: Scenario, *, seed: int, timeout_s: float, label: str | None = None
+    box: Box,
+    submission: Submission,
+    scenario: Scenario,
+    *,
+    seed: int,
+    limits: dict[str, float],
+    label: str | None = None,
 ) -> LoadgenRun:
-    """One run of `loadgen.command` against a fresh fake server configured as `scenario` says, stopped at
-    `timeout_s`."""
+    """One run of `loadgen.command` against a fresh fake server configured as `scenario` says, stopped at its
+    limit (grader/rubric/durations.py), or later while the server still finishes requests."""
     name = label or scenario.name
+    timeout_s = limit_s(scenario, limits)
     server = box.serve(name, **{**scenario.server, "seed": seed})
     output = f"loadgen-results-{name}.json"
     argv = loadgen_argv(submission, scenario, server["base_url"], output)
     try:
-        result = box.run(argv, timeout_s=timeout_s, files_back=[output])
+        waiting = CpuWait()
+        result = box.run(argv, timeout_s=timeout_s, files_back=[output], watch=watch(name, scenario, limits))
+        cpu_waiting = waiting.share()
         ledger = box.ledger(name, settle=2.0)
     finally:
         box.stop_server(name)
@@ -85,4 +97,6 @@ def run_loadgen(
         output,
         (result.files or {}).get(output),
         ledger,
+        extended_s=float(getattr(result, "extended_s", 0.0) or 0.0),
+        cpu_waiting=cpu_waiting,
     )

@@ -91,7 +91,7 @@ class Harness:
             return {"error": f"{op}: {type(exc).__name__}: {exc}"}
 
     def _run(self, args: dict[str, Any]) -> dict[str, Any]:
-        job = Job(self.ctx, JobSpec.from_args(args, default_timeout=60.0))
+        job = Job(self.ctx, JobSpec.from_args(args, default_timeout=60.0), progress=self.servers.finished)
         job.start()
         return job.wait().to_dict()
 

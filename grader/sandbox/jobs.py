@@ -8,6 +8,10 @@ command runs in its own session and process group. One thread per command reads 
 (keeping a tail and a count), and kills its process group at the wall deadline or the output cap.
 When it ends, everything it started is killed: its process group, its cgroup, and — when no other
 candidate process should be alive — every process of the candidate's uid in the PID namespace.
+
+A command may be watched (`Watch`): at its wall deadline it is given `quiet_s` more, again and again up
+to `max_s` in all, while a fake server it talks to still finishes requests. A client slowed down by a busy
+machine keeps its time; one that hangs (no request finished for `quiet_s`) is stopped at its deadline.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import stat
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,12 +33,35 @@ from typing import Any
 from .cgroups import JobCgroup
 from .protocol import FILE_BACK_BYTES, TAIL_BYTES, HarnessConfig, RunResult
 
-__all__ = ["Job", "JobContext", "JobSpec"]
+__all__ = ["Job", "JobContext", "JobSpec", "Watch"]
 
 _JOIN_CGROUPS = 'while [ "$#" -gt 0 ] && [ "$1" != -- ]; do echo "$$" > "$1" || exit 126; shift; done; shift; exec "$@"'
 _LINGER_S = 0.3  # how long to keep reading after the command's first process has exited
 _TERM_GRACE_S = 3.0
 _CPU_HARD_EXTRA_S = 5  # SIGXCPU at the soft limit (so the cause is visible), SIGKILL this much later
+
+
+@dataclass(frozen=True)
+class Watch:
+    """Extend a command's deadline while the fake server `server` finishes requests (module docstring)."""
+
+    server: str
+    quiet_s: float
+    max_s: float
+
+    @classmethod
+    def from_args(cls, value: Any) -> Watch | None:
+        if value is None:
+            return None
+        if not isinstance(value, dict) or set(value) != {"server", "quiet_s", "max_s"}:
+            raise ValueError("watch must be an object with exactly server, quiet_s and max_s")
+        server, quiet, most = value["server"], value["quiet_s"], value["max_s"]
+        if not isinstance(server, str) or not server:
+            raise ValueError("watch: server must name a fake server")
+        for name, number in (("quiet_s", quiet), ("max_s", most)):
+            if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 < number <= 24 * 3600:
+                raise ValueError(f"watch: {name} must be a number of seconds above 0 (got {number!r})")
+        return cls(server, float(quiet), float(most))
 
 
 @dataclass
@@ -44,6 +72,7 @@ class JobSpec:
     timeout_s: float = 60.0
     inject: dict[str, str] = field(default_factory=dict)
     files_back: list[str] = field(default_factory=list)
+    watch: Watch | None = None
 
     @classmethod
     def from_args(cls, args: dict[str, Any], *, default_timeout: float) -> JobSpec:
@@ -70,7 +99,18 @@ class JobSpec:
             raise ValueError(f"cwd must be 'work' or a folder under it (got {cwd!r})")
         if cwd != "work":
             _check_relative(cwd[len("work/") :], "cwd")
-        return cls(argv=argv, cwd=cwd, env=env, timeout_s=float(timeout), inject=inject, files_back=files_back)
+        watch = Watch.from_args(args.get("watch"))
+        if watch is not None and watch.max_s < float(timeout):
+            raise ValueError(f"watch: max_s ({watch.max_s:g}) must be at least timeout_s ({float(timeout):g})")
+        return cls(
+            argv=argv,
+            cwd=cwd,
+            env=env,
+            timeout_s=float(timeout),
+            inject=inject,
+            files_back=files_back,
+            watch=watch,
+        )
 
 
 def _check_relative(rel: Any, what: str) -> None:
@@ -188,9 +228,12 @@ def _live_pids_of(uid: int) -> list[int]:
 class Job:
     """One candidate command, from start to the moment nothing of it is left."""
 
-    def __init__(self, ctx: JobContext, spec: JobSpec) -> None:
+    def __init__(self, ctx: JobContext, spec: JobSpec, progress: Callable[[str], int] | None = None) -> None:
         self.ctx = ctx
         self.spec = spec
+        # how many requests a named fake server has finished: what a watched command's deadline follows
+        self.progress = progress
+        self.extended_s = 0.0  # how far past its timeout a watched command was let run
         self.name = ctx.next_name()
         self.cgroup: JobCgroup | None = None
         self.tails = {"stdout": bytearray(), "stderr": bytearray()}
@@ -276,6 +319,7 @@ class Job:
         assert self.proc is not None and self.proc.stdout is not None and self.proc.stderr is not None
         limits = self.ctx.config.limits
         deadline = self.started + self.spec.timeout_s
+        finished = self._finished()
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout, selectors.EVENT_READ, "stdout")
         sel.register(self.proc.stderr, selectors.EVENT_READ, "stderr")
@@ -291,13 +335,40 @@ class Job:
             if self.killed is None and self.counts["stdout"] + self.counts["stderr"] > limits.output_bytes:
                 self.kill_group("output cap")
             if self.killed is None and now > deadline:
-                self.kill_group("wall timeout")
+                later, finished = self._extended(now, finished)
+                if later is None:
+                    self.kill_group("wall timeout")
+                else:
+                    deadline = later
             if exited_at is None and self.proc.poll() is not None:
                 exited_at = now
                 self.ended = now
             if exited_at is not None and now - exited_at > _LINGER_S:
                 break  # something it started still holds a pipe; the cleanup ends it
         sel.close()
+
+    def _finished(self) -> int:
+        """The requests the watched server has finished so far (0 for a command not watched)."""
+        watch = self.spec.watch
+        if watch is None or self.progress is None:
+            return 0
+        try:
+            return self.progress(watch.server)
+        except (ValueError, RuntimeError):  # the server is gone: nothing more will finish
+            return -1
+
+    def _extended(self, now: float, finished: int) -> tuple[float | None, int]:
+        """A new deadline, `quiet_s` from `now`, when the watched server finished a request since the last look
+        and `max_s` from the start has not passed (None: stop it now); and the count seen."""
+        watch = self.spec.watch
+        if watch is None or now >= self.started + watch.max_s:
+            return None, finished
+        seen = self._finished()
+        if seen <= finished or seen < 0:
+            return None, finished
+        deadline = min(now + watch.quiet_s, self.started + watch.max_s)
+        self.extended_s = max(self.extended_s, deadline - self.started - self.spec.timeout_s)
+        return deadline, seen
 
     def _keep(self, stream: str, data: bytes) -> None:
         self.counts[stream] += len(data)
@@ -360,6 +431,7 @@ class Job:
             stdout_bytes=self.counts["stdout"],
             stderr_bytes=self.counts["stderr"],
             wall_s=round(wall, 3),
+            extended_s=round(self.extended_s, 3),
             files=files,
             signal=sig,
             limits_hit=limits_hit,

@@ -81,6 +81,8 @@ class RunResult:
     killed says why the sandbox ended it: "wall timeout", "output cap", "memory limit",
     "cpu limit" or "stopped" (a spawned server stopped by the grader).
     limits_hit names every limit the command ran into, even those that did not end it ("pids").
+    extended_s is how far past its timeout a watched command ran while its fake server still finished
+    requests (grader.sandbox.jobs.Watch).
     files maps each path asked for in files_back to its text, or None when it is absent, not a
     regular file, or outside the work folder.
     """
@@ -96,6 +98,7 @@ class RunResult:
     files: dict[str, str | None] = field(default_factory=dict)
     signal: int | None = None
     limits_hit: list[str] = field(default_factory=list)
+    extended_s: float = 0.0
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:

@@ -63,6 +63,10 @@ class ServerPool:
     def ledger(self, name: str, settle: float) -> list[dict[str, Any]]:
         return self.get(name).ledger(settle)
 
+    def finished(self, name: str) -> int:
+        """How many requests the named server has finished since its last reset: a watched command's progress."""
+        return sum(1 for record in self.get(name).ledger(0.0) if record.get("finished") is not None)
+
     def endpoint_calls(self, name: str, endpoint: str, since: float) -> list[dict[str, Any]]:
         """The named server's /health or /tokenize answers after Unix time `since`."""
         server = self.get(name)

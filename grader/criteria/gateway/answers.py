@@ -8,12 +8,13 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from grader.criteria.busy import busy_from_ledgers
+from grader.criteria.busy import busy_from_cpu, busy_from_ledgers
 from grader.criteria.registry import check
 from grader.criteria.verdict import Verdict
 from grader.outcome import Evidence
 from grader.records.gateway import CaseRun, GatewayRun
 from grader.rubric import Criterion
+from grader.rubric.gateway_plan import GatewayPlan
 
 __all__ = [
     "COLUMNS",
@@ -215,7 +216,7 @@ def judge_cases(
             problems.append(f"{run.case.name}: {hang}")
             continue
         found = [f"{run.case.name}: {p}" for p in per_case(run)]
-        why = busy_reason(run, gw.plan.busy_lag_s)
+        why = busy_reason(run, gw.plan)
         if found and why:
             unsure.extend(found)
             reasons.append(why)
@@ -275,16 +276,38 @@ def unanswered(run: CaseRun) -> str | None:
     return None
 
 
-def busy_reason(run: CaseRun, lag_s: float) -> str | None:
+def busy_reason(run: CaseRun, plan: GatewayPlan) -> str | None:
     """Why this case ran on a machine too busy to tell a right gateway from a wrong one, if it did:
     a fallback where no fault was set, a premise the grader waited for and never saw (the probe
-    asking /health), or fake servers whose own steps ran `lag_s` late."""
+    asking /health), a request that reached the local server `first_byte_s` or more after the grader
+    sent it (no fault delays an arrival: the machine did), fake servers whose own steps ran the plan's
+    `busy_lag_s` late, or a case for more than its `cpu_waiting` of whose time some task waited for a core."""
     if too_busy(run):
         return BUSY.strip("()")
     unseen = run.extra.get("unseen")
     if unseen:
         return str(unseen)
-    return busy_from_ledgers((run.local, run.api), limit_s=lag_s)
+    if late := late_arrival(run, plan.first_byte_s):
+        return late
+    lagged = busy_from_ledgers((run.local, run.api), limit_s=plan.busy_lag_s)
+    if lagged or plan.cpu_waiting is None:
+        return lagged
+    return busy_from_cpu([run.extra.get("cpu_waiting")], limit=plan.cpu_waiting)
+
+
+def late_arrival(run: CaseRun, first_byte_s: float) -> str | None:
+    """A case whose one request reached the local server, the route tried first, `first_byte_s` or more after
+    the grader sent it to the gateway."""
+    if run.case.kind != "one" or len(run.answers) != 1 or not run.local:
+        return None
+    sent = float(run.answers[0].get("sent_at") or 0.0)
+    waited = min(float(r.get("arrival") or sent) for r in run.local) - sent
+    if not sent or waited < first_byte_s:
+        return None
+    return (
+        f"the local server saw the request {waited * 1000:.0f} ms after the grader sent it (first_byte_s is "
+        f"{first_byte_s * 1000:.0f} ms): the machine was too busy to keep time"
+    )
 
 
 def statuses_of(records: list[dict[str, Any]]) -> str:

@@ -29,6 +29,11 @@ def test_each_scenarios_limit_follows_its_own_expected_duration() -> None:
     stalled = Scenario("stalled", "", {**fast_one.server, "faults": [{"kind": "stall_before_headers", "seconds": 3}]},
                        fast_one.loadgen)
     assert expected_s(stalled) == pytest.approx(expected_s(fast_one) + 3)
+    # a client's own time per request: 120 short requests get more than 6 fast ones, whatever the server's clock
+    many = RUBRIC.scenarios["many"]
+    own = limits["per_expected"] * many.loadgen["requests"] * limits["per_request_s"]
+    assert expected_s(many) < 1.0 and own > 1.0
+    assert limit_s(many, limits) == pytest.approx(limit_s(many, {**limits, "per_request_s": 0}) + own, abs=0.11)
 
 
 def test_a_hung_run_says_what_the_ledger_shows_and_what_it_printed() -> None:
@@ -41,11 +46,19 @@ def test_a_hung_run_says_what_the_ledger_shows_and_what_it_printed() -> None:
     assert "stopped after 8.5 s" in run.problems[0]
     assert "1 request(s) done, 1 still open and 14 of the 16 asked never sent" in run.problems[0]
     assert "waiting for a slot" in run.problems[0]
+    # run on past its limit while the server still finished requests, then stopped: the message says both
+    longer = LoadgenRun(scenario, 0, ["python", "lg.py"], None, HUNG, "", "", 12.5, 8.5, "out.json", None, ledger,
+                        extended_s=4.0)
+    assert "stopped after 12.5 s: this scenario's limit is 8.5 s, and it ran on 4.0 s more" in longer.hung()
+    assert LoadgenRun.from_record(longer.to_record()).extended_s == 4.0
 
 
 @pytest.mark.slow
 def test_a_correct_but_slow_load_generator_and_sizing_command_lose_nothing(tmp_path: Path) -> None:
-    result = grade(GradeRequest(slow(tmp_path / "slow"), tmp_path / "out", only=("loadgen", "sizing"), echo=lambda _: None))
+    # loadgen.runs reads every scenario's run, the unseen variants' too: a run stopped as hung fails it (the other
+    # load-generator criteria read the same runs, whose results are the reference's); every sizing criterion.
+    only = ("loadgen.runs", "sizing")
+    result = grade(GradeRequest(slow(tmp_path / "slow"), tmp_path / "out", only=only, sandboxes=2, echo=lambda _: None))
     lost = {c.id: c.output[:300] for c in result.criteria if c.status != "passed"}
     assert not lost
     walls = [float(r["wall_s"]) for r in _records(tmp_path / "out", "loadgen-")]
