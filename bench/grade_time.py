@@ -43,7 +43,7 @@ def measure(jobs: int, variants: bool, only: tuple[str, ...] = ()) -> dict[str, 
                                    with_variants=variants))
     return {"jobs": jobs, "variants": variants, "score": result.score, "max_score": result.max_score,
             "total_s": result.duration_s, "inherent_s": result.inherent_s,
-            "total_over_inherent": round(result.duration_s / result.inherent_s, 3)}
+            "total_over_inherent": round(result.duration_s / result.inherent_s, 3) if result.inherent_s else None}
 
 
 def measure_cli(checkout: Path, label: str) -> dict[str, float | str]:
@@ -96,7 +96,8 @@ def main() -> None:
     for row in rows:
         print(f"jobs {row['jobs']}, variants {'on' if row['variants'] else 'off'}: {row['score']:g}/{row['max_score']:g}, "
               f"total {row['total_s']:.1f} s, "
-              f"candidate's own commands {row['inherent_s']:.1f} s, ratio {row['total_over_inherent']:.2f}")
+              f"candidate's own commands {row['inherent_s']:.1f} s, ratio "
+              + (f"{row['total_over_inherent']:.2f}" if row["total_over_inherent"] is not None else "n/a (none ran)"))
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps({"command": f"python -m bench.grade_time --repeat {args.repeat}" + "".join(f" --only {o}" for o in only),
                                    "machine": f"{platform.machine()}, {platform.python_version()}",

@@ -23,11 +23,13 @@ ENTRY_POINTS = [
      "fidelity-quick.json"),
     ("cpu", ["--rates", "20", "--seconds", "1", "--tries", "1"], "cpu.json"),
     ("loadgen_ttft", ["--loads", "1", "--max-tokens", "8"], "loadgen_ttft.json"),
-    ("grade_time", ["--repeat", "1", "--only", "sizing"], "grade_time.json"),
-    ("hang", ["--only", "sizing"], "hang.json"),
-    ("loaded", ["--no-selftest", "--only", "sizing"], "loaded.json"),
+    # the grading benches on the manifests alone: the same path through the grade, none of a candidate's runs
+    ("grade_time", ["--repeat", "1", "--only", "manifests"], "grade_time.json"),
+    ("hang", ["--only", "manifests"], "hang.json"),
+    ("loaded", ["--no-selftest", "--only", "manifests"], "loaded.json"),
     ("rejudge", ["--grades", "2"], "rejudge.json"),
-    ("replay", ["--only", "sizing-stdout-chatter"], "replay.json"),
+    ("replay", ["--only", "manifests-no-gpu"], "replay.json"),
+    ("beside_hogs", ["--grades", "1", "--hogs", "1", "--only", "manifests"], "beside_hogs.json"),
     ("round", ["--sizes", "4"], "round.json"),
     # the soak measures flatness only once the ledger's kept records are full: a short one keeps few
     ("soak", ["--minutes", "0.25", "--workers", "2", "--ledger-keep", "100"], "soak.json"),

@@ -7,6 +7,7 @@ built once, for this machine's Python and platform, and shared by the tests.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -70,9 +71,6 @@ cd "$3"
 rc=0; grader check . --out "$3/../reference-report" --sandboxes 2 || rc=$?
 echo "REFERENCE-CHECK-EXIT $rc"
 python -c "import aiohttp, fastapi, numpy, openai; print('FRAMEWORKS-IMPORT', numpy.percentile([1, 2, 3, 4], 50))"
-cd "$4"
-rc=0; grader check . --only loadgen --only gateway --out "$4/../frameworks-report" --sandboxes 2 || rc=$?
-echo "FRAMEWORKS-CHECK-EXIT $rc"
 '''
 
 
@@ -88,8 +86,9 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@functools.cache
 def _members(path: Path) -> dict[str, bytes]:
-    """Every file in the archive, and every file inside each wheel in it, by name."""
+    """Every file in the archive, and every file inside each wheel in it, by name (read once per archive)."""
     out: dict[str, bytes] = {}
     with tarfile.open(path) as archive:
         for member in archive.getmembers():
@@ -155,6 +154,8 @@ def test_the_bundle_holds_no_reference_chaff_or_unseen_material(bundle):
     secrets = [" ".join(q[k].split())[:60] for q in bank for k in ("ask", "good_answer")]
     secrets += [" ".join(e[k].split())[:60] for e in pool.values() for k in ("tell", "watch_for")]
     for name, data in members.items():
+        if name.endswith(".whl"):  # a wheel as a whole: the kit's is read file by file (its `!/` entries), the
+            continue  # others are the dependencies' own, downloaded from the package index
         text = " ".join(data.decode("utf-8", errors="ignore").split())
         leaked = [p for p in phrases if p in text] + [h for h in hidden_ids if re.search(rf"\b{re.escape(h)}\b", text)]
         leaked += [name for body in unseen if len(body) > 40 and body in text]
@@ -175,14 +176,10 @@ def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tm
     work = top / "my-submission"
     shutil.copytree(ROOT / "submissions" / "reference", work, ignore=shutil.ignore_patterns("__pycache__"))
     assert not (work / "api_client.py").exists()
-    # One built on the frameworks the kit's environment offers: aiohttp, FastAPI, httpx directly.
-    frameworks = top / "frameworks-submission"
-    shutil.copytree(ROOT / "tests" / "fixtures" / "frameworks_submission", frameworks,
-                    ignore=shutil.ignore_patterns("__pycache__"))
     unshare = ["unshare", "--net"] + ([] if os.geteuid() == 0 else ["--map-root-user"])
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "PYTHONPATH", "VIRTUAL_ENV"))}
     env["PATH"] = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
-    done = subprocess.run([*unshare, "sh", "-c", _OFFLINE, "offline", str(top), str(stream), str(work), str(frameworks)],
+    done = subprocess.run([*unshare, "sh", "-c", _OFFLINE, "offline", str(top), str(stream), str(work)],
                           env=env, capture_output=True, text=True, timeout=1500, check=False)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
@@ -206,12 +203,7 @@ def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tm
     if not wrong:
         assert "REFERENCE-CHECK-EXIT 0" in output and report["score"] == report["max_score"] > 0
     assert "unseen variants" in output and "Not run here" in output
-    # What serving engineers reach for first is installed offline (numpy's default percentile
-    # interpolates), and a submission built on it gets every load-generator and gateway point.
+    # What serving engineers reach for first is installed offline (numpy's default percentile interpolates).
+    # The submission built on them is held to full marks by its recorded runs and, in turn, graded live by
+    # tests/kit/test_selftest.py.
     assert "FRAMEWORKS-IMPORT 2.5" in output
-    assert re.search(r"FRAMEWORKS-CHECK-EXIT [01]\b", output), output[-6000:]
-    report = json.loads((top / "frameworks-report" / "report.json").read_text())
-    statuses = {t["name"].split(":")[0]: t["extra_data"]["status"] for t in report["tests"]}
-    assert {k.split(".")[0] for k in statuses} == {"loadgen", "gateway"}, sorted(statuses)
-    wrong = {k: v for k, v in statuses.items() if v != "passed"}
-    assert set(wrong.values()) <= {"inconclusive"} and len(wrong) <= 2, wrong

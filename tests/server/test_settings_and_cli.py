@@ -113,14 +113,24 @@ def test_module_entry_point_lists_scenarios():
 
 def test_ledger_waits_for_requests_in_flight(fake_server):
     import threading
-    server = fake_server(token_rate=20)
+    server = fake_server(token_rate=5)  # 2 s of answer: room to see it in flight on a busy machine
     thread = threading.Thread(target=httpx.post, args=(server.base_url + "/v1/chat/completions",),
                               kwargs={"json": chat_body(stream=False, max_tokens=10), "timeout": 10})
     thread.start()
-    time.sleep(0.1)
+    # once the server holds the request (its metrics say one is running), not after a guessed sleep: on a busy
+    # machine the client's thread may take longer than any fixed pause to send it
+    deadline = time.monotonic() + 10
+    while "vllm:num_requests_running" not in _running(server) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert server.ledger(settle=0) == []
     assert [r["completion_tokens"] for r in server.ledger()] == [10]
     thread.join()
+
+
+def _running(server) -> str:
+    """The metrics line of a model with a request running, or ''."""
+    return next((line for line in server.metrics().splitlines()
+                 if line.startswith("vllm:num_requests_running{") and not line.endswith(" 0.0")), "")
 
 
 def test_memory_keeps_the_newest_records_and_the_file_keeps_all(tmp_path, fake_server):

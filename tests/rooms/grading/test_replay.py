@@ -72,8 +72,7 @@ def test_a_criterion_of_every_run_is_replayed_in_several_sandboxes_with_the_reco
     """loadgen.summary is judged from all 16 scenarios and 10 unseen variants. A replay makes them several at
     once, the longest first (grading/live_runs.py), each further worker in a sandbox of its own: the records
     are those of the grade, in the same order, and they fail the criterion on the same runs. One at a time it
-    takes about 28 s on the 2-core machine; bench/README.md has the figures side by side (the bound here
-    leaves room for the rest of the suite running beside it)."""
+    takes about 28 s on the 2-core machine; bench/README.md has the figures side by side."""
     folder = materialize(CHAFF["summary-counts-failed"].path, tmp_path / "chaff")
     done = replay(folder, "loadgen.summary", tmp_path / "replay", seed=0)
     assert done.status == "failed", done.output
@@ -83,7 +82,13 @@ def test_a_criterion_of_every_run_is_replayed_in_several_sandboxes_with_the_reco
     keys = [k for k, r in graded.records.items() if r["section"] == "loadgen" and "@" not in k]
     assert on_runs_of(graded, list(replayed.records)) == keys
     assert any(is_variant(k) for k in replayed.records), "a grade at seed 0 draws unseen variants"
-    assert done.seconds < 22, f"replayed in {done.seconds:.1f} s"
+    # several at once: the servers' ledgers show runs whose requests overlap in time (one at a time none would;
+    # how much faster that is, on a quiet machine, is bench/replay.py's figure, not a bound here)
+    spans = sorted((min(r["arrival"] for r in rec["ledger"]),
+                    max(r["finished"] or r["arrival"] for r in rec["ledger"]))
+                   for rec in replayed.records.values() if rec.get("ledger"))
+    overlapping = sum(1 for (_, end), (start, _) in zip(spans, spans[1:]) if start < end)
+    assert overlapping >= len(spans) // 3, f"{overlapping} of {len(spans)} runs overlapped the one before"
     print(f"\nreplay summary-counts-failed loadgen.summary, {SPREAD} at once: {done.seconds:.1f} s")
 
 
