@@ -5,11 +5,13 @@ or well outside the rubric's `judging.borderline` band (0.7-1.5) the answer stan
 is borderline: the criterion is run once more, and if it is borderline again it is `inconclusive`
 (no points, flagged for a person) rather than a guessed pass or fail.
 
-On a machine seen to be too busy to keep time (`busy`: the fake servers' own steps ran late, or a
-state the grader waited for was never seen), the wider `judging.busy_borderline` band applies
-(0.5-3): the same error that would stand on a quiet machine may be the machine's, not the
-candidate's, so it earns a rerun instead. A check whose answer depends on such a state without
-any margin says so with margin 1.0.
+On a machine seen to be too busy to keep time (`busy`: the fake servers' own steps ran late, a task
+waited for a core through much of the run, or a state the grader waited for was never seen), the
+`judging.busy_borderline` band applies instead (1-6): a busy machine only ever makes a client late, so
+an answer within the tolerance stands, while an error that would stand on a quiet machine may be the
+machine's, not the candidate's, and earns a rerun. Every scenario is sized so the defect it looks for
+moves its figure by at least ten times the tolerance: past the band, a fail stands busy or not. A
+check whose answer depends on such a state without any margin says so with margin 1.0.
 """
 
 from __future__ import annotations
