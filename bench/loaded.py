@@ -3,7 +3,7 @@
 Every criterion must grade as it does on an idle machine or say `inconclusive`, never a wrong pass
 or fail. Each timing criterion's report entry carries its margin (the worst error over the
 tolerance; below 0.7 or above 1.5 the answer stands, in between the run is repeated; on a machine
-seen to be too busy the band is 1-6, docs/grading.md) and whether the machine was judged busy:
+seen to be too busy the band is 1-8, docs/grading.md) and whether the machine was judged busy:
 this records both idle and loaded, side by side.
 
 `python -m bench.loaded` grades the reference on every criterion idle, then loaded, and runs

@@ -130,9 +130,9 @@ def rejudge(report_dir: Path, override: Path | None, out: Path | None) -> None:
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("replay-report"),
-    show_default=True,
-    help="Folder for the replay's reports, records and by-hand files.",
+    default=None,
+    help="Folder for the replay's reports, records and by-hand files (default: grader-replay-NAME in the "
+    "system's temporary folder, outside the submission).",
 )
 @click.option(
     "--sandboxes",
@@ -149,7 +149,7 @@ def replay(
     case: str | None,
     scenario: str | None,
     serve: bool,
-    out: Path,
+    out: Path | None,
     sandboxes: int,
 ) -> None:
     """Run one criterion's scenarios or cases again, judged by the same check, and show what made it fail.

@@ -7,7 +7,7 @@ is borderline: the criterion is run once more, and if it is borderline again it 
 
 On a machine seen to be too busy to keep time (`busy`: the fake servers' own steps ran late, a task
 waited for a core through much of the run, or a state the grader waited for was never seen), the
-`judging.busy_borderline` band applies instead (1-6): a busy machine only ever makes a client late, so
+`judging.busy_borderline` band applies instead (1-8): a busy machine only ever makes a client late, so
 an answer within the tolerance stands, while an error that would stand on a quiet machine may be the
 machine's, not the candidate's, and earns a rerun. Every scenario is sized so the defect it looks for
 moves its figure by at least ten times the tolerance: past the band, a fail stands busy or not. A
@@ -16,11 +16,21 @@ check whose answer depends on such a state without any margin says so with margi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from grader.outcome import Evidence
 
-__all__ = ["UNSEEN_FAILED", "UNSEEN_PASSED", "Verdict", "is_borderline", "lone_outlier", "with_unseen", "within"]
+__all__ = [
+    "UNSEEN_FAILED",
+    "UNSEEN_PASSED",
+    "Verdict",
+    "is_borderline",
+    "lone_outlier",
+    "toward_bound",
+    "with_unseen",
+    "within",
+]
 
 #: What a candidate is told of the unseen variants (rubric/variants.py): whether they passed, nothing more.
 UNSEEN_PASSED = "Unseen variants of its scenarios (other settings within the documented ranges): passed."
@@ -82,6 +92,16 @@ def is_borderline(verdict: Verdict, quiet: tuple[float, float], busy: tuple[floa
     """Whether the margin falls in the band that earns a rerun: `busy` when the machine was, else `quiet`."""
     low, high = busy if verdict.busy else quiet
     return verdict.margin is not None and low <= verdict.margin <= high
+
+
+def toward_bound(value: float, target: float, low: float, high: float) -> float:
+    """A value's margin on a two-sided band around `target`: how far it lies from the target toward the bound on
+    its side, as a share of that distance (0 on the target, 1 on the bound, above 1 outside). Measured on a log
+    scale, so a band given as ratios of the target (0.6x to 1.6x) is read the same on both sides."""
+    if value <= 0 or target <= 0 or not low < target < high:
+        return float("inf") if value <= 0 else abs(value - target) / max(abs(high - low), 1e-12)
+    bound = high if value >= target else low
+    return abs(math.log(value / target)) / abs(math.log(bound / target))
 
 
 def within(error: float, expected: float, *, abs_s: float | None = None, rel: float | None = None) -> float:

@@ -25,9 +25,9 @@ from typing import Any
 from grader.contract import Submission, schema_errors
 from grader.criteria.catalog import registered
 from grader.criteria.memo import HUMAN_CHECKLIST
-from grader.grading.judging import decide, result_of, skipped, unjudged
+from grader.grading.judging import FactsAt, VariantsAt, decide, result_of, skipped, unjudged
 from grader.grading.live_runs import LiveRuns
-from grader.grading.sections import NO_VARIANTS, SECTIONS, Context
+from grader.grading.sections import NO_VARIANTS, SECTIONS, Context, Section
 from grader.grading.slots import Slots
 from grader.outcome import NEAR_MISS, CriterionResult, Grade
 from grader.records.book import RecordBook
@@ -262,6 +262,20 @@ def _index(
     }
 
 
+def _runs_s(section: Section, criterion: Criterion, facts_at: FactsAt, variants_at: VariantsAt, attempts: int) -> float:
+    """How long the runs a criterion was judged from took: its public runs and its unseen variants', at every
+    attempt it made (all of them already made and loaded: this runs nothing)."""
+    total = 0.0
+    for attempt in range(1, attempts + 1):
+        objects = facts_at(attempt)
+        if objects is not None:
+            total += section.own_s(objects, criterion)
+        found = variants_at(attempt)
+        if found is not None:
+            total += section.own_s(found[1], found[0])
+    return total
+
+
 def _run_sections(
     run: GradeRequest,
     rubric: Rubric,
@@ -317,10 +331,13 @@ def _run_sections(
                 live.make_first_runs(todo[name])
                 for criterion in todo[name]:
                     started, shared = time.perf_counter(), live.shared_s
-                    decision = decide(criterion, section, rubric, live.facts_at(criterion), live.variants_at(criterion))
-                    # its own time: judging it, and its reruns; the runs every criterion of the section reads are
-                    # the section's (reported once, below), whichever criterion happened to need them first
+                    facts_at, variants_at = live.facts_at(criterion), live.variants_at(criterion)
+                    decision = decide(criterion, section, rubric, facts_at, variants_at)
+                    # its own time: the runs it read (each counted for every criterion that read it), judging it,
+                    # and its reruns' judging; the section's shared time is reported once, below
                     took = time.perf_counter() - started - (live.shared_s - shared)
+                    if decision is not None:
+                        took += _runs_s(section, criterion, facts_at, variants_at, decision.attempts)
                     if decision is None:
                         record(
                             unjudged(

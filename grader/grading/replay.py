@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import tempfile
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -40,6 +41,7 @@ __all__ = [
     "SPREAD",
     "ReplayError",
     "Replayed",
+    "default_out",
     "failed_in_report",
     "failing_in",
     "failing_runs",
@@ -236,7 +238,7 @@ def replay_target(
     case: str | None,
     scenario: str | None,
     serve: bool,
-    out: Path,
+    out: Path | None,
     sandboxes: int,
     echo: Callable[[str], None],
     wait: Callable[[], None],
@@ -244,7 +246,8 @@ def replay_target(
     """`grader replay TARGET [CRITERION]`: a submission and a criterion, or a report folder (every criterion it
     failed, each on the runs that failed it there, with the grade's seed). Prints each verdict, its side by
     side and how to reproduce it; with `serve`, starts one criterion's servers instead. Whether every replayed
-    criterion passed; ReplayError for a request that names nothing to replay."""
+    criterion passed; ReplayError for a request that names nothing to replay. The replay's files go to `out`, by
+    default outside the submission folder (`default_out`), which a candidate hands back."""
     book = None
     if (target / "runs" / "index.json").is_file():
         submission, graded_seed, failed = failed_in_report(target)
@@ -259,6 +262,7 @@ def replay_target(
             raise ReplayError("name the CRITERION to replay (e.g. loadgen.ttft), or give a report folder")
         submission, ids = target, [criterion]
     seed = 0 if seed is None else seed
+    out = default_out(submission) if out is None else out
     if serve:
         if len(ids) > 1:
             raise ReplayError(f"--serve starts one criterion's servers; name one of: {', '.join(ids)}")
@@ -291,7 +295,14 @@ def replay_target(
         for line in done.by_hand:
             echo(f"  {line}")
         echo("")
+    echo(f"the replay's reports, records and by-hand files: {out.resolve()}")
     return passed
+
+
+def default_out(submission: Path) -> Path:
+    """Where a replay writes when not told: the system's temporary folder, never the submission's own folder (a
+    candidate's replay would otherwise leave its reports in the work they hand back)."""
+    return Path(tempfile.gettempdir()) / f"grader-replay-{submission.resolve().name or 'submission'}"
 
 
 # -- --serve: the scenario's servers, up until Ctrl-C -------------------------------------------------------

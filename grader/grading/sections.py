@@ -94,6 +94,8 @@ class Section:
     variant_criterion: Callable[[Criterion, list[Any]], Criterion | None] = lambda criterion, objects: criterion
     # how long one key's run is expected to take, so runs made at once start with the longest
     expected_s: Callable[[Context, str], float] = lambda ctx, key: 0.0
+    # how long the runs a criterion read took (each shared run counted for every criterion that read it): its time
+    own_s: Callable[[list[Any], Criterion], float] = lambda objects, criterion: 0.0
 
 
 def _never_busy(objects: list[Any], criterion: Criterion, rubric: Rubric) -> str | None:
@@ -172,15 +174,28 @@ LOADGEN = Section(
     inherent=lambda run: run.wall_s,
     variant_keys=_loadgen_variant_keys,
     expected_s=lambda ctx, key: expected_s(_loadgen_scenario(ctx, key)),
+    own_s=lambda runs, criterion: sum(run.wall_s for run in runs),
 )
 
 
 # -- the candidate's tests: the own-code run and the variants the selected criteria need ------------
 
 
+def _tests_keys(criterion: Criterion, attempt: int) -> tuple[str, ...]:
+    return ("tests",) if attempt == 1 else (f"tests@{attempt}/{criterion.id}",)
+
+
 def _tests_run(ctx: Context, key: str) -> dict[str, Any]:
-    variants = tuple(dict.fromkeys(v for c in ctx.criteria for v in c.variants))
+    _, _, rerun_of = key.partition("/")  # a rerun makes the runs of its one criterion again
+    judged = [ctx.rubric.criterion(rerun_of)] if rerun_of else list(ctx.criteria)
+    variants = tuple(dict.fromkeys(v for c in judged for v in c.variants))
     return run_tests(ctx.box, ctx.submission, variants=variants, limits=ctx.rubric.limits["tests"]).to_record()
+
+
+def _tests_busy(objects: list[TestRuns], criterion: Criterion, rubric: Rubric) -> str | None:
+    """A suite run on a machine too busy to keep time (its own-code run's CPU pressure): its timing tests may have
+    failed for the machine's sake."""
+    return busy_from_cpu([objects[0].own.cpu_waiting], limit=rubric.judging.cpu_waiting)
 
 
 def _tests_facts(objects: list[TestRuns], criterion: Criterion) -> TestRuns | None:
@@ -193,12 +208,15 @@ TESTS = Section(
     "loadgen",
     boxed=True,
     timed=True,
-    keys=_once("tests"),
+    keys=_tests_keys,
     run=_tests_run,
     load=TestRuns.from_record,
     facts=_tests_facts,
-    busy=_never_busy,
+    busy=_tests_busy,
     inherent=lambda runs: runs.own.wall_s + sum(r.wall_s for r in runs.variants.values()),
+    own_s=lambda objects, criterion: (
+        objects[0].own.wall_s + sum(r.wall_s for name, r in objects[0].variants.items() if name in criterion.variants)
+    ),
 )
 
 
@@ -249,6 +267,13 @@ def _gateway_facts(objects: list[GatewayRun], criterion: Criterion) -> GatewayRu
     return run if not run.started or all(name in run.cases for name in criterion.cases) else None
 
 
+def _gateway_cases_s(run: GatewayRun, criterion: Criterion) -> float:
+    """How long the cases a gateway criterion reads took (every case, for a check of every case)."""
+    names = criterion.cases or tuple(run.cases)
+    timed = [float(run.cases[n].extra.get("case_s", 0.0)) for n in names if n in run.cases]
+    return sum(timed) if any(timed) else run.wall_s
+
+
 def _gateway_busy(runs: list[GatewayRun], criterion: Criterion, rubric: Rubric) -> str | None:
     run = runs[0]
     names = criterion.cases or tuple(run.cases)
@@ -269,6 +294,7 @@ GATEWAY = Section(
     inherent=lambda run: run.inherent_s,
     variant_keys=_gateway_variant_keys,
     variant_criterion=_gateway_variant_criterion,
+    own_s=lambda runs, criterion: _gateway_cases_s(runs[0], criterion),
 )
 
 
@@ -290,6 +316,7 @@ SIZING = Section(
     facts=_single,
     busy=_never_busy,
     inherent=lambda runs: runs.wall_s,
+    own_s=lambda objects, criterion: objects[0].wall_s,
 )
 
 
@@ -336,6 +363,7 @@ MEMO = Section(
     facts=_single,
     busy=_never_busy,
     inherent=lambda facts: facts.sizing_wall_s,
+    own_s=lambda objects, criterion: objects[0].sizing_wall_s,
 )
 
 

@@ -21,6 +21,7 @@ class TestRun:
     swapped: bool  # the percentile function was really replaced
     logs: str
     wall_s: float
+    cpu_waiting: float | None = None  # the share of its time some task waited for a core (None: not counted)
 
     @property
     def failed(self) -> list[str]:
@@ -28,7 +29,7 @@ class TestRun:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TestRun:
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
 
 
 @dataclass

@@ -199,7 +199,9 @@ def _run_session(
                 except Exception as exc:  # noqa: BLE001 - a sandbox error ends this case, and is reported
                     run.problem = f"the grader could not run this case: {type(exc).__name__}: {exc}"
                     runs[case.name] = run
-                inherent += inherent_s(plan, case, run, time.perf_counter() - case_started)
+                took = time.perf_counter() - case_started
+                run.extra["case_s"] = round(took, 3)
+                inherent += inherent_s(plan, case, run, took)
     finally:
         result = box.stop(handle)
         if not session.local_stopped:

@@ -19,6 +19,7 @@ from pathlib import Path
 from grader.contract import Submission
 from grader.records.loadgen import HUNG
 from grader.records.tests import PERCENTILE_METHODS, TestRun, TestRuns
+from grader.runs.cpu_wait import CpuWait
 from grader.runs.loadgen import Box
 
 __all__ = ["CANDIDATE_PLUGINS", "run_tests"]
@@ -58,7 +59,9 @@ def _run(
         "PYTEST_PLUGINS": ",".join(("grader_test_outcomes", *CANDIDATE_PLUGINS)),
         "PYTEST_ADDOPTS": "-rf -p no:cacheprovider" + (" -x" if stop_early else ""),
     }
+    waiting = CpuWait()
     result = box.run(argv, timeout_s=timeout_s, env=env, inject=_inject(), files_back=[outcomes, marker])
+    cpu_waiting = waiting.share()
     files = result.files or {}
     tests: dict[str, str] = {}
     if files.get(outcomes):
@@ -71,7 +74,16 @@ def _run(
         f" (killed: {killed})" if killed else ""
     )
     tail = (result.stdout_tail or "")[-2500:] + (result.stderr_tail or "")[-1500:]
-    return TestRun(variant, result.exit_code, killed, tests, bool(files.get(marker)), logs + "\n" + tail, result.wall_s)
+    return TestRun(
+        variant,
+        result.exit_code,
+        killed,
+        tests,
+        bool(files.get(marker)),
+        logs + "\n" + tail,
+        result.wall_s,
+        cpu_waiting,
+    )
 
 
 def run_tests(box: Box, submission: Submission, *, variants: tuple[str, ...], limits: dict[str, float]) -> TestRuns:

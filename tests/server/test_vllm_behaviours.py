@@ -12,8 +12,8 @@ from conftest import chat_body, json_events, metric_values, stream_chat
 from fake_server import SettingsError, tokenizer
 
 
-def _post(server, body, path="/v1/chat/completions", timeout=30.0):
-    return httpx.post(server.base_url + path, json=body, timeout=timeout)
+def _post(server, body, path="/v1/chat/completions", timeout=30.0, headers=None):
+    return httpx.post(server.base_url + path, json=body, timeout=timeout, headers=headers)
 
 
 def test_completions_default_to_16_tokens_as_vllm(fake_server):
@@ -99,6 +99,21 @@ def test_reset_keeps_request_ids_unique(fake_server):
     first = _post(server, chat_body(stream=False, max_tokens=1)).json()["id"]
     server.reset()
     assert _post(server, chat_body(stream=False, max_tokens=1)).json()["id"] != first
+
+
+def test_two_servers_with_one_seed_give_ids_of_their_own_and_each_the_same_ids_again(fake_server):
+    """A gateway's local route and hosted API, both seeded alike, never answer with the same id; the same server
+    started again at the same seed gives the same ids (a grade is repeatable)."""
+    local = fake_server(token_rate=1000, seed=5, served_model_name=["qwen-local"])
+    api = fake_server(token_rate=1000, seed=5, persona="api", served_model_name=["opus-api"])
+    again = fake_server(token_rate=1000, seed=5, served_model_name=["qwen-local"])
+
+    def first_id(server, model: str) -> str:
+        body = {**chat_body(stream=False, max_tokens=1), "model": model}
+        return _post(server, body, headers={"Authorization": "Bearer k"}).json()["id"]
+
+    ids = [first_id(local, "qwen-local"), first_id(api, "opus-api"), first_id(again, "qwen-local")]
+    assert ids[0] != ids[1] and ids[0] == ids[2], ids
 
 
 def test_a_failed_configure_changes_no_model(fake_server):

@@ -27,7 +27,7 @@ from grader.criteria.gateway.answers import (
     statuses_of,
 )
 from grader.criteria.registry import check
-from grader.criteria.verdict import Verdict, within
+from grader.criteria.verdict import Verdict, toward_bound, within
 from grader.records.gateway import CaseRun, GatewayRun
 from grader.rubric import Criterion
 
@@ -312,8 +312,9 @@ def _health(gw: GatewayRun, criterion: Criterion) -> Verdict:
 
 
 def _probe_period(run: CaseRun, interval: float, band: tuple[float, float]) -> tuple[list[str], float]:
-    """The probe's gaps over a quiet window: their median within `band`. The problems, and how far outside
-    the band the median lies (its margin: above 1 is outside)."""
+    """The probe's gaps over a quiet window: their median within `band`. The problems, and the median's margin:
+    how far it lies from `interval` toward the nearer bound (0 on the interval, 1 on the bound, above 1 outside;
+    grader.criteria.verdict.toward_bound)."""
     calls = sorted(float(t) for t in run.extra.get("health_calls", []))
     start, end = run.extra.get("window", [run.t0, run.t0])
     span = f"{len(calls)} calls of /health in {end - start:.2f} s (health_interval_s {interval:g} s)"
@@ -322,7 +323,7 @@ def _probe_period(run: CaseRun, interval: float, band: tuple[float, float]) -> t
     gaps = sorted(b - a for a, b in itertools.pairwise(calls))
     median = gaps[len(gaps) // 2]
     low, high = band
-    off = max(low / median if median > 0 else float("inf"), median / high)
+    off = toward_bound(median, interval, low, high)
     run.extra["probe_median_gap_s"] = median
     if median < low:
         return [

@@ -126,11 +126,18 @@ def test_a_report_folder_replays_what_it_failed(tmp_path):
     report = json.loads((out / "report.json").read_text())
     (cut,) = [t for t in report["tests"] if t["extra_data"]["id"] == "loadgen.cut"]
     assert f"Replay: grader replay {folder} loadgen.cut --seed 0" in cut["output"]
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "replay", str(out), "--out", str(tmp_path / "again")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    # run from the candidate's own folder, as TASK.md has them do: the replay's files land outside it
+    before = sorted(p.relative_to(folder) for p in folder.rglob("*") if "__pycache__" not in p.parts)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "replay", str(out)], cwd=folder, capture_output=True,
+                          text=True, timeout=300, check=False, env={**os.environ, "TMPDIR": str(temp)})
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith("FAILED 0/1  loadgen.cut  (seed 0") and "loadgen.runs" not in done.stdout
     assert "to reproduce by hand:" in done.stdout and "fake-server serve --scenario" in done.stdout
+    assert f"the replay's reports, records and by-hand files: {temp / 'grader-replay-chaff'}" in done.stdout
+    assert (temp / "grader-replay-chaff" / "report.json").is_file()
+    assert sorted(p.relative_to(folder) for p in folder.rglob("*") if "__pycache__" not in p.parts) == before
 
 
 def test_a_report_folder_replays_a_criterion_on_the_runs_that_failed_it(tmp_path):

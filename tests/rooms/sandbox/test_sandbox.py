@@ -351,13 +351,18 @@ def test_a_candidate_streams_from_a_server_and_the_ledger_shows_it(box: Sandbox)
         box.stop_server("local")
 
 
-# A client that sends one short request every `gap` seconds, `count` times, then sleeps `after` seconds.
+# A client that sends one short request every `gap` seconds, `count` times, then sleeps `after` seconds (the
+# standard library's client: it starts at once, even on a busy machine).
 TRICKLE = """
-import sys, time, httpx
+import http.client, json, sys, time, urllib.parse
 base, count, gap, after = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-body = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+url = urllib.parse.urlsplit(base)
+body = json.dumps({"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1})
 for _ in range(count):
-    httpx.post(base + "/chat/completions", json=body, timeout=10)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    connection.request("POST", url.path + "/chat/completions", body, {"Content-Type": "application/json"})
+    connection.getresponse().read()
+    connection.close()
     time.sleep(gap)
 time.sleep(after)
 """
@@ -370,22 +375,22 @@ def test_a_watched_command_runs_past_its_limit_only_while_its_server_finishes_re
     try:
         watch = {"server": "watched", "quiet_s": 2.0, "max_s": 8.0}
         argv = ["python", "-c", TRICKLE, server["base_url"]]
-        # 8 requests 0.25 s apart: about 2 s, past a 1 s limit, each gap well inside quiet_s
-        working = box.run([*argv, "8", "0.25", "0"], timeout_s=1.0, watch=watch)
+        # 10 requests 0.25 s apart: about 2.5 s, past a 1.5 s limit, each gap well inside quiet_s
+        working = box.run([*argv, "10", "0.25", "0"], timeout_s=1.5, watch=watch)
         assert working.exit_code == 0 and working.killed is None, working
-        assert 0 < working.extended_s < 7.0 and working.wall_s > 1.0
+        assert 0 < working.extended_s < 6.5 and working.wall_s > 1.5
         # progress, then silence: stopped within quiet_s (and the pump's look) of its last finished request
         box.reset("watched")
-        silent = box.run([*argv, "2", "0.25", "30"], timeout_s=1.0, watch={**watch, "quiet_s": 0.5})
-        assert silent.killed == "wall timeout" and silent.wall_s < 1.0 + 0.5 + 1.0, silent
+        silent = box.run([*argv, "2", "0.25", "30"], timeout_s=1.5, watch={**watch, "quiet_s": 0.5})
+        assert silent.killed == "wall timeout" and silent.wall_s < 1.5 + 0.5 + 1.0, silent
         # progress that never ends: stopped at max_s
         box.reset("watched")
-        endless = box.run([*argv, "1000", "0.1", "0"], timeout_s=1.0, watch={**watch, "max_s": 2.5})
-        assert endless.killed == "wall timeout" and 2.4 < endless.wall_s < 3.5, endless
+        endless = box.run([*argv, "1000", "0.1", "0"], timeout_s=1.5, watch={**watch, "max_s": 3.0})
+        assert endless.killed == "wall timeout" and 2.9 < endless.wall_s < 4.0, endless
         # not watched: stopped at its limit, whatever the server sees
         box.reset("watched")
-        plain = box.run([*argv, "8", "0.25", "0"], timeout_s=1.0)
-        assert plain.killed == "wall timeout" and plain.extended_s == 0 and plain.wall_s < 2.0, plain
+        plain = box.run([*argv, "10", "0.25", "0"], timeout_s=1.5)
+        assert plain.killed == "wall timeout" and plain.extended_s == 0 and plain.wall_s < 2.5, plain
     finally:
         box.stop_server("watched")
 

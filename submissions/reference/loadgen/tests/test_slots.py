@@ -16,8 +16,8 @@ def test_more_requests_than_slots_raise_p90_ttft(fake_server, load):
     roomy = load(server_with(fake_server, slots=8), requests=8, concurrency=8).summary()
     crowded = load(server_with(fake_server, slots=2), requests=8, concurrency=8).summary()
     assert roomy.ttft.n == crowded.ttft.n == 8
-    # Eight slots: nobody queues. Two slots: four waves; the p90 (rank 8 of 8) waits for three answers.
-    assert roomy.ttft.p90 < answer / 2
+    # Eight slots: nobody queues. Two slots: four waves; the p90 (rank 8 of 8) waits for three answers. (No bound
+    # on the roomy run alone: on a busy machine its own TTFT grows, while the queue still adds three answers.)
     assert crowded.ttft.p90 > 2.5 * answer
     assert crowded.ttft.p90 > roomy.ttft.p90 + 2 * answer
 
