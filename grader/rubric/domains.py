@@ -11,14 +11,14 @@ variants file to both.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from grader.shared.yaml_files import read_yaml
 
-__all__ = ["DOMAINS_FILE", "Dimension", "draws_of", "load_domains", "outside"]
+__all__ = ["DOMAINS_FILE", "Dimension", "draws_of", "load_domains", "outside", "outside_drawn"]
 
 DOMAINS_FILE = Path(__file__).resolve().parent / "domains.yaml"
 
@@ -81,8 +81,15 @@ def draws_of(variants: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
 
 
 def _values(draw: Any) -> list[Any]:
-    """The values a draw can take that bound it: both ends of a range, or each of its choices."""
-    return list(draw["one_of"]) if isinstance(draw, dict) else list(draw)
+    """The values a draw can take that bound it: both ends of a range, or each of its choices. A draw read against
+    the value it replaces (scale, shift, follow) has none here: `outside_drawn` checks the values it drew."""
+    if isinstance(draw, list):
+        return list(draw)
+    if isinstance(draw, dict) and "one_of" in draw:
+        return list(draw["one_of"])
+    if isinstance(draw, dict) and "range" in draw:
+        return list(draw["range"])
+    return []
 
 
 def outside(dimensions: list[Dimension], variants: dict[str, Any]) -> list[str]:
@@ -96,3 +103,16 @@ def outside(dimensions: list[Dimension], variants: dict[str, Any]) -> list[str]:
         if bad := [v for v in _values(draw) if not dimension.admits(v)]:
             problems.append(f"{where}.{path}: {bad[0]!r} is outside the published domain of {dimension.name}")
     return problems
+
+
+def outside_drawn(dimensions: list[Dimension], drawn: Iterable[tuple[str, str, Any]]) -> list[str]:
+    """Each value actually drawn, as (where, dotted path, value), that leaves its dimension's domain: the check of
+    a draw read against its published value, made on the draws of many seeds."""
+    problems: dict[str, str] = {}
+    for where, path, value in drawn:
+        dimension = next((d for d in dimensions if d.covers(path)), None)
+        if dimension is not None and not dimension.admits(value) and f"{where}.{path}" not in problems:
+            problems[f"{where}.{path}"] = (
+                f"{where}.{path}: {value!r} was drawn, outside the published domain of {dimension.name}"
+            )
+    return list(problems.values())

@@ -14,7 +14,6 @@ is `gateway.v1`.
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.rubric import Criterion, Rubric, Scenario
+from grader.rubric.draws import DrawError, drawn, get_path, problem_of
 from grader.rubric.gateway_plan import Case, GatewayPlan, PlanError, billing_as_told, read_plan
 from grader.shared.yaml_files import YamlError, read_yaml
 
@@ -54,45 +54,9 @@ def is_variant_name(name: str) -> bool:
     return ".v" in name
 
 
-def _draw(spec: Any, rng: random.Random) -> Any:
-    if isinstance(spec, dict):
-        return rng.choice(list(spec["one_of"]))
-    lo, hi = spec
-    if isinstance(lo, int) and isinstance(hi, int):
-        return rng.randint(lo, hi)
-    return round(rng.uniform(float(lo), float(hi)), 3)
-
-
-def _steps(path: str) -> list[str | int]:
-    return [int(p) if p.isdigit() else p for p in path.split(".")]
-
-
-def _set(target: Any, path: str, value: Any) -> None:
-    """Set `target`'s value at the dotted `path`; KeyError/IndexError/TypeError when the path is not there."""
-    *parents, last = _steps(path)
-    for step in parents:
-        target = target[step]
-    target[last]  # the setting must exist in the public scenario: a draw never adds one
-    target[last] = value
-
-
-def _drawn(base: dict[str, Any], draws: Draws, rng: random.Random) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for path in sorted(draws):  # a fixed order: the same seed gives the same values
-        _set(out, path, _draw(draws[path], rng))
-    return out
-
-
-def _what_changed(drawn: dict[str, Any], draws: Draws) -> str:
+def _what_changed(values: dict[str, Any], draws: Draws) -> str:
     """The drawn settings, for the hiring team's evidence: `server.faults.0.status 504, ...`."""
-
-    def value(path: str) -> Any:
-        target: Any = drawn
-        for step in _steps(path):
-            target = target[step]
-        return target
-
-    return ", ".join(f"{path} {value(path)}" for path in sorted(draws)) or "no setting drawn"
+    return ", ".join(f"{path} {get_path(values, path)}" for path in sorted(draws)) or "no setting drawn"
 
 
 def _rng(seed: int, name: str, i: int) -> random.Random:
@@ -129,20 +93,23 @@ class Variants:
     def scenario(self, base: Scenario, i: int, seed: int) -> Scenario:
         """Variant `i` of a public scenario: its listed settings drawn."""
         draws = self.loadgen[base.name]
-        drawn = _drawn({"server": base.server, "loadgen": base.loadgen}, draws, _rng(seed, base.name, i))
+        public = {"server": base.server, "loadgen": base.loadgen}
+        values = drawn(public, draws, _rng(seed, base.name, i), {"published": public})
         return Scenario(
             variant_name(base.name, i),
-            f"an unseen variant of {base.name}, drawn: {_what_changed(drawn, draws)}",
-            drawn["server"],
-            drawn["loadgen"],
+            f"an unseen variant of {base.name}, drawn: {_what_changed(values, draws)}",
+            values["server"],
+            values["loadgen"],
         )
 
     def gateway_plan(self, base: GatewayPlan, i: int, seed: int) -> GatewayPlan:
         """Variant `i` of the gateway plan: config and local server drawn, the listed cases (drawn) and the extra
         ones, after the startup case."""
         rng = _rng(seed, "gateway", i)
-        config = _drawn(base.config, self.gateway_config, rng)
-        servers = _drawn({"local": base.local_server, "api": base.api_server}, self.gateway_servers, rng)
+        public_servers = {"local": base.local_server, "api": base.api_server}
+        published = {"published": {"config": base.config, "servers": public_servers}}
+        config = drawn(base.config, self.gateway_config, rng, published)
+        servers = drawn(public_servers, self.gateway_servers, rng, {**published, "config": config})
         setup = ", ".join(
             p
             for p in (
@@ -161,9 +128,9 @@ class Variants:
         # the cases that stop the local server last, as in the public plan (a stopped server stays stopped)
         ordered = sorted([*varied, *extras], key=lambda pair: pair[0].stop_local)
         for case, draws in ordered:
-            drawn = _drawn(case.to_dict(), draws, rng)
-            drawn["what"] = f"{case.what} (an unseen variant; drawn: {_what_changed(drawn, draws)})"
-            cases.append(Case.from_dict(drawn))
+            values = drawn(case.to_dict(), draws, rng, {**published, "config": config, "servers": servers})
+            values["what"] = f"{case.what} (an unseen variant; drawn: {_what_changed(values, draws)})"
+            cases.append(Case.from_dict(values))
         api = {k: v for k, v in servers["api"].items() if k not in ("price_input", "price_output")}
         return replace(
             base,
@@ -202,16 +169,18 @@ def load_variants(rubric: Rubric, path: Path = VARIANTS_FILE) -> Variants | None
         if not isinstance(draws, dict):
             problems.append(where(f"{field}: a mapping of dotted settings to draws"))
             return {}
-        probe = copy.deepcopy(base)
+        good = {}
         for setting, spec in draws.items():
-            if not _valid_draw(spec):
-                problems.append(where(f"{field}.{setting}: a draw is [lo, hi] or {{one_of: [...]}}, not {spec!r}"))
+            if why := problem_of(spec):
+                problems.append(where(f"{field}.{setting}: {why}, not {spec!r}"))
                 continue
             try:
-                _set(probe, str(setting), _draw(spec, random.Random(0)))
+                get_path(base, str(setting))
             except (KeyError, IndexError, TypeError):
                 problems.append(where(f"{field}.{setting}: no such setting in the public one"))
-        return dict(draws)
+                continue
+            good[str(setting)] = spec
+        return good
 
     if not isinstance(data, dict) or not isinstance(data.get("count"), int) or data["count"] < 1:
         raise VariantsError(where("count: the number of variants of each scenario (an integer, at least 1)"))
@@ -261,19 +230,12 @@ def load_variants(rubric: Rubric, path: Path = VARIANTS_FILE) -> Variants | None
     if problems:
         raise VariantsError("\n".join(problems))
     variants = Variants(data["count"], loadgen, config, servers, cases, tuple(extras))
-    try:  # the drawn plan must still be a plan (prices agree, the context length is there)
+    try:  # every draw can be made (a followed setting exists, a range leaves room), and the drawn plan is a plan
+        for name in variants.loadgen:
+            variants.scenario(rubric.scenarios[name], 1, 0)
         read_plan(variants.gateway_plan(plan, 1, 0).to_dict())
     except PlanError as exc:
         raise VariantsError(where(f"gateway: the drawn plan is not a plan: {exc}")) from None
+    except (DrawError, KeyError, IndexError, TypeError) as exc:
+        raise VariantsError(where(f"a draw cannot be made: {exc}")) from None
     return variants
-
-
-def _valid_draw(spec: Any) -> bool:
-    if isinstance(spec, dict):
-        return set(spec) == {"one_of"} and isinstance(spec["one_of"], list) and bool(spec["one_of"])
-    return (
-        isinstance(spec, list)
-        and len(spec) == 2
-        and all(isinstance(v, int | float) for v in spec)
-        and spec[0] <= spec[1]
-    )

@@ -261,7 +261,7 @@ def _context(run: CaseRun) -> list[str]:
     return _no_local(_served_by("api"))(run)
 
 
-@check("gateway", "gateway.health-probe", needs=("margin_s", "probe_low_ratio", "probe_high_ratio"))
+@check("gateway", "gateway.health-probe", needs=("margin_s", "probe_low_ratio", "probe_high_ratio", "probe_clear_ratio"))
 def _health(gw: GatewayRun, criterion: Criterion) -> Verdict:
     interval, extra = gw.plan.health_interval_s, criterion.tol("margin_s")
     bound = interval + extra
@@ -298,8 +298,15 @@ def _health(gw: GatewayRun, criterion: Criterion) -> Verdict:
             return [f"the local route served again {after:.3f} s after /health turned healthy (allowed: {bound:g} s)"]
         return []
 
+    def clear(run: CaseRun) -> bool:  # a median over many gaps this far outside its band is no machine's noise
+        return run.case.kind == "probe-period" and _probe_period(run, interval, band)[1] >= criterion.tol("probe_clear_ratio")
+
     verdict = judge_cases(
-        gw, criterion.cases, per_case, truth=f"recovery bound: health_interval_s {interval:g} s + {extra:g} s"
+        gw,
+        criterion.cases,
+        per_case,
+        truth=f"recovery bound: health_interval_s {interval:g} s + {extra:g} s",
+        clear=clear,
     )
     verdict.margin = margin if margin is not None and margin != float("inf") else None
     verdict.closest = max(closest)[1] if closest else ""

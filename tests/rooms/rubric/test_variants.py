@@ -10,6 +10,7 @@ import yaml
 
 from grader.grading.grade import GradeRequest, unseen_material
 from grader.rubric import load_rubric
+from grader.rubric.draws import get_path
 from grader.rubric.variants import VARIANTS_FILE, gateway_criterion, load_variants, VariantsError
 
 RUBRIC = load_rubric()
@@ -119,7 +120,7 @@ def test_a_variant_judges_a_criterion_on_the_cases_it_ran_and_the_extra_cases_th
         ),
         (
             lambda d: d["loadgen"]["cut"].update({"server.faults.0.after_tokens": [5, 1]}),
-            "loadgen.cut.server.faults.0.after_tokens: a draw is [lo, hi] or {one_of: [...]}",
+            "loadgen.cut.server.faults.0.after_tokens: a range is [lo, hi] with lo <= hi",
         ),
         (
             lambda d: d["gateway"]["cases"].update({"rl-refused": {}}),
@@ -155,11 +156,33 @@ def test_the_self_check_runs_no_hidden_material_and_the_grade_runs_it_all(tmp_pa
 
 def test_every_draw_stays_in_the_domain_the_brief_publishes_and_the_brief_shows_them() -> None:
     from grader.kit.generated import stale_parts
-    from grader.rubric.domains import load_domains, outside
+    from grader.rubric.domains import load_domains, outside, outside_drawn
     from grader.shared.yaml_files import read_yaml
 
     assert outside(load_domains(), read_yaml(VARIANTS_FILE)) == []
+    assert outside_drawn(load_domains(), _every_value_drawn(_variants(), range(200))) == []
     assert stale_parts() == [], "run: python -m grader.kit.generated --write"
+
+
+def _every_value_drawn(v, seeds):
+    """(where, path, value) of every setting each seed's variants drew, as the variants file names them."""
+    for seed in seeds:
+        for name, draws in v.loadgen.items():
+            drawn = v.scenario(RUBRIC.scenarios[name], 1, seed).to_dict()
+            for path in draws:
+                yield f"loadgen.{name}", path, get_path(drawn, path)
+        plan = v.gateway_plan(RUBRIC.gateway, 1, seed)
+        for path in v.gateway_config:
+            yield "gateway.config", path, get_path(plan.config, path)
+        for path in v.gateway_servers:
+            yield "gateway.servers", path, get_path({"local": plan.local_server, "api": plan.api_server}, path)
+        cases = {c.name: c.to_dict() for c in plan.cases}
+        for case, draws in v.gateway_cases.items():
+            for path in draws:
+                yield f"gateway.cases.{case}", path, get_path(cases[case], path)
+        for i, extra in enumerate(v.extra_cases):
+            for path in extra.draw:
+                yield f"gateway.extra_cases[{i}]", path, get_path(cases[extra.case.name], path)
 
 
 def test_a_draw_outside_its_domain_or_with_none_is_named() -> None:

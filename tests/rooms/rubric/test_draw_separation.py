@@ -1,0 +1,184 @@
+"""Draw separation: every chaff fitted to a published constant fails its criterion on every seed, by more than the
+borderline band, never by chance and never `inconclusive`.
+
+A fitted chaff passes the published runs and loses only on the unseen draws (grader/kit/fittable.yaml names each
+with the constant it hard-codes). Graded live it would take a full grade per seed; judged from the draws and the
+criterion's own arithmetic it takes milliseconds: for 50 seeds, what the fitted value does on the drawn setting is
+held to what the criterion allows, with room to spare. A fitted chaff listed there without its arithmetic here
+fails the last test, so a new one cannot be left unproven.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import yaml
+from kit_paths import ROOT
+
+from grader.criteria.verdict import toward_bound
+from grader.rubric import Rubric, load_rubric
+from grader.rubric.gateway_plan import GatewayPlan
+from grader.rubric.variants import Variants, load_variants
+
+RUBRIC = load_rubric()
+VARIANTS = load_variants(RUBRIC)
+SEEDS = range(50)
+#: Past the quiet borderline band's top: a verdict, not a rerun.
+CLEAR = RUBRIC.judging.borderline[1]
+
+
+def _case(plan: GatewayPlan, name: str) -> dict:
+    return next(c for c in plan.cases if c.name == name).to_dict()
+
+
+def _statuses(rubric: Rubric, scenario: str) -> set[int]:
+    return {f["status"] for f in rubric.scenarios[scenario].server["faults"] if "status" in f}
+
+
+def loadgen_error_statuses(v: Variants, seed: int) -> list[str]:
+    published = _statuses(RUBRIC, "http-errors")
+    drawn = {f["status"] for f in v.scenario(RUBRIC.scenarios["http-errors"], 1, seed).server["faults"] if "status" in f}
+    return [] if drawn - published else [f"every drawn status is one of the published {sorted(published)}"]
+
+
+def loadgen_timeout(v: Variants, seed: int) -> list[str]:
+    published = RUBRIC.scenarios["timeout"].loadgen["timeout_s"]
+    drawn = v.scenario(RUBRIC.scenarios["timeout"], 1, seed)
+    timeout, (long, within) = drawn.loadgen["timeout_s"], [f["seconds"] for f in drawn.server["faults"]]
+    out = []
+    if within < published + 0.3:  # the fitted client abandons the in-time request at its published timeout
+        out.append(f"the in-time stall {within} s is not clearly past the published timeout {published} s")
+    if within > timeout - 0.3 or long < timeout + 0.5:
+        out.append(f"stalls {within} / {long} s are not clearly within / past the drawn timeout {timeout} s")
+    return out
+
+
+def _gateway_statuses(case: str, published: set[int]) -> Callable[[Variants, int], list[str]]:
+    def check(v: Variants, seed: int) -> list[str]:
+        status = _case(v.gateway_plan(RUBRIC.gateway, 1, seed), case)["local_faults"][0]["status"]
+        return [f"{case}: status {status} is one a fitted gateway lists"] if status in published else []
+
+    return check
+
+
+def gateway_first_byte(v: Variants, seed: int) -> list[str]:
+    plan = v.gateway_plan(RUBRIC.gateway, 1, seed)
+    stall = _case(plan, "local-first-byte-in-time")["local_faults"][0]["seconds"]
+    fitted = RUBRIC.gateway.first_byte_s
+    if stall < fitted + 0.1 or stall > plan.first_byte_s - 0.25:
+        return [f"the in-time first byte at {stall} s is not between the published {fitted} s and the drawn "
+                f"{plan.first_byte_s} s with room"]
+    return []
+
+
+def gateway_connect(v: Variants, seed: int) -> list[str]:
+    plan = v.gateway_plan(RUBRIC.gateway, 1, seed)
+    allowed = plan.connect_s + RUBRIC.criterion("gateway.fallback-timeout").tol("connect_margin_s")
+    fitted = RUBRIC.gateway.connect_s  # it asks the API only then
+    return [] if fitted >= allowed + 0.3 else [f"a fitted {fitted} s connect is within {allowed:.3f} s + 0.3 s"]
+
+
+def gateway_total(v: Variants, seed: int) -> list[str]:
+    plan = v.gateway_plan(RUBRIC.gateway, 1, seed)
+    allowed = plan.total_s + RUBRIC.criterion("gateway.committed-stream").tol("total_margin_s")
+    fitted = RUBRIC.gateway.total_s  # its stream ends only then
+    pause = _case(plan, "local-total-stall")["local_faults"][0]["seconds"]
+    out = [] if fitted >= allowed + 0.2 else [f"a fitted total_s {fitted} s ends within {allowed:.3f} s + 0.2 s"]
+    return out + ([] if pause >= fitted + 0.2 else [f"the pause {pause} s ends before the fitted {fitted} s"])
+
+
+def gateway_probe(v: Variants, seed: int) -> list[str]:
+    """A probe at the published period, judged as the criterion judges a median gap on the drawn interval."""
+    interval = v.gateway_plan(RUBRIC.gateway, 1, seed).health_interval_s
+    criterion = RUBRIC.criterion("gateway.health-probe")
+    band = criterion.tol("probe_low_ratio") * interval, criterion.tol("probe_high_ratio") * interval
+    margin = toward_bound(RUBRIC.gateway.health_interval_s, interval, *band)
+    # far enough to stand even on a machine too busy to keep time (a median of many gaps is no noise)
+    return [] if margin > max(CLEAR, criterion.tol("probe_clear_ratio")) else [f"a probe every published {RUBRIC.gateway.health_interval_s} s has "
+                                                 f"margin {margin:.2f} on a drawn {interval} s: not a clear fail"]
+
+
+def gateway_prices(v: Variants, seed: int) -> list[str]:
+    drawn = v.gateway_plan(RUBRIC.gateway, 1, seed).config["api"]["prices"]
+    published = RUBRIC.gateway.config["api"]["prices"]
+    return [f"{k}: drawn {drawn[k]} is within half again of the published {published[k]}"
+            for k in drawn if max(drawn[k], published[k]) < 1.5 * min(drawn[k], published[k])]
+
+
+def gateway_framing(v: Variants, seed: int) -> list[str]:
+    servers = v.gateway_plan(RUBRIC.gateway, 1, seed)
+    return [f"{name}: LF endings, as published" for name, s in (("local", servers.local_server),
+                                                               ("api", servers.api_server))
+            if s.get("sse_line_ending", "lf") == "lf"]
+
+
+def gateway_template(v: Variants, seed: int) -> list[str]:
+    prompt = v.gateway_plan(RUBRIC.gateway, 1, seed).local_server.get("default_system_prompt")
+    return [] if prompt else ["the local chat template adds nothing: a copied tokenizer counts right"]
+
+
+def gateway_context(v: Variants, seed: int) -> list[str]:
+    drawn, published = v.gateway_plan(RUBRIC.gateway, 1, seed).max_model_len, RUBRIC.gateway.max_model_len
+    return [] if abs(drawn - published) >= 8 else [f"max_model_len {drawn} is within 8 of the published {published}"]
+
+
+def gateway_tokenize_status(v: Variants, seed: int) -> list[str]:
+    status = _case(v.gateway_plan(RUBRIC.gateway, 1, seed), "tokenize-error")["local_faults"][0]["status"]
+    published = _case(RUBRIC.gateway, "tokenize-error")["local_faults"][0]["status"]
+    return [f"the /tokenize error is the published {published}"] if status == published else []
+
+
+def sizing_refusals(v: Variants, seed: int) -> list[str]:
+    unseen = RUBRIC.sizing.with_hidden().refuse
+    published = {(r.flag, repr(r.value)) for r in RUBRIC.sizing.refuse}
+    return [] if any((r.flag, repr(r.value)) not in published for r in unseen) else ["no unseen input to refuse"]
+
+
+#: Each fitted chaff (grader/kit/fittable.yaml), and the arithmetic that shows its constant fails on a draw.
+FITTED: dict[str, Callable[[Variants, int], list[str]]] = {
+    "loadgen-error-statuses-listed": loadgen_error_statuses,
+    "loadgen-timeout-fixed": loadgen_timeout,
+    "gateway-fallback-on-listed-5xx": lambda v, s: (
+        _gateway_statuses("local-500", {500, 502, 503})(v, s) + _gateway_statuses("rl-500", {500, 502, 503})(v, s)
+    ),
+    "gateway-no-fallback-on-listed-4xx": _gateway_statuses("local-400", {400, 404, 429}),
+    "gateway-first-byte-fixed": gateway_first_byte,
+    "gateway-connect-fixed": gateway_connect,
+    "gateway-total-fixed": gateway_total,
+    "gateway-probe-fixed": gateway_probe,
+    "gateway-prices-published": gateway_prices,
+    "gateway-sse-lf-only": gateway_framing,
+    "gateway-tokenizer-copy": gateway_template,
+    "gateway-context-fixed": gateway_context,
+    "gateway-tokenize-error-500-only": gateway_tokenize_status,
+    "sizing-validates-published-only": sizing_refusals,
+}
+
+
+@pytest.mark.parametrize("chaff", sorted(FITTED))
+def test_each_fitted_chaff_fails_its_criterion_on_every_seed(chaff: str) -> None:
+    assert VARIANTS is not None
+    failures = {seed: why for seed in SEEDS if (why := FITTED[chaff](VARIANTS, seed))}
+    assert not failures, f"{chaff} could pass on {len(failures)} of {len(SEEDS)} seeds: {dict(list(failures.items())[:3])}"
+
+
+def test_every_fitted_chaff_has_its_arithmetic_here() -> None:
+    listed = {c for entry in yaml.safe_load((ROOT / "grader/kit/fittable.yaml").read_text())["constants"]
+              for c in entry.get("chaff") or ()}
+    assert listed == set(FITTED), f"fitted chaff without arithmetic: {sorted(listed - set(FITTED))}"
+
+
+def test_the_arithmetic_catches_a_draw_too_close_to_the_published_value(tmp_path) -> None:
+    """The checks can fail: the draws of the earlier variants file (a probe interval from 0.5 s, a price from 1 to
+    9 dollars, a context from 200 to 320 tokens) let fitted constants through on some seeds."""
+    data = yaml.safe_load((ROOT / "grader/unseen/variants.yaml").read_text())
+    data["gateway"]["config"]["local.health_interval_s"] = [0.3, 0.5]
+    data["gateway"]["config"]["api.prices.input_per_million_usd"] = [1.0, 9.0]
+    data["gateway"]["servers"]["local.max_model_len"] = [200, 320]
+    path = tmp_path / "variants.yaml"
+    path.write_text(yaml.safe_dump(data))
+    close = load_variants(RUBRIC, path)
+    assert close is not None
+    for chaff in ("gateway-probe-fixed", "gateway-prices-published", "gateway-context-fixed"):
+        assert any(FITTED[chaff](close, seed) for seed in SEEDS), chaff
