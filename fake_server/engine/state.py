@@ -34,6 +34,10 @@ class ServerState:
     def __init__(self, settings: ServerSettings) -> None:
         settings.validate()
         self.settings = settings
+        # what tells this server's response ids from another's with the same seed: its persona, the names it
+        # serves and, when it was given one, its port (a fleet's replicas serve the same names on ports of their own)
+        port = f":{settings.port}" if settings.port else ""
+        self.identity = f"{settings.persona}:{','.join(settings.served_model_name)}{port}"
         self.started = time.perf_counter()
         self.started_at = int(time.time())
         self.healthy = True

@@ -76,8 +76,11 @@ async def _read_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-def _request_id(prefix: str, seed: int, generation: int, number: int) -> str:
-    return prefix + hashlib.blake2b(f"{seed}:{generation}:{number}".encode(), digest_size=16).hexdigest()
+def _request_id(prefix: str, seed: int, generation: int, number: int, server: str) -> str:
+    """A response id unique to this request on this server: the same seed gives two servers (a local route and a
+    hosted API, two replicas of a fleet) ids of their own, so a client pairing answers by id never mixes them up."""
+    key = f"{server}:{seed}:{generation}:{number}"
+    return prefix + hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
 
 
 async def chat_completions(request: Request) -> Response:
@@ -94,7 +97,7 @@ async def _generate(request: Request, chat: bool) -> Response:
     number = state.next_number()
     generation = state.ledger.open()
     record = LedgerRecord(
-        id=_request_id("chatcmpl-" if chat else "cmpl-", state.settings.seed, generation, number),
+        id=_request_id("chatcmpl-" if chat else "cmpl-", state.settings.seed, generation, number, state.identity),
         number=number,
         model="",
         endpoint="chat" if chat else "completions",

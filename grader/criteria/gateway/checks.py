@@ -261,7 +261,9 @@ def _context(run: CaseRun) -> list[str]:
     return _no_local(_served_by("api"))(run)
 
 
-@check("gateway", "gateway.health-probe", needs=("margin_s", "probe_low_ratio", "probe_high_ratio", "probe_clear_ratio"))
+@check(
+    "gateway", "gateway.health-probe", needs=("margin_s", "probe_low_ratio", "probe_high_ratio", "probe_clear_ratio")
+)
 def _health(gw: GatewayRun, criterion: Criterion) -> Verdict:
     interval, extra = gw.plan.health_interval_s, criterion.tol("margin_s")
     bound = interval + extra
@@ -299,7 +301,9 @@ def _health(gw: GatewayRun, criterion: Criterion) -> Verdict:
         return []
 
     def clear(run: CaseRun) -> bool:  # a median over many gaps this far outside its band is no machine's noise
-        return run.case.kind == "probe-period" and _probe_period(run, interval, band)[1] >= criterion.tol("probe_clear_ratio")
+        return run.case.kind == "probe-period" and _probe_period(run, interval, band)[1] >= criterion.tol(
+            "probe_clear_ratio"
+        )
 
     verdict = judge_cases(
         gw,
