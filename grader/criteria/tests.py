@@ -7,9 +7,9 @@ under it.
 from __future__ import annotations
 
 from grader.criteria.registry import check
-from grader.criteria.verdict import Verdict
+from grader.criteria.verdict import Verdict, with_unseen
 from grader.outcome import Evidence
-from grader.records.tests import PERCENTILE_METHODS, TestRun, TestRuns
+from grader.records.tests import PERCENTILE_METHODS, UNSEEN_PERCENTILE, TestRun, TestRuns
 from grader.rubric import Criterion
 
 __all__: list[str] = []  # the checks are found through the registry
@@ -74,22 +74,33 @@ def check_pass(runs: TestRuns, criterion: Criterion) -> Verdict:
 
 @check("tests", "tests.percentile-chaff")
 def check_percentile_chaff(runs: TestRuns, criterion: Criterion) -> Verdict:
+    """The brief's wrong methods, scored by the share caught; the unseen ones the grade drew judged apart, the
+    criterion scoring the lower share (a suite fitted to the named four lets others through)."""
     names = [f"percentile: {m}" for m in PERCENTILE_METHODS]
+    evidence = _evidence(runs, names, "swapped a wrong percentile method in for your `loadgen.percentile` function")
+    public = _methods_caught(runs, {name: runs.variants[name] for name in names}, evidence)
+    unseen = runs.unseen_percentiles
+    if not unseen:
+        return public
+    hidden = _evidence(
+        runs, [f"{UNSEEN_PERCENTILE}{n}" for n in unseen], "swapped wrong methods the brief does not name"
+    )
+    return with_unseen(public, _methods_caught(runs, unseen, hidden))
+
+
+def _methods_caught(runs: TestRuns, methods: dict[str, TestRun], evidence: Evidence) -> Verdict:
     lines, caught = [], 0
-    for name in names:
-        variant = runs.variants[name]
+    for name, variant in methods.items():
         if not variant.swapped:
             lines.append(f"{name}: not applied: your tests never imported the `loadgen.percentile` function")
             continue
         hit, why = _caught(runs.own, variant)
         caught += hit
         lines.append(f"{name}: {'caught' if hit else 'NOT caught'} ({why})")
-    fraction = caught / len(names)
-    evidence = _evidence(runs, names, "swapped a wrong percentile method in for your `loadgen.percentile` function")
     return Verdict(
-        caught == len(names),
-        f"{caught} of {len(names)} wrong methods caught\n" + "\n".join(lines),
-        fraction=fraction,
+        caught == len(methods),
+        f"{caught} of {len(methods)} wrong methods caught\n" + "\n".join(lines),
+        fraction=caught / len(methods),
         evidence=evidence,
     )
 

@@ -189,7 +189,10 @@ def _tests_run(ctx: Context, key: str) -> dict[str, Any]:
     _, _, rerun_of = key.partition("/")  # a rerun makes the runs of its one criterion again
     judged = [ctx.rubric.criterion(rerun_of)] if rerun_of else list(ctx.criteria)
     variants = tuple(dict.fromkeys(v for c in judged for v in c.variants))
-    return run_tests(ctx.box, ctx.submission, variants=variants, limits=ctx.rubric.limits["tests"]).to_record()
+    unseen = ctx.variants.percentile_methods_at(ctx.seed) if ctx.variants is not None else {}
+    return run_tests(
+        ctx.box, ctx.submission, variants=variants, limits=ctx.rubric.limits["tests"], unseen_methods=unseen
+    ).to_record()
 
 
 def _tests_busy(objects: list[TestRuns], criterion: Criterion, rubric: Rubric) -> str | None:

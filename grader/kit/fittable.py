@@ -59,7 +59,9 @@ def fittable(path: Path = FITTABLE) -> list[Fittable]:
 
 def unseen_draws(variants: Path = VARIANTS_FILE, sizing: Path = HIDDEN_SETS) -> set[str]:
     """Every draw the unseen material makes, named as fittable.yaml names them."""
-    out = {f"{where}.{path}" for where, path, _ in draws_of(read_yaml(variants))}
+    drawn = read_yaml(variants)
+    out = {f"{where}.{path}" for where, path, _ in draws_of(drawn)}
+    out |= {f"tests.{key}" for key, value in (drawn.get("tests") or {}).items() if value}
     data = read_yaml(sizing)
     out |= {f"sizing.sets.{name}" for name in data.get("sets") or {}}
     return out | ({"sizing.refuse"} if data.get("refuse") else set())

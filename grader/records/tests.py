@@ -6,10 +6,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PERCENTILE_METHODS", "TestRun", "TestRuns"]
+__all__ = ["PERCENTILE_METHODS", "UNSEEN_PERCENTILE", "TestRun", "TestRuns"]
 
-#: The wrong percentile methods swapped in for the candidate's function, one run each.
+#: The wrong percentile methods swapped in for the candidate's function, one run each: the brief names these.
 PERCENTILE_METHODS = ("linear", "floor", "off-by-one", "unsorted")
+#: How a run of a wrong method the brief does not name is called, before the method's name (grader/unseen/).
+UNSEEN_PERCENTILE = "unseen percentile: "
 
 
 @dataclass
@@ -36,6 +38,15 @@ class TestRun:
 class TestRuns:
     own: TestRun
     variants: dict[str, TestRun] = field(default_factory=dict)
+
+    @property
+    def unseen_percentiles(self) -> dict[str, TestRun]:
+        """The runs of wrong methods the brief does not name, by the method's name (none in a self-check)."""
+        return {
+            name.removeprefix(UNSEEN_PERCENTILE): run
+            for name, run in self.variants.items()
+            if name.startswith(UNSEEN_PERCENTILE)
+        }
 
     def has(self, variant: str) -> bool:
         """Whether the runs of a variant kind ("percentile", "slots") were made."""

@@ -15,8 +15,8 @@ is `gateway.v1`.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 VARIANTS_FILE = Path(__file__).resolve().parents[1] / "unseen" / "variants.yaml"
+WRONG_PERCENTILES_FILE = VARIANTS_FILE.with_name("wrong_percentiles.yaml")
 
 Draws = Mapping[str, Any]  # a dotted path -> its draw ([lo, hi] or {one_of: [...]})
 
@@ -80,6 +81,8 @@ class Variants:
     gateway_servers: Draws
     gateway_cases: dict[str, Draws]  # public case name -> its draws
     extra_cases: tuple[ExtraCase, ...]
+    percentile_methods: int = 0  # unseen wrong percentile methods a grade swaps in for the candidate's
+    wrong_percentiles: Mapping[str, str] = field(default_factory=dict)  # the pool: name -> a module defining `method`
 
     @property
     def varied(self) -> dict[str, Any]:
@@ -89,6 +92,12 @@ class Variants:
             "loadgen": sorted(self.loadgen),
             "gateway": bool(self.gateway_cases or self.extra_cases),
         }
+
+    def percentile_methods_at(self, seed: int) -> dict[str, str]:
+        """The unseen wrong percentile methods a grade at `seed` swaps in: name -> the module defining `method`."""
+        names = sorted(self.wrong_percentiles)
+        drawn = random.Random(f"{seed}:percentile-methods").sample(names, k=min(self.percentile_methods, len(names)))
+        return {name: self.wrong_percentiles[name] for name in sorted(drawn)}
 
     def scenario(self, base: Scenario, i: int, seed: int) -> Scenario:
         """Variant `i` of a public scenario: its listed settings drawn."""
@@ -229,7 +238,8 @@ def load_variants(rubric: Rubric, path: Path = VARIANTS_FILE) -> Variants | None
         extras.append(ExtraCase(replace(case, criteria=named), named, draw))
     if problems:
         raise VariantsError("\n".join(problems))
-    variants = Variants(data["count"], loadgen, config, servers, cases, tuple(extras))
+    methods, pool = _percentile_methods(data.get("tests") or {}, problems, where)
+    variants = Variants(data["count"], loadgen, config, servers, cases, tuple(extras), methods, pool)
     try:  # every draw can be made (a followed setting exists, a range leaves room), and the drawn plan is a plan
         for name in variants.loadgen:
             variants.scenario(rubric.scenarios[name], 1, 0)
@@ -239,3 +249,24 @@ def load_variants(rubric: Rubric, path: Path = VARIANTS_FILE) -> Variants | None
     except (DrawError, KeyError, IndexError, TypeError) as exc:
         raise VariantsError(where(f"a draw cannot be made: {exc}")) from None
     return variants
+
+
+def _percentile_methods(block: Any, problems: list[str], where: Callable[[str], str]) -> tuple[int, dict[str, str]]:
+    """How many unseen wrong percentile methods a grade draws, and the pool (WRONG_PERCENTILES_FILE) to draw from."""
+    count = block.get("percentile_methods", 0) if isinstance(block, dict) else None
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        problems.append(where("tests.percentile_methods: how many unseen wrong methods a grade draws (0 or more)"))
+        return 0, {}
+    if not count:
+        return 0, {}
+    try:
+        pool = read_yaml(WRONG_PERCENTILES_FILE).get("methods")
+    except YamlError as exc:
+        problems.append(str(exc))
+        return 0, {}
+    if not isinstance(pool, dict) or not all(isinstance(v, str) and "def method(" in v for v in pool.values()):
+        problems.append(f"{WRONG_PERCENTILES_FILE}: methods: each a module's source that defines `method`")
+        return 0, {}
+    if count > len(pool):
+        problems.append(where(f"tests.percentile_methods: {count} asked, {len(pool)} in the pool"))
+    return count, {str(k): v for k, v in pool.items()}

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from grader.contract import Submission
 from grader.records.loadgen import HUNG
-from grader.records.tests import PERCENTILE_METHODS, TestRun, TestRuns
+from grader.records.tests import PERCENTILE_METHODS, UNSEEN_PERCENTILE, TestRun, TestRuns
 from grader.runs.cpu_wait import CpuWait
 from grader.runs.loadgen import Box
 
-__all__ = ["CANDIDATE_PLUGINS", "run_tests"]
+__all__ = ["CANDIDATE_PLUGINS", "WRONG_METHOD_MODULE", "run_tests"]
 _INJECTED = Path(__file__).resolve().parent / "injected"
 
+
+#: The module a wrong method the brief does not name is injected as (injected/sitecustomize.py imports it).
+WRONG_METHOD_MODULE = "grader_wrong_method.py"
 
 #: The pytest plugins a candidate's kit installs: the fake server's fixtures, and anyio's (it comes with httpx).
 CANDIDATE_PLUGINS = ("fake_server.pytest_plugin", "anyio.pytest_plugin")
@@ -41,6 +45,7 @@ def _run(
     *,
     timeout_s: float,
     method: str = "none",
+    source: str = "",
     no_slots: bool = False,
     stop_early: bool = False,
 ) -> TestRun:
@@ -60,7 +65,8 @@ def _run(
         "PYTEST_ADDOPTS": "-rf -p no:cacheprovider" + (" -x" if stop_early else ""),
     }
     waiting = CpuWait()
-    result = box.run(argv, timeout_s=timeout_s, env=env, inject=_inject(), files_back=[outcomes, marker])
+    inject = _inject() | ({WRONG_METHOD_MODULE: source} if source else {})
+    result = box.run(argv, timeout_s=timeout_s, env=env, inject=inject, files_back=[outcomes, marker])
     cpu_waiting = waiting.share()
     files = result.files or {}
     tests: dict[str, str] = {}
@@ -86,18 +92,32 @@ def _run(
     )
 
 
-def run_tests(box: Box, submission: Submission, *, variants: tuple[str, ...], limits: dict[str, float]) -> TestRuns:
+def run_tests(
+    box: Box,
+    submission: Submission,
+    *,
+    variants: tuple[str, ...],
+    limits: dict[str, float],
+    unseen_methods: dict[str, str] | None = None,
+) -> TestRuns:
     """The own-code run (stopped at the rubric's own_s), then the variants asked for ("percentile", "slots"),
     each stopped at per_own x the own run's time (at least min_s), and at its first failure when the own-code
-    run passed whole. When the own-code run hung, no variant runs: they would hang too."""
+    run passed whole. When the own-code run hung, no variant runs: they would hang too. With "percentile",
+    `unseen_methods` (name -> a module's source defining `method`) are swapped in too, one run each."""
     own = _run(box, submission, "own code", timeout_s=limits["own_s"])
     runs = TestRuns(own)
     early = own.exit_code == 0
     hung = own.killed is not None and own.killed.startswith("hung")
     limit = round(max(limits["min_s"], limits["per_own"] * own.wall_s), 1)
-    wanted = ([(f"percentile: {m}", {"method": m}) for m in PERCENTILE_METHODS] if "percentile" in variants else []) + (
-        [("no slot limit", {"no_slots": True})] if "slots" in variants else []
-    )
+    wanted: list[tuple[str, dict[str, Any]]] = []
+    if "percentile" in variants:
+        wanted += [(f"percentile: {m}", {"method": m}) for m in PERCENTILE_METHODS]
+        wanted += [
+            (f"{UNSEEN_PERCENTILE}{name}", {"method": "injected", "source": source})
+            for name, source in sorted((unseen_methods or {}).items())
+        ]
+    if "slots" in variants:
+        wanted.append(("no slot limit", {"no_slots": True}))
     for name, how in wanted:
         if hung:
             runs.variants[name] = TestRun(

@@ -95,9 +95,21 @@ class _Swap(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 f.write(f"{self.module}:{self.function}\n")
 
 
+def _method(name: str) -> Any:
+    """The named wrong method: one of the above, or, for "injected", the `method` of the module injected beside
+    this file for this run alone (a method the brief does not name)."""
+    if name != "injected":
+        return METHODS.get(name)
+    try:
+        from grader_wrong_method import method  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return method
+
+
 def _install() -> None:
     target = os.environ.get("GRADER_PERCENTILE", "")
-    method = METHODS.get(os.environ.get("GRADER_PERCENTILE_METHOD", ""))
+    method = _method(os.environ.get("GRADER_PERCENTILE_METHOD", ""))
     marker = os.environ.get("GRADER_PERCENTILE_MARKER", "")
     if ":" not in target or method is None or not marker:
         return

@@ -135,6 +135,18 @@ def sizing_refusals(v: Variants, seed: int) -> list[str]:
     return [] if any((r.flag, repr(r.value)) not in published for r in unseen) else ["no unseen input to refuse"]
 
 
+def percentile_tests_fitted(v: Variants, seed: int) -> list[str]:
+    """The chaff's one test, p25 of a shuffled 1..10 is 3, against each unseen method the seed draws: it must let
+    one through (the suite then loses the criterion's unseen half)."""
+    missed = []
+    for name, source in v.percentile_methods_at(seed).items():
+        scope: dict = {}
+        exec(source, scope)  # noqa: S102 - the kit's own unseen material
+        if scope["method"]([7, 2, 9, 4, 1, 10, 3, 6, 8, 5], 25) == 3:
+            missed.append(name)
+    return [] if missed else [f"the fitted test catches every drawn method: {sorted(v.percentile_methods_at(seed))}"]
+
+
 #: Each fitted chaff (grader/kit/fittable.yaml), and the arithmetic that shows its constant fails on a draw.
 FITTED: dict[str, Callable[[Variants, int], list[str]]] = {
     "loadgen-error-statuses-listed": loadgen_error_statuses,
@@ -153,6 +165,7 @@ FITTED: dict[str, Callable[[Variants, int], list[str]]] = {
     "gateway-context-fixed": gateway_context,
     "gateway-tokenize-error-500-only": gateway_tokenize_status,
     "sizing-validates-published-only": sizing_refusals,
+    "percentile-tests-fitted": percentile_tests_fitted,
 }
 
 
