@@ -5,13 +5,15 @@ it from the numbers beside it; and 1,800, no figure either, is 1,500 + 300, a tu
 tokens. So a number written in a sentence is accepted there when it is
 - a figure or an input, at the precision shown, or a unit's conversion (60, 24, 30 days, 3,600 s, a million);
 - an operand (written beside +, -, x or /) that is the sum, difference, product or quotient of two figures
-  or inputs, exactly at the precision shown (a sum or a difference adds two of one kind: tokens to tokens,
-  never tokens to dollars);
+  or inputs (a sum or a difference adds two of one kind: tokens to tokens, never tokens to dollars), at the
+  precision shown with no half percent: exact, or rounded when it shows four digits or more (37.19 is
+  595 / 16; a short rounded number nobody stated would match some pair by chance);
 - the result of an operation on numbers already accepted there: two of them by +, -, x or /, or an
   expression written before `=` whose every number is accepted.
 Accepting goes on until nothing more is, so shown arithmetic may chain: a result is the next step's operand
 (`4 x 1,800 = 7,200`, then `7,200 x 2,000 = ...`). A number is never its own operand, and an operation that
-gives back one of its operands (x 1, + 0) shows nothing. A quoted quantity none of these reach is no figure, whatever else the sentence says.
+gives back one of its operands (x 1, + 0) shows nothing. A quoted quantity none of these reach is no figure,
+whatever else the sentence says.
 """
 
 from __future__ import annotations
