@@ -179,12 +179,11 @@ def facts_of(run: MemoRun) -> MemoFacts:
         return facts
     facts.findings = errors(check_memo(run.text))
     try:
-        front, _, _ = split_front_matter(run.text, Path(run.memo_file).name)
+        front, body, first_line = split_front_matter(run.text, Path(run.memo_file).name)
     except MemoError as exc:
         facts.problem = str(exc)
         return facts
     _sources(run, front, facts)
-    body, first_line = split_front_matter(run.text, Path(run.memo_file).name)[1:]
     figures = [f for f in front.get("figures") or [] if isinstance(f, dict)]
     facts.percentiles = sum(1 for f in figures if f.get("percentile") is not None) + len(
         percentiles_quoted(body, first_line)
@@ -316,6 +315,9 @@ def check_measured(facts: MemoFacts, criterion: Criterion) -> Verdict:
         return bad
     found = facts.measured
     evidence = Evidence(columns=["measurement", "figure", "memo", "results file", "ok"], rows=found.rows)
+    if found.no_results:
+        quoted = f"; and it quotes no {'; no '.join(found.missing)}" if found.missing else ""
+        return Verdict(False, f"nothing to judge: {found.no_results}{quoted}", evidence=evidence)
     if found.missing and not found.rows:
         return Verdict(False, "nothing to judge: the memo quotes no " + "; no ".join(found.missing), evidence=evidence)
     lines = []

@@ -45,6 +45,7 @@ class Measured:
     """What the criterion found: the figure quoting each measurement, what is missing, and what is wrong."""
 
     missing: list[str] = field(default_factory=list)
+    no_results: str = ""  # why there is no results file to measure against
     wrong: list[tuple[str, str]] = field(default_factory=list)  # (figure name, why)
     rows: list[list[Any]] = field(default_factory=list)  # measurement, figure, memo value, results value, ok
 
@@ -126,7 +127,9 @@ def judge_measured(front: dict[str, Any], body: str, first_line: int, results: A
     absent = [w for w, fig in quoting.items() if fig is None]
     found.missing = [f"{w.label} (a figure derived_from {w.ref})" for w in absent]
     if results is None:
-        found.missing.append(f"a results file to measure against ({problem or 'loadgen_results names none'})")
+        found.no_results = (
+            f"no results file to measure against ({problem or 'the front matter names no loadgen_results'})"
+        )
         return found
     for wanted, fig in quoting.items():
         if fig is None:
