@@ -11,10 +11,10 @@ aggregate's, not a user), and what it says of the number. The number is not give
 - it is an operand or the result of arithmetic shown ("595 tokens/s / 16 streams = 37.2 tokens/s");
 - a negation bears on the number or on the user ("no user sees 595 tokens/s", "595 tokens/s is not a
   user's speed");
-- its clause calls it the aggregate (aggregate, total, combined, throughput, the server's, the replica's)
-  and the sentence sets a user's speed beside it (another speed, not an aggregate), says it is shared, or
-  says it is no user's ("Per-request TPS (p50 192.2 tokens/s, n = 6) sits far below the 358.3 output
-  tokens/s aggregate").
+- the words beside it call it the aggregate (aggregate, total, combined, adds up to, throughput, the
+  server's, the replica's) and its clause speaks of users together ("users' chats add up to 166.67 tokens/s"), or the sentence sets
+  a user's speed beside it (another speed, not an aggregate), says it is shared, or says it is no user's
+  ("Per-request TPS (p50 192.2 tokens/s, n = 6) sits far below the 358.3 output tokens/s aggregate").
 Anything else gives it to the user: "each user sees 595 tokens/s"; "each user gets the full 595 tokens/s
 aggregate", which calls it the aggregate and still hands it to each user.
 """
@@ -31,7 +31,7 @@ _USER = re.compile(
     rf"|each\s+of\s+(?:the\s+)?(?:\d[\d,]*\s+)?(?:[a-z]+\s+)?{_NOUNS}"
     r"|(?:each|every|a|an|one|any|the|single|individual)\s+(?:single\s+|individual\s+)?"
     r"(?:user|request|stream|chat|session|client)(?:'s)?"
-    r"|users?(?:'s|')?|(?:request|stream|chat|client)'s)(?!\w)",
+    r"|users?\s+(?:each|all)|users?(?:'s|')?|(?:request|stream|chat|client)'s)(?!\w)",
     re.IGNORECASE,
 )
 #: Words for many users at once: the aggregate's, never one user.
@@ -48,13 +48,18 @@ _BREAK = re.compile(
     re.IGNORECASE,
 )
 _AGGREGATE = re.compile(
-    r"\b(?:aggregate|total|combined|overall|altogether|throughput|server|replica|replicas|GPU|node|fleet|system)"
-    r"(?:'s|s')?(?!\w)",
+    r"\b(?:aggregate|total|combined|overall|altogether|collectively|together|in\s+all|between\s+them|sum|"
+    r"add(?:s|ed)?\s+up|throughput|server|replica|replicas|GPU|node|fleet|system)(?:'s|s')?(?!\w)",
     re.IGNORECASE,
 )
+#: Users spoken of together ("users", "users'"), not one of them.
+_COLLECTIVE = re.compile(r"^users'?$", re.IGNORECASE)
 _SHARED = re.compile(
     r"\b(?:shared|split|divided|spread)\s+(?:by|among|between|across|over)\b|\bshares?\b", re.IGNORECASE
 )
+#: The speed handed to each one of them: "595 tokens/s each", "apiece".
+_EACH_AFTER = re.compile(r"^\W*(?:each|apiece|per\s+(?:user|request|stream|chat|head))\b", re.IGNORECASE)
+_NEAR_WORDS = 4  # how far from the number a word calls it the aggregate
 _NEGATION = r"\b(?:not|never|no|nor|neither|isn't|aren't|wasn't|doesn't|don't|cannot|can't)\b"
 _NEGATION_BEFORE = re.compile(rf"{_NEGATION}(?:\W+\w+){{0,4}}?\W+$", re.IGNORECASE)
 _NEGATION_AFTER = re.compile(r"^\W*(?:[\w']+\W+){0,2}?(?:is|are|was|were)\s+(?:not|never)\b", re.IGNORECASE)
@@ -94,6 +99,13 @@ def _clause(sentence: str, at: int) -> str:
     return " " * lo + text[lo:hi]
 
 
+def _near(clause: str, start: int, end: int) -> str:
+    """The clause's words around a speed: a few before its number, the speed itself, a few after its unit."""
+    before = re.findall(r"\S+", clause[:start])[-_NEAR_WORDS:]
+    after = re.findall(r"\S+", clause[end:])[:_NEAR_WORDS]
+    return " ".join([*before, clause[start:end], *after])
+
+
 def _users(text: str) -> list[re.Match[str]]:
     """The users a text speaks of, leaving out words for many at once ("all 16 streams")."""
     many = [m.span() for m in _MANY.finditer(text)]
@@ -117,7 +129,11 @@ def given_to_a_user(sentence: str, number: tuple[int, int], speed_end: int, besi
         return False
     if _no_users(clause, users):
         return False
-    if _AGGREGATE.search(clause) or _MANY.search(clause):
-        set_apart = beside or _SHARED.search(sentence) or _no_users(sentence, _users(sentence))
+    if _EACH_AFTER.search(sentence[speed_end:]):
+        return True
+    near = _near(clause, number[0], speed_end)
+    if _AGGREGATE.search(near) or _MANY.search(near):
+        together = all(_COLLECTIVE.match(u.group(0)) for u in users)
+        set_apart = together or beside or _SHARED.search(sentence) or _no_users(sentence, _users(sentence))
         return not set_apart
     return True
