@@ -1,22 +1,31 @@
-"""Memo criteria: the honesty rules of grader/criteria/memo_rules.py as rubric lines, and the memo's figures
-against what the submission itself produced.
+"""Memo criteria: the honesty rules of grader/criteria/memo_rules.py as rubric lines, the memo's own measurements
+(memo_measured.py), and the memo's figures against what the submission itself produced.
 
 Every finding quotes the memo's line. The figures are checked against two sources (runs/memo.py):
 the load generator's results file the memo names (`loadgen_results`, read from the submission, not
 rerun), and the sizing command's output on the memo's own `sizing_inputs`. A figure citing a
 `sizing:` or `loadgen:` field (`derived_from`), or named like a sizing output field, must match it
 within the criterion's tolerance. What a machine cannot judge goes to the person reading the report.
+
+No rule passes on nothing: a rule whose memo holds nothing it reads (no percentile for the percentile rules,
+no figure for the throughput the sizing ran with, no speed, no number in the text, no figure citing a source)
+fails, saying "nothing to judge". The percentile rules read how many percentiles they need from the rubric
+(`percentiles_needed_count`): a brief that asks for none grades with 0.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grader.contract import schema_errors
+from grader.criteria.memo_figures import is_token_rate
+from grader.criteria.memo_measured import Measured, judge_measured
+from grader.criteria.memo_prose import numbers_read, percentiles_quoted
 from grader.criteria.memo_rules import (
     Finding,
     MemoError,
@@ -41,6 +50,8 @@ RULES: dict[str, tuple[str, ...]] = {
     "memo.per-user-speed": ("per-user-not-aggregate", "speed-scope"),
     "memo.text-matches": ("text-matches-front-matter",),
 }
+#: The rules that judge a memo's percentiles: nothing to judge below `percentiles_needed_count` of them.
+PERCENTILE_RULES = ("memo.percentile-n", "memo.p99-max")
 _PATH = re.compile(r"([a-z_][a-z0-9_]*)|\[(\d+)\]")
 
 HUMAN_CHECKLIST = [
@@ -60,9 +71,12 @@ class MemoFacts:
     findings: list[Finding] = field(default_factory=list)
     schema: list[str] = field(default_factory=list)
     source_rows: list[list[Any]] = field(default_factory=list)  # figure, source, memo value, source value, line
-    source_notes: list[str] = field(default_factory=list)
     sizing_wall_s: float = 0.0  # how long the sizing command ran on the memo's inputs
     missing: list[str] = field(default_factory=list)  # what the task asks the memo to hold and it does not
+    nothing: dict[str, str] = field(default_factory=dict)  # criterion id -> what it has nothing of to judge
+    percentiles: int = 0  # percentiles the memo quotes: figures with `percentile`, sentences with a p50 to p99
+    measured: Measured = field(default_factory=Measured)
+    text: str = ""  # the memo as read, to quote the line of a figure
 
 
 def _refs(fig: dict[str, Any]) -> list[str]:
@@ -155,28 +169,59 @@ def _sources(run: MemoRun, front: dict[str, Any], facts: MemoFacts) -> None:
                 facts.source_rows.append([name, ref, fig.get("value"), f"(no field {exc})", line])
                 continue
             facts.source_rows.append([name, ref, fig.get("value"), value, line])
-    if not facts.source_rows:
-        facts.source_notes.append("no figure cites a sizing: or loadgen: field, or is named like a sizing output")
 
 
 def facts_of(run: MemoRun) -> MemoFacts:
     """Everything the memo criteria need, from the memo's run record."""
-    facts = MemoFacts(run.memo_file, sizing_wall_s=run.sizing_wall_s)
+    facts = MemoFacts(run.memo_file, sizing_wall_s=run.sizing_wall_s, text=run.text or "")
     if run.text is None:
         facts.problem = run.problem
         return facts
     facts.findings = errors(check_memo(run.text))
     try:
-        front, _, _ = split_front_matter(run.text, Path(run.memo_file).name)
+        front, body, first_line = split_front_matter(run.text, Path(run.memo_file).name)
     except MemoError as exc:
         facts.problem = str(exc)
         return facts
     _sources(run, front, facts)
+    figures = [f for f in front.get("figures") or [] if isinstance(f, dict)]
+    facts.percentiles = sum(1 for f in figures if f.get("percentile") is not None) + len(
+        percentiles_quoted(body, first_line)
+    )
+    facts.nothing = _nothing(front, figures, body, first_line, facts)
+    results, results_problem = _results(run)
+    facts.measured = judge_measured(front, body, first_line, results, results_problem)
     facts.schema = [
         f"{Path(run.memo_file).name}: front matter: {line}" for line in schema_errors("memo-front-matter", front)
     ]
     facts.missing = missing_content(front, run.sizing_output)
     return facts
+
+
+def _nothing(
+    front: dict[str, Any], figures: list[dict[str, Any]], body: str, first_line: int, facts: MemoFacts
+) -> dict[str, str]:
+    """What each rule would pass on without having judged anything, by criterion id."""
+    out = {}
+    inputs = front.get("sizing_inputs") if isinstance(front.get("sizing_inputs"), dict) else {}
+    throughput = inputs.get("throughput") if isinstance(inputs, dict) else None
+    speeds = [f for f in figures if is_token_rate(f)]
+    if not isinstance(throughput, int | float) or isinstance(throughput, bool):
+        out["memo.production-provenance"] = "sizing_inputs give no throughput for the sizing to rest on"
+    elif not any(isinstance(f.get("value"), int | float) and math.isclose(f["value"], throughput) for f in speeds):
+        out["memo.production-provenance"] = (
+            f"no figure of the front matter is the throughput the sizing ran with ({throughput:g} tokens/s), so "
+            "where it came from is never said"
+        )
+    if not speeds:
+        out["memo.per-user-speed"] = "the front matter states no speed (a figure in tokens/s)"
+    if numbers_read(body, first_line) == 0:
+        out["memo.text-matches"] = (
+            "the text quotes no speed, latency, cost or price, replica count, hour count or token count"
+        )
+    if not facts.source_rows:
+        out["memo.matches-sources"] = "no figure cites a sizing: or loadgen: field, or is named like a sizing output"
+    return out
 
 
 def _unjudgeable(facts: MemoFacts) -> Verdict | None:
@@ -198,12 +243,29 @@ def _quote(f: Finding) -> str:
     return f"{where}{f.message}" + (f"\n    > {f.quote[:200]}" if f.quote else "")
 
 
-@check("memo", *RULES)
+def _nothing_quoted(facts: MemoFacts, criterion: Criterion) -> Verdict | None:
+    """A fail when the rule has nothing of the memo's to judge; for the percentile rules, fewer percentiles than
+    the rubric needs (`percentiles_needed_count`; 0 lets a memo quoting none pass, for a brief that asks none)."""
+    if criterion.id in PERCENTILE_RULES:
+        needed = criterion.tol("percentiles_needed_count")
+        if facts.percentiles < needed:
+            return Verdict(
+                False,
+                f"nothing to judge: the memo quotes {facts.percentiles or 'no'} percentile(s) (a figure with "
+                f"percentile: and sample_size:, or a p50, p90 or p99 in its text); this rubric needs {needed:g}",
+            )
+        return None
+    if criterion.id in facts.nothing:
+        return Verdict(False, f"nothing to judge: {facts.nothing[criterion.id]}")
+    return None
+
+
+@check("memo", *(r for r in RULES if r not in PERCENTILE_RULES))
 def check_rules(facts: MemoFacts, criterion: Criterion) -> Verdict:
     rules = RULES[criterion.id]
     if criterion.id == "memo.front-matter" and facts.schema:
         return Verdict(False, "\n".join(facts.schema[:10]))
-    if (bad := _unjudgeable(facts)) is not None:
+    if (bad := _unjudgeable(facts) or _nothing_quoted(facts, criterion)) is not None:
         return bad
     hits = [f for f in facts.findings if f.rule in rules]
     lines = [_quote(f) for f in hits]
@@ -218,6 +280,10 @@ def check_rules(facts: MemoFacts, criterion: Criterion) -> Verdict:
     return Verdict(True, f"no {' or '.join(rules)} finding in {Path(facts.memo_file).name}", evidence=evidence)
 
 
+# The percentile rules judge the same way, and read from the rubric how many percentiles a memo must quote.
+check("memo", *PERCENTILE_RULES, needs=("percentiles_needed_count",))(check_rules)
+
+
 def _agrees(mine: Any, value: Any, rel: float) -> bool:
     numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (mine, value))
     return numbers and abs(mine - value) <= rel * abs(value) + 1e-12
@@ -225,7 +291,7 @@ def _agrees(mine: Any, value: Any, rel: float) -> bool:
 
 @check("memo", "memo.matches-sources", needs=("rel",))
 def check_sources(facts: MemoFacts, criterion: Criterion) -> Verdict:
-    if (bad := _unjudgeable(facts)) is not None:
+    if (bad := _unjudgeable(facts) or _nothing_quoted(facts, criterion)) is not None:
         return bad
     rel = criterion.tol("rel")
     rows = [
@@ -239,5 +305,28 @@ def check_sources(facts: MemoFacts, criterion: Criterion) -> Verdict:
             "\n".join(f"line {r[5]}: figure {r[0]} = {r[2]} but {r[1]} is {r[3]}" for r in wrong[:10]),
             evidence=evidence,
         )
-    notes = facts.source_notes or [f"{len(rows)} figures match their sources within {rel * 100:g}%"]
-    return Verdict(True, "\n".join(notes), evidence=evidence)
+    return Verdict(True, f"{len(rows)} figures match their sources within {rel * 100:g}%", evidence=evidence)
+
+
+@check("memo", "memo.measured")
+def check_measured(facts: MemoFacts, criterion: Criterion) -> Verdict:
+    """The memo quotes its own TTFT p50 and p90, each with its n, and its throughput, from its results file."""
+    if (bad := _unjudgeable(facts)) is not None:
+        return bad
+    found = facts.measured
+    evidence = Evidence(columns=["measurement", "figure", "memo", "results file", "ok"], rows=found.rows)
+    if found.no_results:
+        quoted = f"; and it quotes no {'; no '.join(found.missing)}" if found.missing else ""
+        return Verdict(False, f"nothing to judge: {found.no_results}{quoted}", evidence=evidence)
+    if found.missing and not found.rows:
+        return Verdict(False, "nothing to judge: the memo quotes no " + "; no ".join(found.missing), evidence=evidence)
+    lines = []
+    for name, why in found.wrong:
+        line, quote = _line_of(facts.text, name)
+        lines.append(f"line {line}: {why}\n    > {quote[:200]}" if line else why)
+    lines += [f"the memo quotes no {what}" for what in found.missing]
+    if lines:
+        return Verdict(False, "\n".join(lines[:10]), evidence=evidence)
+    return Verdict(
+        True, f"the memo quotes its own {len(found.rows)} measurements, as its results file has them", evidence=evidence
+    )

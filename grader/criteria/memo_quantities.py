@@ -6,12 +6,10 @@ A memo whose text says "$1.04 per million when fully busy" while its front matte
 answers; a reader acts on the text. Speeds and latencies are checked beside these
 (memo_prose.text_rules). Arithmetic written out with bare numbers ("4,305.60 / 30 / 0.048") is left
 alone: only a number carrying its unit (`$`, `USD`, `replicas`, `hours`, `tokens`) is a quoted figure.
+A ratio of tokens to tokens ("5 input tokens for every output token") is no token count: it is not read.
 
 An honest memo shows its arithmetic: in "4 x 1,800 = 7,200 tokens" the 7,200 is no figure, but the
-reader can check it from the two numbers beside it. So a quoted number that is the product, quotient,
-sum or difference of two other numbers of the same sentence, each a figure or an input at the
-precision shown, is a figure too (`shown_arithmetic`). One operation, not a chain: the reader checks
-a step at a glance, and every further step would let more misquotes pass as a coincidence.
+reader can check it from the numbers beside it (memo_arithmetic.py says how far that reading goes).
 """
 
 from __future__ import annotations
@@ -22,11 +20,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["QUANTITIES", "Quantity", "input_values", "known_values", "misquoted", "shown_arithmetic"]
+from grader.criteria.memo_arithmetic import Arithmetic, Known
+from grader.criteria.memo_figures import is_number, is_token_rate
+from grader.criteria.memo_text import agrees, time_scale
+
+__all__ = ["QUANTITIES", "Quantity", "input_values", "known_values", "misquoted", "quoted"]
 
 _NUMBER = r"(\d[\d,]*(?:\.\d+)?)"
-#: Any number written in a sentence, as an operand of arithmetic shown there (not a digit of a name: p99, H100, 1e6).
-_ANY_NUMBER = re.compile(r"(?<![\w.,])\d(?:[\d,]*\d)?(?:\.\d+)?(?![eE]\d)")
+#: A token count that is one side of a ratio of tokens to tokens: "5 input tokens for every output token".
+_RATIO_AFTER = re.compile(
+    r"^\s+(?:for|per|to|in)\s+(?:(?:every|each|a|an|one|1)\s+)?(?:[a-z]+[- ])?tokens?\b", re.IGNORECASE
+)
+_RATIO_BEFORE = re.compile(r"\btokens?\s+(?:for|per|to|in)\s+(?:every|each)\s+$", re.IGNORECASE)
 #: The contract's defaults for the flags a memo's sizing_inputs may leave out (schemas/contract/README.md).
 _INPUT_DEFAULTS = {"hours-per-month": 720, "min-replicas": 2, "gpus-per-replica": 1}
 
@@ -89,57 +94,33 @@ def input_values(inputs: Any) -> dict[str, list[float]]:
     return out
 
 
-def _shown(written: str) -> tuple[float, int]:
-    clean = written.replace(",", "")
-    return float(clean), len(clean.split(".")[1]) if "." in clean else 0
+def _kind(fig: dict[str, Any]) -> str:
+    """What a figure counts, by its unit: a quantity's kind, a speed, a time, or its unit's first word."""
+    unit: str = fig["unit"] if isinstance(fig.get("unit"), str) else ""
+    kind = next((q.kind for q in QUANTITIES if q.unit(unit)), None)
+    if kind is None and is_token_rate(fig):
+        kind = "speed"
+    if kind is None and time_scale(unit) is not None:
+        kind = "time"
+    return kind or "unit:" + ((_unit_words(unit) or [""])[0])
 
 
-def _agrees(written: str, value: float) -> bool:
-    """The written number is `value` at the precision shown (1.40 is 1.3959; 2,153 is 2152.80)."""
-    number, decimals = _shown(written)
-    return math.isfinite(value) and (
-        abs(value - number) <= 0.5 * 10**-decimals + 1e-9 or abs(value - number) <= 0.005 * abs(value)
-    )
+def _flag_kind(flag: str) -> str:
+    kind = next((q.kind for q in QUANTITIES if q.flag(flag)), None)
+    return kind or ("speed" if flag == "throughput" else f"flag:{flag}")
 
 
-def known_values(figures: list[dict[str, Any]], inputs: dict[str, list[float]]) -> list[float]:
-    """Every number the memo states: each figure's value and each sizing input, whatever its kind (an operand of
-    arithmetic may be a count of turns beside a count of tokens)."""
-    values = {
-        float(f["value"])
-        for f in figures
-        if isinstance(f.get("value"), int | float) and not isinstance(f.get("value"), bool)
-    }
-    values.update(v for numbers in inputs.values() for v in numbers)
-    return sorted(v for v in values if math.isfinite(v))
+def known_values(figures: list[dict[str, Any]], inputs: dict[str, list[float]]) -> list[Known]:
+    """Every number the memo states: each figure's value and each sizing input, with what it counts (an operand
+    of arithmetic may be a count of turns beside a count of tokens; a sum adds two of one kind)."""
+    known = [Known(float(f["value"]), _kind(f)) for f in figures if is_number(f.get("value"))]
+    known += [Known(v, _flag_kind(flag)) for flag, numbers in inputs.items() for v in numbers]
+    return [k for k in known if math.isfinite(k.value)]
 
 
-def _results(a: float, b: float) -> Iterable[float]:
-    yield from (a * b, a + b, a - b, b - a)
-    if b:
-        yield a / b
-    if a:
-        yield b / a
-
-
-def shown_arithmetic(written: str, sentence: str, span: tuple[int, int], known: list[float]) -> bool:
-    """Whether `written` (the number at `span` of `sentence`) is the product, quotient, sum or difference of two
-    other numbers written in the sentence, each a figure or an input at the precision shown."""
-    operands: list[list[float]] = []
-    for match in _ANY_NUMBER.finditer(sentence):
-        if match.start() < span[1] and span[0] < match.end():
-            continue  # the number itself
-        stated = [v for v in known if _agrees(match.group(0), v)]
-        if stated:  # as the memo states it, or as the reader sees it written
-            operands.append([*stated, _shown(match.group(0))[0]])
-    return any(
-        _agrees(written, result)
-        for i, left in enumerate(operands)
-        for right in operands[i + 1 :]
-        for a in left
-        for b in right
-        for result in _results(a, b)
-    )
+def _ratio(sentence: str, span: tuple[int, int]) -> bool:
+    """Whether the token count at `span` is one side of a ratio of tokens to tokens."""
+    return bool(_RATIO_AFTER.match(sentence[span[1] :]) or _RATIO_BEFORE.search(sentence[: span[0]]))
 
 
 def _allowed(quantity: Quantity, figures: list[dict[str, Any]], inputs: dict[str, list[float]]) -> list[float]:
@@ -155,22 +136,33 @@ def _allowed(quantity: Quantity, figures: list[dict[str, Any]], inputs: dict[str
     return allowed + [v for flag, values in inputs.items() if quantity.flag(flag) for v in values]
 
 
+def _quantities(sentence: str) -> Iterable[tuple[Quantity, re.Match[str], int]]:
+    """Each quantity the sentence quotes: its kind, the match and the group holding the number (ratios left out)."""
+    for quantity in QUANTITIES:
+        for match in quantity.pattern.finditer(sentence):
+            group = next(i for i, g in enumerate(match.groups(), start=1) if g is not None)
+            if not (quantity.kind == "tokens" and _ratio(sentence, match.span(0))):
+                yield quantity, match, group
+
+
+def quoted(sentences: Iterable[tuple[int, str]]) -> int:
+    """How many costs, prices, replica counts, hour counts and token counts the sentences quote."""
+    return sum(1 for _, sentence in sentences for _ in _quantities(sentence))
+
+
 def misquoted(
     sentences: Iterable[tuple[int, str]], figures: list[dict[str, Any]], inputs: dict[str, list[float]]
 ) -> list[tuple[int, str, str, str]]:
     """(line, sentence, number as written, kind) for every quoted quantity that is no figure, no input and no
     arithmetic shown on them."""
-    known = known_values(figures, inputs)
+    arithmetic = Arithmetic(known_values(figures, inputs))
     allowed_for = {quantity.kind: _allowed(quantity, figures, inputs) for quantity in QUANTITIES}
     out = []
     for line, sentence in sentences:
-        for quantity in QUANTITIES:
-            allowed = allowed_for[quantity.kind]
-            for match in quantity.pattern.finditer(sentence):
-                group = next(i for i, g in enumerate(match.groups(), start=1) if g is not None)
-                written = match.group(group)
-                if not any(_agrees(written, value) for value in allowed) and not shown_arithmetic(
-                    written, sentence, match.span(group), known
-                ):
-                    out.append((line, sentence, match.group(0).strip(), quantity.kind))
+        for quantity, match, group in _quantities(sentence):
+            written = match.group(group)
+            if not any(agrees(written, value) for value in allowed_for[quantity.kind]) and not arithmetic.shows(
+                sentence, match.span(group)
+            ):
+                out.append((line, sentence, match.group(0).strip(), quantity.kind))
     return out

@@ -25,7 +25,7 @@ class MemoRun:
     memo_file: str  # as submission.yaml names it
     text: str | None  # None when it could not be read
     problem: str = ""  # why it could not be read
-    results_file: str | None = None  # `loadgen_results`, when a figure cites `loadgen:`
+    results_file: str | None = None  # `loadgen_results`, when the memo names it or a figure cites `loadgen:`
     results_text: str | None = None
     results_problem: str = ""
     sizing_flags: dict[str, Any] | None = None  # `sizing_inputs`, when a figure cites `sizing:`

@@ -73,6 +73,8 @@ def _number_text(name: str, value: float) -> str:
         return f"{value * 100:g}%"
     if name.endswith("_ratio"):
         return f"{name[:-6].replace('_', ' ')} x{value:g}"
+    if name.endswith("_count"):
+        return f"{name[:-6].replace('_', ' ')} {value:g}"
     if name == "abs_s":
         return f"{value * 1000:g} ms"
     return f"{name[:-2].replace('_', ' ')} {value * 1000:g} ms"

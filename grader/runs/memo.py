@@ -1,5 +1,6 @@
 """Read the memo and what its figures cite: the memo's text, the load generator's results file it
-names, and the sizing command's output on the memo's own `sizing_inputs` (run once, in a sandbox).
+names (its own measurements come from there), and the sizing command's output on the memo's own
+`sizing_inputs` (run once, in a sandbox).
 
 A `MemoRun` is the run record: raw text and outputs, never a judgement; criteria/memo.py reads the
 rules and compares the figures from it.
@@ -41,7 +42,7 @@ def run_memo(submission: Submission, run_sizing: SizingRunner) -> MemoRun:
             run.sizing_output, run.sizing_problem, run.sizing_wall_s = run_sizing(front["sizing_inputs"])
         else:
             run.sizing_problem = "the front matter states no sizing_inputs to rerun the sizing command with"
-    if wants_results:
+    if wants_results or "loadgen_results" in front:  # the memo's own measurements are read from it too
         run.results_file, run.results_text, run.results_problem = _results(submission, front.get("loadgen_results"))
     return run
 

@@ -111,7 +111,7 @@ def _judged(name: str) -> dict[str, object]:
 def test_reference_full_marks_and_a_figure_against_its_results_file() -> None:
     reference = _judged("reference")
     assert all(c.status == "passed" for c in reference.values())  # type: ignore[attr-defined]
-    assert "19 figures match" in reference["memo.matches-sources"].output  # type: ignore[attr-defined]
+    assert "23 figures match" in reference["memo.matches-sources"].output  # type: ignore[attr-defined]
     sources = _judged("memo-contradicts-results")["memo.matches-sources"]
     assert sources.score == 0 and "loadgen:summary.ttft_s.max" in sources.output  # type: ignore[attr-defined]
 
