@@ -43,7 +43,7 @@ from grader.review.candidate_page import CandidateView, candidate_page
 from grader.review.export import export_grades
 from grader.review.guide import ensure_guide
 from grader.review.live_jobs import LIVE, Busy, LiveJob, LiveJobs, exercises, recorded_runs, submission_for
-from grader.review.pages import error_page, items_page, round_page
+from grader.review.pages import error_page, items_page, points, round_page
 from grader.review.round_view import ReviewError, ReviewRound
 from grader.review.script import CSS, SCRIPT
 from grader.review.sheet import FORM_MAX_BYTES, Conflict, SheetError, load_sheet, parse_entry, save_sheet
@@ -184,10 +184,12 @@ class ReviewApp:
         if not self._wants_json(request):
             return RedirectResponse(f"/c/{key}", 303)
         scored = [line for line in sheet.lines if line.score is not None]
+        got, most = sum(line.score or 0.0 for line in scored), sum(line.max_score or 0.0 for line in scored)
         return self.json(
             {
                 "ok": True,
                 "version": sheet.version,
+                "interview": points(got, most) if scored else "not scored yet",
                 "saved_by": sheet.saved_by,
                 "saved_at": sheet.saved_at,
                 "message": f"Saved by {sheet.saved_by} at {time.strftime('%H:%M:%S')}: {len(scored)} of "

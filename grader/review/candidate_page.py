@@ -149,7 +149,7 @@ def candidate_page(review: ReviewRound, view: CandidateView, *, reviewer: str, r
     facts = (
         f"<p class=facts-line><span>Rank <b>{row.rank}</b></span><span>Score <b>{points(row.score, row.max_score)}"
         f"</b></span><span>Automated <b>{points(entry.automated, entry.automated_max)}</b></span>"
-        f"<span>Interview <b>{points(*interview) if interview else 'not scored yet'}</b></span>"
+        f"<span>Interview <b id=interview-points>{points(*interview) if interview else 'not scored yet'}</b></span>"
         f"<span>Edition <b>{e(edition)}</b></span></p>"
     )
     tabs = (

@@ -43,7 +43,7 @@ main.desk > section { overflow: auto; min-height: 0; }
 .reader { display: flex; flex-direction: column; }
 .reader iframe { width: 100%; flex: 1; min-height: 400px; border: 1px solid var(--line); border-radius: 6px; }
 table.sheet { table-layout: fixed; }
-table.sheet th:first-child { width: 92px; } table.sheet th:last-child { width: 64px; }
+table.sheet th:first-child { width: 104px; } table.sheet th:last-child { width: 64px; }
 table.sheet td { padding: 3px 6px; overflow-wrap: anywhere; }
 td.similar { min-width: 11em; }
 td.nowrap, .nowrap { white-space: nowrap; }
@@ -190,6 +190,8 @@ SCRIPT = r"""
           form.elements.version.value = data.version;
           base = values;
           if (same(fields(), values)) localStorage.removeItem(key); else remember();
+          var shown = document.getElementById("interview-points");
+          if (shown && data.interview) shown.textContent = data.interview;
           say("saved", data.message);
         } else if (answer.status === 409) {
           blocked = true; remember(); say("conflict", data.message);

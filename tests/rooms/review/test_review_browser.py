@@ -162,9 +162,16 @@ def test_a_sheet_scored_in_the_page_lands_where_human_score_writes_and_in_grades
     browser.find_element(By.NAME, "reason").send_keys("clear on batching and fallbacks")
     _wait(browser, lambda d: _status(d)[0] == "saved" and "decision: advance" in _status(d)[1], what="saved")
     assert _points(folder) == {"interview.1": (2, 3), "interview.2": (3, 3)}
+    assert browser.find_element(By.ID, "interview-points").text == "5 / 6"
     review = json.loads((folder / "review.json").read_text())
     assert review["notes"] == {"interview.1": "walked through the slot wait"} and review["saved_by"] == "alice"
     browser.execute_script("document.querySelector('main.desk > section.side').scrollTop = 0")
+    # docs/ ships in the candidate's bundle, and the question bank never does: the picture shows where the
+    # questions go, not their text
+    browser.execute_script(
+        "document.querySelectorAll('table.sheet .item').forEach(function (e, i) {"
+        "  e.textContent = 'Question ' + (i + 1) + ' of the guide: its text is the bank\\'s, left out of this picture'; })"
+    )
     _shot(browser, tmp_path, "review-candidate.png")
     browser.refresh()  # a reload keeps it: the server's sheet
     assert (_chosen(browser, "interview.1"), _chosen(browser, "interview.2")) == ("2", "3")
