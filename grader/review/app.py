@@ -112,7 +112,11 @@ class ReviewApp:
     # ---- pages ----------------------------------------------------------------------------------------
 
     def round(self, request: Request) -> Response:
-        return self.html(round_page(self.review, self.review.entries(), reviewer=self.reviewer))
+        try:
+            entries = self.review.entries()
+        except ReviewError as exc:  # a report.json broken since the app started: named, in one line
+            return self.refusal(request, 500, str(exc))
+        return self.html(round_page(self.review, entries, reviewer=self.reviewer))
 
     def items(self, request: Request) -> Response:
         return self.html(items_page(self.review, reviewer=self.reviewer))
@@ -128,7 +132,10 @@ class ReviewApp:
             sheet = load_sheet(folder)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             sheet, note = None, f"{folder / FILE_NAMES['json']}: cannot be read as a kit report ({exc})"
-        entry = self.review.entry(key)
+        try:
+            entry = self.review.entry(key)
+        except ReviewError as exc:
+            return self.refusal(request, 500, str(exc))
         if entry is None:
             return self.refusal(request, 404, f"{key}: no such candidate in this round")
         found, why = exercises()

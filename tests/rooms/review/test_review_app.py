@@ -217,6 +217,26 @@ def test_two_saves_on_one_version_are_one_save_and_a_refusal_naming_who_saved(gr
     assert (grades / "alan-marchetti" / LOCK_FILE).is_file()
 
 
+def test_the_edition_a_grade_records_is_shown_and_a_dash_where_none(app, grades: Path) -> None:
+    client, _ = app
+    report = grades / "grace-lindqvist" / "report.json"
+    data = json.loads(report.read_text())
+    data["extra_data"]["kit"]["edition"] = {"name": "2025-spring", "contract": "1", "kit": "0.1.0"}
+    report.write_text(json.dumps(data))
+    with (grades / "grades.csv").open() as handle:  # a summary with the edition's columns names the other two
+        rows = list(csv.DictReader(handle))
+    header = list(rows[0]) + ["edition", "contract"]
+    with (grades / "grades.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, header)
+        writer.writeheader()
+        writer.writerows({**r, "edition": "2024-autumn" if r["name"] == "ada-okonkwo" else "", "contract": "1"} for r in rows)
+    rows = {re.search(r"href='/c/([^']+)'", row).group(1): row for row in client.get("/").text.split("<tr data-decision")[1:]}
+    assert "title='contract 1, 0.1.0'>2025-spring<" in rows["grace-lindqvist"]  # report.json's, first
+    assert ">2024-autumn<" in rows["ada-okonkwo"]  # grades.csv's, where report.json records none
+    assert "<td>—</td>" in rows["alan-marchetti"]
+    assert "Edition <b>2025-spring</b>" in client.get("/c/grace-lindqvist").text
+
+
 def test_files_come_from_the_round_alone(app, grades: Path, tmp_path: Path) -> None:
     client, running = app
     secret = tmp_path / "secret.txt"

@@ -84,8 +84,8 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     driver.quit()
 
 
-def _wait(driver: Any, until: Callable[[Any], Any], timeout: float = 30, what: str = "") -> Any:
-    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(until, what)
+def _wait(driver: Any, until: Callable[[Any], Any], timeout: float = 30, what: str = "", poll: float = 0.1) -> Any:
+    return WebDriverWait(driver, timeout, poll_frequency=poll).until(until, what)
 
 
 def _status(driver: Any) -> tuple[str, str]:
@@ -131,7 +131,7 @@ def test_the_round_opens_ranked_sortable_filterable_with_its_flags(browser, serv
     assert sorted(names) == ["Ada Okonkwo", "Alan Marchetti", "Grace Lindqvist"]
     assert "—" in table.text  # no edition recorded by these grades
     _wait(browser, lambda d: (d.refresh() or "being judged" not in d.find_element(By.ID, "ranking").text), 90,
-          "the unseen variants' verdicts")
+          "the unseen variants' verdicts", poll=1)
     _shot(browser, tmp_path, "review-round.png")
     table = browser.find_element(By.ID, "ranking")
     assert "passed" in table.text or "not passed" in table.text
