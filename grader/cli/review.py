@@ -63,4 +63,8 @@ def review(
         raise click.UsageError(str(exc)) from None
     except OSError as exc:
         raise click.UsageError(f"{exc.filename or round_dir}: {exc.strerror}") from None
-    serve(served, echo=click.echo)
+    try:
+        serve(served, echo=click.echo)
+    except KeyboardInterrupt:  # uvicorn has shut down cleanly, then passes the Ctrl-C on
+        pass
+    click.echo("grader review: stopped")

@@ -53,6 +53,7 @@ class Blinding:
             self._spellings = names_of(round_dir, rows)
         self._by_code = {code: name for name, code in self.codes.items()}
         self._redactor: tuple[frozenset[str], Redactor] | None = None
+        self._seen: tuple[tuple[int, int], dict[str, dict[str, str]]] | None = None
 
     # ---- names and keys -------------------------------------------------------------------------------
 
@@ -67,10 +68,18 @@ class Blinding:
         return key if key in self._names else None
 
     def revealed(self) -> dict[str, dict[str, str]]:
-        """The reveals recorded so far, by code: who revealed it and when."""
+        """The reveals recorded so far, by code: who revealed it and when (read again when the file changes, by
+        this app or another on the same round)."""
         path = self.round_dir / REVEALS
-        if not self.active or not path.is_file():
+        try:
+            info = path.stat()
+        except OSError:
             return {}
+        if not self.active:
+            return {}
+        stamp = (info.st_mtime_ns, info.st_size)
+        if self._seen is not None and self._seen[0] == stamp:
+            return self._seen[1]
         found: dict[str, dict[str, str]] = {}
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
@@ -79,6 +88,7 @@ class Blinding:
                 continue
             if isinstance(entry, dict) and isinstance(entry.get("code"), str) and entry["code"] in self._by_code:
                 found.setdefault(entry["code"], {"by": str(entry.get("by", "")), "at": str(entry.get("at", ""))})
+        self._seen = (stamp, found)
         return found
 
     def is_hidden(self, name: str) -> bool:
