@@ -9,9 +9,10 @@ STAMP := $(VENV)/.installed
 
 # Debian packages, installed when missing and this is root (`command:package` pairs): the demo needs
 # bubblewrap for the grader's sandbox (else it runs UNSANDBOXED, and says so); the tests also want
-# chromium for the report.html screenshot test (else it is skipped).
+# chromium for the report.html screenshot test and chromium-driver for `grader review`'s browser tests
+# (else they are skipped).
 DEBS_DEMO := bwrap:bubblewrap
-DEBS_TEST := $(DEBS_DEMO) chromium:chromium
+DEBS_TEST := $(DEBS_DEMO) chromium:chromium chromedriver:chromium-driver
 apt_install = missing=""; for pair in $(1); do command -v "$${pair%%:*}" >/dev/null || missing="$$missing $${pair\#\#*:}"; done; \
 	[ -z "$$missing" ] || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; }

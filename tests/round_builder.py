@@ -365,19 +365,32 @@ def _report_folder(member: Member, submission: Path, dest: Path) -> None:
     write_sources(snapshot(submission), dest)
 
 
-def build_round(dest: Path, *, size: int = 20, chaff: list[str] | None = None) -> dict[str, Member]:
+def build_round(dest: Path, *, size: int = 20, chaff: list[str] | None = None,
+                first: int | None = None) -> dict[str, Member]:
     """Write `dest/submissions/<name>/` and `dest/grades/<name>/` for a round of `size` members; return them by name.
 
-    `chaff` (default: every chaff, by name) is the order chaff join the round in."""
+    `chaff` (default: every chaff, by name) is the order chaff join the round in; `first` keeps only the first
+    members (the reference, the independent submission, a renamed copy of the reference, ...) for a quick round."""
     if chaff is None:
         chaff = sorted(p.name for p in (SUBMISSIONS / "chaff").iterdir()
                        if (p / "chaff.yaml").is_file() and (RUNS / p.name / "index.json").is_file())
-    found = {m.name: m for m in members(size, chaff)}
+    found = {m.name: m for m in members(size, chaff)[:first]}
     for member in found.values():
         submission = dest / "submissions" / member.name
         _write_submission(member, submission)
         _report_folder(member, submission, dest / "grades" / member.name)
     return found
+
+
+def summarised_round(dest: Path, *, first: int = 3, similarity: bool = True) -> tuple[Path, dict[str, Member]]:
+    """A quick round of the `first` members, summarised as `grade-many` leaves it (grades.csv, index.html, the
+    item analysis and, unless not wanted, similarity within the round with its side-by-side pages); its grades
+    folder and members."""
+    from grader.round.commands import SummaryOptions, summarise
+
+    found = build_round(dest, size=11, first=first)
+    summarise(dest / "grades", SummaryOptions(kit_leaks=False) if similarity else SummaryOptions(threshold=None))
+    return dest / "grades", found
 
 
 def main(argv: list[str] | None = None) -> int:

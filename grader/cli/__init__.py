@@ -12,6 +12,7 @@ from grader.cli.candidate import check, contract, manifests, memo
 from grader.cli.grading import grade, rejudge, replay
 from grader.cli.interview import interview, live
 from grader.cli.kit import bundle, selftest
+from grader.cli.review import review
 from grader.cli.round import grade_many, human_score
 
 __all__ = ["main"]
@@ -37,5 +38,6 @@ for command in (
     human_score,
     interview,
     live,
+    review,
 ):
     main.add_command(command)

@@ -43,5 +43,14 @@ FLOORS: tuple[tuple[tuple[str, str], ...], ...] = (
         ("interview", "the interviewer's guide: verdicts, closest calls and questions from a grade's records"),
         ("live", "live exercises: a situation the grade never ran, in front of the candidate's own code"),
     ),
+    (
+        (
+            "review",
+            (
+                "the hiring team's round in a browser (`grader review`): the ranking, the guide beside its scoring "
+                "sheet, decisions, live exercises, blind review"
+            ),
+        ),
+    ),
     (("cli", "the `grader` command: one module per command family; each command parses and calls"),),
 )

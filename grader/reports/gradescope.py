@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -43,6 +45,7 @@ __all__ = [
     "restore_person_part",
     "set_interview",
     "to_gradescope",
+    "write_document",
 ]
 
 VISIBILITY = {"public": "visible", "hidden": "after_published"}
@@ -152,6 +155,21 @@ def dumps(document: Mapping[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def write_document(report_json: Path, document: Mapping[str, Any]) -> None:
+    """Replace `report_json` whole: a temporary file in its folder, then a rename, so a reader (or a crash)
+    never meets half a file, and two writers each leave a whole one."""
+    path = Path(report_json)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, path.stat().st_mode & 0o777 if path.exists() else 0o644)  # mkstemp's 0600 would hide it
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            out.write(dumps(document))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _points(item_id: str, value: Any) -> tuple[float, float]:
     """(score, max_score) from a recorded value: a pair, or a mapping with both keys."""
     if isinstance(value, Mapping):
@@ -217,7 +235,7 @@ def apply_human_scores(report_json: Path, scores: Mapping[str, Any]) -> dict[str
     document["score"] = round(sum(t["score"] for t in tests), 6)
     document["max_score"] = round(sum(t["max_score"] for t in tests), 6)
     document["extra_data"]["human"]["applied"] = any(e["score"] is not None for e in checklist)
-    Path(report_json).write_text(dumps(document), encoding="utf-8")
+    write_document(report_json, document)
     refresh(Path(report_json))  # report.html shows the interview's points beside the automated score
     return document
 
@@ -246,7 +264,7 @@ def set_interview(report_json: Path, items: list[str], guide: str) -> dict[str, 
         )
     human["checklist"] = [e for e in checklist if not e["id"].startswith(INTERVIEW_PREFIX)] + sheet
     human["interview_guide"] = guide
-    Path(report_json).write_text(dumps(document), encoding="utf-8")
+    write_document(report_json, document)
     return apply_human_scores(report_json, {})
 
 

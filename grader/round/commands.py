@@ -6,10 +6,10 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -32,9 +32,20 @@ from grader.round.many import (
     round_seed,
 )
 from grader.round.similarity import DEFAULT_THRESHOLD
-from grader.round.summary import RowError, read_rows, write_index
+from grader.round.summary import Row, RowError, read_rows, write_index
 
-__all__ = ["SummaryOptions", "parse_score", "run_grade_many", "run_human_score"]
+if TYPE_CHECKING:
+    from grader.round.analysis import Analysis
+
+__all__ = [
+    "Summary",
+    "SummaryOptions",
+    "parse_score",
+    "record_human_scores",
+    "run_grade_many",
+    "run_human_score",
+    "summarise",
+]
 
 
 @dataclass(frozen=True)
@@ -49,26 +60,54 @@ class SummaryOptions:
     jobs: int = 1
 
 
-def _summary(out: Path, options: SummaryOptions = SummaryOptions()) -> None:
+@dataclass
+class Summary:
+    """What `summarise` wrote: the ranking, its analysis, the files' paths, the blind copy and the map."""
+
+    rows: list[Row]
+    analysis: Analysis
+    paths: dict[str, Path]
+    carried: list[str]  # names whose reports took checklist points from the blind copy
+    blind: Path | None = None
+    revealed: Path | None = None
+
+
+def summarise(
+    out: Path, options: SummaryOptions = SummaryOptions(), columns: Mapping[str, Mapping[str, str]] | None = None
+) -> Summary:
+    """Rebuild the round's summary in `out` from its report folders (grades.csv, index.html, the analysis, the
+    blind copy when asked); `columns` adds grades.csv columns by name (column -> report folder -> value).
+
+    Raises RowError, SimilarityError, BlindError (one line naming the file) and OSError."""
     from grader.round.analysis import analyse
-    from grader.round.blind import BlindError, carry_back, codes_for, write_blind, write_reveal
+    from grader.round.blind import carry_back, codes_for, write_blind, write_reveal
+
+    rows = read_rows(out)
+    took = carry_back(out, codes_for(out, [r.name for r in rows])) if options.anonymize else []
+    if took:
+        rows = read_rows(out)
+    analysis = analyse(
+        out, rows, threshold=options.threshold, leaks=options.leaks, kit_leaks=options.kit_leaks, jobs=options.jobs
+    )
+    paths = write_index(rows, out, analysis, columns)
+    blind = write_blind(out, rows, analysis) if options.anonymize else None
+    revealed = write_reveal(out, options.reveal, rows) if options.reveal is not None else None
+    return Summary(rows, analysis, paths, took, blind, revealed)
+
+
+def _summary(out: Path, options: SummaryOptions = SummaryOptions()) -> None:
+    from grader.round.blind import BlindError
     from grader.round.similarity import SimilarityError
 
     try:
-        rows = read_rows(out)
-        if options.anonymize and (took := carry_back(out, codes_for(out, [r.name for r in rows]))):
-            click.echo(f"checklist points from the blind copy recorded in {len(took)} report(s)", err=True)
-            rows = read_rows(out)
-        analysis = analyse(
-            out, rows, threshold=options.threshold, leaks=options.leaks, kit_leaks=options.kit_leaks, jobs=options.jobs
-        )
-        paths = write_index(rows, out, analysis)
-        blind = write_blind(out, rows, analysis) if options.anonymize else None
-        revealed = write_reveal(out, options.reveal, rows) if options.reveal is not None else None
+        done = summarise(out, options)
     except (RowError, SimilarityError, BlindError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"{exc.filename or out}: {exc.strerror}") from None
+    rows, analysis, paths, blind, revealed = done.rows, done.analysis, done.paths, done.blind, done.revealed
+    if done.carried:
+        click.echo(f"checklist points from the blind copy recorded in {len(done.carried)} report(s)", err=True)
     for note in analysis.notes:
         click.echo(note, err=True)
     for row in rows[:10]:
@@ -303,23 +342,28 @@ def parse_score(text: str) -> tuple[str, tuple[float, float]]:
     return item.strip(), (score, max_score)
 
 
-def run_human_score(report_json: Path, scores: Sequence[str]) -> None:
-    from grader.reports import HumanScoreError, apply_human_scores
+def record_human_scores(report_json: Path, scores: Sequence[str]) -> dict[str, Any]:
+    """What `grader human-score REPORT_JSON ITEM=SCORE/MAX...` records: each argument parsed, then every point
+    written into report.json at once (and report.html's Interview section); the document written.
 
-    if not report_json.is_file():
-        raise click.ClickException(f"{report_json}: no such file (give a report.json the grader wrote)")
+    ValueError (a HumanScoreError among them) says what is wrong in one line; the file is then left as it was."""
+    from grader.reports import apply_human_scores
+
     parsed: dict[str, tuple[float, float]] = {}
     for text in scores:
-        try:
-            item, points = parse_score(text)
-        except ValueError as exc:
-            raise click.ClickException(str(exc)) from None
+        item, points = parse_score(text)
         if item in parsed:
-            raise click.ClickException(f"{text!r}: {item} is scored twice")
+            raise ValueError(f"{text!r}: {item} is scored twice")
         parsed[item] = points
+    return apply_human_scores(report_json, parsed)
+
+
+def run_human_score(report_json: Path, scores: Sequence[str]) -> None:
+    if not report_json.is_file():
+        raise click.ClickException(f"{report_json}: no such file (give a report.json the grader wrote)")
     try:
-        document = apply_human_scores(report_json, parsed)
-    except HumanScoreError as exc:
+        document = record_human_scores(report_json, scores)
+    except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     for entry in document["extra_data"]["human"]["checklist"]:
         if entry["score"] is not None:

@@ -22,6 +22,7 @@ import csv
 import html
 import io
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -184,16 +185,20 @@ def _closest(analysis: Analysis | None, name: str) -> tuple[str, str]:
     return f"{pair.score:.4f}", f"{other} ({pair.deliverable})"
 
 
-def to_csv(rows: list[Row], analysis: Analysis | None = None) -> str:
+def to_csv(
+    rows: list[Row], analysis: Analysis | None = None, columns: Mapping[str, Mapping[str, str]] | None = None
+) -> str:
     """One row per candidate, one column per criterion (the points awarded; empty when not graded).
 
     With a similarity check, `similarity` and `similar_to` (the highest score and what it matched) follow
-    the fixed columns."""
+    the fixed columns; then `columns`, each a column name and its value by report folder (empty when it has
+    none): what a person decided in `grader review`, which this room never reads itself."""
     ids = criterion_ids(rows)
     similar = analysis is not None and analysis.similarity is not None
+    extra = dict(columns or {})
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(_FIXED + (["similarity", "similar_to"] if similar else []) + ids)
+    writer.writerow(_FIXED + (["similarity", "similar_to"] if similar else []) + list(extra) + ids)
     for r in rows:
         writer.writerow(
             [
@@ -211,6 +216,7 @@ def to_csv(rows: list[Row], analysis: Analysis | None = None) -> str:
                 "" if r.seed is None else r.seed,
             ]
             + (list(_closest(analysis, r.name)) if similar else [])
+            + [clean(values.get(r.name, "")) for values in extra.values()]
             + [_num(r.scores[c]) if c in r.scores else "" for c in ids]
         )
     return buffer.getvalue()
@@ -340,9 +346,11 @@ def _title(rows: list[Row], criterion: str) -> str:
     return next((r.titles[criterion] for r in rows if criterion in r.titles), "")
 
 
-def summary_files(rows: list[Row], analysis: Analysis | None = None) -> dict[str, str]:
-    """Every file of the summary by its path under the round's folder."""
-    files = {CSV_NAME: to_csv(rows, analysis), INDEX_NAME: to_index_html(rows, analysis)}
+def summary_files(
+    rows: list[Row], analysis: Analysis | None = None, columns: Mapping[str, Mapping[str, str]] | None = None
+) -> dict[str, str]:
+    """Every file of the summary by its path under the round's folder (`columns`: grades.csv's added ones)."""
+    files = {CSV_NAME: to_csv(rows, analysis, columns), INDEX_NAME: to_index_html(rows, analysis)}
     if analysis is not None:
         from grader.round.analysis_page import analysis_files
 
@@ -370,7 +378,12 @@ def write_files(files: dict[str, str], out: Path) -> dict[str, Path]:
     return paths
 
 
-def write_index(rows: list[Row], out: Path, analysis: Analysis | None = None) -> dict[str, Path]:
-    """Write grades.csv and index.html into `out` (each replaced whole), and the analysis's files when
-    given; return their paths."""
-    return write_files(summary_files(rows, analysis), out)
+def write_index(
+    rows: list[Row],
+    out: Path,
+    analysis: Analysis | None = None,
+    columns: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, Path]:
+    """Write grades.csv (with `columns` added, when given) and index.html into `out` (each replaced whole), and
+    the analysis's files when given; return their paths."""
+    return write_files(summary_files(rows, analysis, columns), out)
