@@ -137,10 +137,12 @@ def test_unhealthy_health_and_admin_toggle(fake_server):
 
 
 def test_startup_delay_answers_503_then_ready(fake_server):
-    server = fake_server(startup_delay=0.4)
+    server = fake_server(startup_delay=2.0)  # room for two requests on a busy machine before it is ready
     assert httpx.get(server.base_url + "/health").status_code == 503
     assert httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False)).status_code == 503
-    time.sleep(0.5)
+    deadline = time.monotonic() + 10
+    while httpx.get(server.base_url + "/health").status_code != 200 and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert httpx.get(server.base_url + "/health").status_code == 200
 
 
