@@ -144,6 +144,16 @@ class ModelSettings:
     sse_coalesce: int = _opt(
         1, "Hold streamed events and write k of them in one write (1 = each event in its own write).", min=1, max=64
     )
+    sse_multiline_data: bool = _opt(
+        False,
+        "Write each event's JSON over several `data:` lines, as the SSE standard allows (a reader joins them with a "
+        "newline, which JSON reads as space); vLLM writes one.",
+    )
+    stream_usage: bool = _opt(
+        True,
+        "Send the usage chunk a streaming client asks for (`stream_options.include_usage`) as vLLM does; off: none, "
+        "as a server that ignores `stream_options` (a client then counts tokens from content deltas).",
+    )
 
     def validate(self, where: str = "settings") -> None:
         _validate(self, where)

@@ -76,6 +76,12 @@ KINDS = (
     ),
     FaultKind("unhealthy", "`/health` answers 503 while the rule is set", (), selects=False),
     FaultKind(
+        "health_stall",
+        "`/health` answers only after `seconds` while the rule is set (a probe without a timeout waits that long)",
+        ("seconds",),
+        selects=False,
+    ),
+    FaultKind(
         "tokenize_error",
         "`POST /tokenize` answers `status` with an OpenAI-style error body (`message`) while the rule is set",
         ("status", "message"),
@@ -242,6 +248,11 @@ class FaultPlan:
     @property
     def unhealthy(self) -> bool:
         return any(rule.kind == "unhealthy" for rule in self.rules)
+
+    @property
+    def health_stall(self) -> float:
+        """How long `/health` waits before it answers (0: it answers at once)."""
+        return max((rule.seconds for rule in self.rules if rule.kind == "health_stall"), default=0.0)
 
     @property
     def tokenize_error(self) -> FaultRule | None:

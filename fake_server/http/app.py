@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -30,6 +31,8 @@ VERSION = "0.11.0-fake"
 
 async def health(request: Request) -> Response:
     state: ServerState = request.app.state.server
+    if stall := state.faults.health_stall:
+        await asyncio.sleep(stall)
     status = 200 if state.health_ok() else 503
     state.endpoint_calls["health"].append((time.time(), status))
     return Response(status_code=status)

@@ -198,10 +198,11 @@ async def _serve(request: Request, state: ServerState, record: LedgerRecord, cha
         on_finish=persona.on_finish if persona is not None else None,
     )
     if req.stream:
+        usage = settings.stream_usage or persona is not None  # a server that ignores stream_options sends none
         return StreamWriter(
             reply,
-            include_usage=req.include_usage or persona is not None,  # type: ignore[return-value]
-            continuous=req.continuous_usage,
+            include_usage=usage and (req.include_usage or persona is not None),  # type: ignore[return-value]
+            continuous=usage and req.continuous_usage,
             role_on_arrival=chat and settings.role_chunk == "on_arrival",
         )
     return await _whole(request, reply)

@@ -11,6 +11,8 @@ events": lines end in CRLF, LF or CR; one space after the colon is optional; lin
   sse_split_writes        every write is made in two halves, `SPLIT_PAUSE` apart, so a reader
                           sees a partial event first
   sse_coalesce            k events are held back and written together in one write
+  sse_multiline_data      each event's JSON on several `data:` lines, broken after a comma (the
+                          reader joins them with a newline, which JSON reads as space)
 
 The encoders produce canonical `data: <payload>\\n\\n` frames; `Framing.frame` rewrites them.
 The ledger stamps each event with the moment the write that carried its last byte returned,
@@ -47,6 +49,7 @@ class Framing:
     keepalive_every: int = 0
     split_writes: bool = False
     coalesce: int = 1
+    multiline: bool = False
 
     @classmethod
     def of(cls, settings: ModelSettings) -> Framing:
@@ -56,6 +59,7 @@ class Framing:
             settings.sse_keepalive_comments,
             settings.sse_split_writes,
             settings.sse_coalesce,
+            settings.sse_multiline_data,
         )
 
     @property
@@ -65,7 +69,7 @@ class Framing:
 
     @property
     def rewrites(self) -> bool:
-        return self.line_ending != b"\n" or not self.data_space
+        return self.line_ending != b"\n" or not self.data_space or self.multiline
 
     def frame(self, canonical: bytes) -> bytes:
         """Rewrite one canonical `data: <payload>\\n\\n` frame in this framing."""
@@ -73,7 +77,11 @@ class Framing:
             return canonical
         assert canonical.startswith(_CANONICAL_HEAD) and canonical.endswith(_CANONICAL_TAIL)
         payload = canonical[len(_CANONICAL_HEAD) : -len(_CANONICAL_TAIL)]
-        return (b"data: " if self.data_space else b"data:") + payload + self.line_ending * 2
+        head = b"data: " if self.data_space else b"data:"
+        # a break after each comma before a key or a string (a quote inside a string is escaped, so `,"` is always
+        # between members): the lines joined with a newline are the same JSON again
+        lines = payload.replace(b',"', b',\n"').split(b"\n") if self.multiline else [payload]
+        return b"".join(head + line + self.line_ending for line in lines) + self.line_ending
 
     def comment(self) -> bytes:
         return b": keep-alive" + self.line_ending * 2

@@ -137,7 +137,53 @@ def test_split_and_coalesced_writes_and_their_ledger_times():
     assert all(b[0] - a[0] >= 0.002 for a, b in itertools.pairwise(stamped))
 
 
-@pytest.mark.parametrize("scenario", ["sse-crlf-nospace", "sse-cr-comments", "sse-split-coalesced"])
+def test_one_event_over_several_data_lines_on_the_wire():
+    with serve(scenario="sse-multiline", token_rate=500) as server:
+        body, writes = _raw_stream(server.port, _body())
+    events = body.split(b"\n\n")[:-1]
+    assert events[-1] == b"data: [DONE]" and len(writes) == len(events)
+    multi = [e for e in events if e.count(b"\n") >= 2]
+    assert len(multi) == len(events) - 1  # every JSON event, [DONE] aside, spans three lines or more
+    for event in multi:
+        lines = event.split(b"\n")
+        assert all(line.startswith(b"data: ") for line in lines)
+        joined = b"\n".join(line[len(b"data: "):] for line in lines)  # as the SSE standard joins them
+        assert json.loads(joined)["object"] == "chat.completion.chunk"
+        assert all(not _parses(line[len(b"data: "):]) for line in lines)  # no line is JSON on its own
+
+
+def _parses(text: bytes) -> bool:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+def test_a_server_that_ignores_stream_options_sends_no_usage_chunk():
+    with serve(scenario="no-usage", token_rate=500) as server:
+        body, _ = _raw_stream(server.port, _body())
+        whole = json.loads(_raw_whole(server.port))
+    chunks = [json.loads(e[len(b"data: "):]) for e in body.split(b"\n\n")[:-1] if e != b"data: [DONE]"]
+    assert chunks and all("usage" not in c or c["usage"] is None for c in chunks)
+    assert all(c["choices"] for c in chunks)  # no `choices: []` usage chunk
+    assert body.endswith(b"data: [DONE]\n\n")
+    assert whole["usage"]["completion_tokens"] > 0  # a whole answer still carries it, as it always does
+
+
+def _raw_whole(port: int) -> bytes:
+    payload = json.dumps({"model": "fake-model", "messages": _PROMPT, "max_tokens": 12}).encode()
+    request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               b"Connection: close\r\nContent-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+    raw = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request)
+        while part := sock.recv(65536):
+            raw += part
+    return raw.partition(b"\r\n\r\n")[2]
+
+
+@pytest.mark.parametrize("scenario", ["sse-crlf-nospace", "sse-cr-comments", "sse-split-coalesced", "sse-multiline"])
 def test_openai_client_reads_each_variant_like_vllms_framing(scenario):
     with serve(scenario="baseline", token_rate=500) as plain:
         expected = _openai_text(plain)

@@ -146,6 +146,19 @@ def test_startup_delay_answers_503_then_ready(fake_server):
     assert httpx.get(server.base_url + "/health").status_code == 200
 
 
+def test_a_stalled_health_endpoint_answers_late_and_serves_requests_meanwhile(fake_server):
+    server = fake_server(token_rate=1000, faults=[{"kind": "health_stall", "seconds": 1.5}])
+    started = time.monotonic()
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.get(server.base_url + "/health", timeout=0.5)  # a probe with a timeout gives up
+    assert httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False)).status_code == 200
+    assert httpx.get(server.base_url + "/health", timeout=5).status_code == 200  # one without waits it out
+    assert time.monotonic() - started >= 1.5
+    server.set_faults([])
+    quick = time.monotonic()
+    assert httpx.get(server.base_url + "/health", timeout=5).status_code == 200 and time.monotonic() - quick < 1.0
+
+
 def test_stopped_server_refuses_connections():
     from fake_server import serve
     with serve(port=0) as server:
