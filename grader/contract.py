@@ -19,6 +19,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
+from grader.shared.contracts import LATEST, supported, version_of
 from grader.shared.kit_files import schemas_dir
 from grader.shared.schema_words import problems_of
 from grader.shared.yaml_files import YamlError, read_yaml, split_front_matter
@@ -37,7 +38,7 @@ __all__ = [
     "schema_errors",
 ]
 
-CONTRACT_VERSION = 1
+CONTRACT_VERSION = LATEST  # what the kit's own bundle, starter and reference declare
 SCHEMA_DIR = schemas_dir() / "contract"
 KINDS = (
     "submission",
@@ -79,10 +80,9 @@ def schema_errors(kind: str, data: Any) -> list[str]:
     """Every way `data` breaks the schema of `kind`, as 'field.path: what is wrong' lines."""
     if kind not in _SCHEMAS:
         raise KeyError(f"no contract schema named {kind!r} (known: {', '.join(KINDS)})")
-    if isinstance(data, dict) and "contract" in data and data["contract"] != CONTRACT_VERSION:
-        return [
-            f"contract: version {data['contract']!r} is not supported by this grader (it reads version {CONTRACT_VERSION})"
-        ]
+    if isinstance(data, dict) and "contract" in data and version_of(data["contract"]) is None:
+        versions = ", ".join(str(v) for v in supported())
+        return [f"contract: version {data['contract']!r} is not one this grader grades (it grades versions {versions})"]
     return problems_of(_VALIDATORS[kind], data)
 
 
@@ -107,6 +107,22 @@ class PercentileRef:
 class Submission:
     folder: Path
     data: dict[str, Any]
+
+    @property
+    def contract(self) -> int:
+        """The contract version the submission declares, which its grade follows (the latest for none it names)."""
+        return version_of(self.data.get("contract")) or LATEST
+
+    def follows(self) -> str:
+        """What the submission says it follows, for a person: its contract version and its bundle's stamp."""
+        line = f"follows contract {self.contract}"
+        if self.contract < LATEST:
+            line += f" (an earlier brief: graded by its rules; the kit's latest is {LATEST})"
+        stamp = self.data.get("edition")
+        if isinstance(stamp, dict):
+            made = ", ".join(f"{k} {stamp[k]}" for k in ("name", "kit", "contract", "rubric") if k in stamp)
+            line += f"; its bundle: {made}"
+        return line
 
     def command(self, part: str, key: str = "command") -> list[str]:
         return list(self.data[part][key])

@@ -109,6 +109,8 @@ class Grade:
     human_checklist: list[str] = field(default_factory=list)  # what a person must still judge
     inherent_s: float = 0.0  # how long the candidate's own commands ran: the part of duration_s no grader can save
     section_s: dict[str, float] = field(default_factory=dict)  # each section's runs its criteria share, in seconds
+    # what it was graded against: {name, contract, kit} (grader/shared/contracts.py Edition); empty: not known
+    edition: dict[str, Any] = field(default_factory=dict)
 
     @property
     def score(self) -> float:

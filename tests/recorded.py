@@ -24,7 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 SUBMISSIONS = ROOT / "submissions"
 #: Submissions written from TASK.md alone, by name: their folder and the deliverables they implement.
-INDEPENDENT = {"independent": (ROOT / "tests" / "fixtures" / "independent_submission", ("loadgen",))}
+#: The kit's reference as its contract-1 bundle shipped it, graded whole: every point of its own brief.
+INDEPENDENT = {
+    "independent": (ROOT / "tests" / "fixtures" / "independent_submission", ("loadgen",)),
+    "contract1-reference": (ROOT / "tests" / "fixtures" / "contract1_reference", ()),
+}
 #: Correct submissions built from the reference at recording time (tests/cold_start.py), graded on these criteria.
 BUILT = {"cold-start": ("loadgen",)}
 #: Submissions recorded whatever their grade says (a rerun, an inconclusive criterion): what the guide reads.

@@ -171,7 +171,7 @@ def run_check(
     echo("== contract")
     try:
         submission = load_submission(folder)
-        echo(f"{folder / 'submission.yaml'}: follows contract 1")
+        echo(f"{folder / 'submission.yaml'}: {submission.follows()}")
     except ContractError as exc:
         outcome.contract = str(exc).splitlines()
         for line in outcome.contract:

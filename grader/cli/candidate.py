@@ -79,7 +79,7 @@ def contract(submission: Path, outputs: tuple[tuple[str, str], ...]) -> None:
         if not Path(file).is_file():
             raise click.UsageError(f"--output {kind} {file}: no such file")
     try:
-        load_submission(submission)
+        loaded = load_submission(submission)
         problems = []
         for kind, file in outputs:
             problems += [f"{file}: {line}" for line in check_output(kind, Path(file))]
@@ -90,7 +90,7 @@ def contract(submission: Path, outputs: tuple[tuple[str, str], ...]) -> None:
         click.echo(line, err=True)
     if problems:
         sys.exit(1)
-    click.echo(f"{submission / 'submission.yaml'}: follows contract 1")
+    click.echo(f"{submission / 'submission.yaml'}: {loaded.follows()}")
     for kind, file in outputs:
         click.echo(f"{file}: follows {kind}.schema.json")
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from grader.criteria.memo_figures import Finding, Sized, is_number, is_token_rate, sized_by
 from grader.criteria.memo_prose import text_rules
+from grader.shared.contracts import supported, version_of
 from grader.shared.yaml_files import YamlError
 from grader.shared.yaml_files import split_front_matter as read_front_matter
 
@@ -249,8 +250,9 @@ def _sizing_rules(figures: list[dict[str, Any]], body: str, sizing_inputs: Any =
 def check_figures(front: dict[str, Any], body: str = "", *, first_line: int = 1) -> list[Finding]:
     """Every rule on parsed front matter (and the body, for the advice that reads it)."""
     out = []
-    if front.get("contract") != 1:
-        out.append(Finding("front-matter", None, f"contract must be 1, got {front.get('contract')!r}"))
+    if version_of(front.get("contract")) is None:
+        versions = " or ".join(str(v) for v in supported())
+        out.append(Finding("front-matter", None, f"contract must be {versions}, got {front.get('contract')!r}"))
     figures = front.get("figures")
     if not isinstance(figures, list) or not figures:
         return out + [Finding("front-matter", None, "figures must be a non-empty list")]

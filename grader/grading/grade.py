@@ -25,7 +25,7 @@ from typing import Any
 from grader.contract import Submission, schema_errors
 from grader.criteria.catalog import registered
 from grader.criteria.memo import HUMAN_CHECKLIST
-from grader.grading.judging import FactsAt, VariantsAt, decide, result_of, skipped, unjudged
+from grader.grading.judging import FactsAt, VariantsAt, decide, not_in_brief, result_of, skipped, unjudged
 from grader.grading.live_runs import LiveRuns
 from grader.grading.sections import NO_VARIANTS, SECTIONS, Context, Section
 from grader.grading.slots import Slots
@@ -34,6 +34,7 @@ from grader.records.book import RecordBook
 from grader.rubric import Criterion, Rubric, RubricError, load_rubric
 from grader.rubric.sizing_plan import SizingPlan
 from grader.rubric.variants import Variants, VariantsError, load_variants
+from grader.shared.contracts import Edition
 from grader.shared.yaml_files import YamlError, read_yaml
 
 __all__ = [
@@ -167,6 +168,19 @@ def progress(echo: Callable[[str], None]) -> Callable[[CriterionResult], None]:
     return report
 
 
+def _selected(rubric: Rubric, run: GradeRequest) -> tuple[Criterion, ...]:
+    """The criteria a grade judges: `--only`'s, judged from `--case`'s or `--scenario`'s runs alone if given, the
+    public ones alone for `grader check`."""
+    criteria = rubric.select(run.only)
+    if run.cases:
+        criteria = tuple(replace(c, cases=run.cases) if c.deliverable == "gateway" else c for c in criteria)
+    if run.scenarios:
+        criteria = tuple(replace(c, scenarios=run.scenarios) if c.deliverable == "loadgen" else c for c in criteria)
+    if run.public_only:
+        criteria = tuple(c for c in criteria if c.visibility == "public")
+    return criteria
+
+
 def _fresh_book(out: Path) -> RecordBook:
     """The grade's record book in `out/runs/`, emptied of an earlier grade's records."""
     folder = out / RUNS
@@ -180,26 +194,25 @@ def grade(run: GradeRequest) -> Grade:
     """Grade one submission; write its run records to `run.out/runs/` and its reports to `run.out`."""
     started_at = dt.datetime.now(dt.UTC).replace(microsecond=0)
     t0 = time.perf_counter()
-    rubric = load_rubric(run.rubric, override=run.override, checks=registered())
-    unseen = unseen_material(run, rubric)
-    criteria = rubric.select(run.only)
-    if run.cases:
-        criteria = tuple(replace(c, cases=run.cases) if c.deliverable == "gateway" else c for c in criteria)
-    if run.scenarios:
-        criteria = tuple(replace(c, scenarios=run.scenarios) if c.deliverable == "loadgen" else c for c in criteria)
-    if run.public_only:
-        criteria = tuple(c for c in criteria if c.visibility == "public")
+    latest = load_rubric(run.rubric, override=run.override, checks=registered())
+    unseen = unseen_material(run, latest)
     report = progress(run.echo)
     book = _fresh_book(Path(run.out))
     with _submission_folder(run.submission) as (folder, refused):
         submission, problems = contract_problems(folder) if folder else (None, {"*": [refused]})
+        rubric = latest.for_contract(submission.contract if submission else latest.contract)
+        criteria = _selected(rubric, run)
         results: dict[str, CriterionResult] = {}
         carried: set[str] = set()  # criteria not judged (skipped, or the grader's own failure): a re-judge keeps them
         todo: dict[str, list[Criterion]] = {}
         for criterion in criteria:
             section = SECTIONS[criterion.deliverable]
             broken = problems.get("*", []) + problems.get(section.part, [])
-            if broken or submission is None:
+            if not criterion.in_brief:
+                results[criterion.id] = not_in_brief(criterion, rubric.contract)
+                carried.add(criterion.id)
+                report(results[criterion.id])
+            elif broken or submission is None:
                 results[criterion.id] = skipped(criterion, "the contract is broken for this part: " + "; ".join(broken))
                 carried.add(criterion.id)
                 report(results[criterion.id])
@@ -226,6 +239,7 @@ def grade(run: GradeRequest) -> Grade:
         human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in criteria) else [],
         inherent_s=round(inherent, 3),
         section_s=section_s,
+        edition=Edition.of(submission.data).to_dict() if submission else {},
     )
     book.write_index(_index(grade_, run, unseen, problems, carried))
     from grader.reports import write_reports
@@ -258,6 +272,7 @@ def _index(
         },
         "inherent_s": grade_.inherent_s,
         "section_s": grade_.section_s,
+        **({"edition": grade_.edition} if grade_.edition else {}),
         "variants": unseen.variants.varied if unseen.variants is not None else NO_VARIANTS,
     }
 

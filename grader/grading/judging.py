@@ -9,7 +9,7 @@ twice is `inconclusive`. A check is a pure function; so is everything here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from grader.criteria.catalog import registered
@@ -144,6 +144,22 @@ def _unscored(criterion: Criterion, status: Status, output: str, evidence: Evide
 
 def skipped(criterion: Criterion, why: str) -> CriterionResult:
     return _unscored(criterion, "skipped", why)
+
+
+#: How a report names a criterion the candidate's brief did not state (the start of its output).
+NOT_IN_BRIEF = "not in this candidate's brief"
+
+
+def not_in_brief(criterion: Criterion, contract: int) -> CriterionResult:
+    """A criterion the brief of contract `contract` does not state: not judged, and out of the maximum (weight
+    0), so work that met its own brief keeps every point of it."""
+    result = _unscored(
+        criterion,
+        "skipped",
+        f"{NOT_IN_BRIEF}: the submission follows contract {contract}, whose brief does not ask for this "
+        "(CHANGELOG.md says which version added it)",
+    )
+    return replace(result, weight=0.0)
 
 
 def unjudged(criterion: Criterion, why: str, *, logs: str = "") -> CriterionResult:

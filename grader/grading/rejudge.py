@@ -21,7 +21,7 @@ from typing import Any
 from grader.criteria.catalog import registered
 from grader.criteria.memo import HUMAN_CHECKLIST
 from grader.grading.grade import RUNS
-from grader.grading.judging import FactsAt, VariantsAt, decide, result_of, skipped, unjudged
+from grader.grading.judging import FactsAt, VariantsAt, decide, not_in_brief, result_of, skipped, unjudged
 from grader.grading.sections import NO_VARIANTS, SECTIONS, Section, Varied
 from grader.outcome import CriterionResult, Grade
 from grader.records.book import RecordBook, RecordError
@@ -50,6 +50,8 @@ def rejudge(
     unknown = [c for c in book.index["criteria"] if not any(k.id == c for k in current.criteria)]
     if unknown:
         raise RubricError(f"{current.path}: has no criterion {unknown[0]!r}, which the grade in {report_dir} judged")
+    edition = book.index.get("edition") or {}
+    current = current.for_contract(int(edition.get("contract") or current.contract))  # its own brief's rules
     from grader.grading.grade import progress
 
     grade = grade_of(book, current, report=progress(echo) if echo else None)
@@ -87,7 +89,9 @@ def grade_of(book: RecordBook, rubric: Rubric, *, report: Callable[[CriterionRes
     for criterion_id in index["criteria"]:
         criterion = rubric.criterion(criterion_id)
         kept = index["not_judged"].get(criterion_id)
-        if kept is not None:
+        if not criterion.in_brief:
+            result = not_in_brief(criterion, rubric.contract)
+        elif kept is not None:
             result = (
                 skipped(criterion, kept["output"])
                 if kept["status"] == "skipped"
@@ -112,6 +116,7 @@ def grade_of(book: RecordBook, rubric: Rubric, *, report: Callable[[CriterionRes
         human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in results) else [],
         inherent_s=float(index.get("inherent_s", 0.0)),
         section_s=dict(index.get("section_s", {})),
+        edition=dict(index.get("edition") or {}),
     )
 
 

@@ -17,6 +17,8 @@ the packages and are never copied.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -29,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from grader.shared.contracts import DEFAULT_EDITION, LATEST, kit_version
 
 __all__ = [
     "ALL_PLATFORMS",
@@ -145,6 +149,35 @@ def candidate_rubric(text: str) -> str:
     data["scenarios"] = {k: v for k, v in data["scenarios"].items() if k not in hidden_only}
     header = "# The candidate's copy of the grading rubric: public criteria only (`grader check` grades these).\n"
     return header + yaml.safe_dump(data, sort_keys=False, width=110, allow_unicode=True)
+
+
+def edition_stamp(root: Path) -> dict[str, Any]:
+    """What a bundle says it was made from: its edition, the kit's version, the contract version of its brief and
+    the digest of the rubric that grades it. `grader check` prints it; the grade follows the contract it names."""
+    rubric = (root / "grader" / "rubric.yaml").read_bytes()
+    return {
+        "name": DEFAULT_EDITION,
+        "kit": kit_version(),
+        "contract": LATEST,
+        "rubric": hashlib.sha256(rubric).hexdigest()[:16],
+    }
+
+
+def stamp(starter: Path, edition: dict[str, Any]) -> None:
+    """Write `edition` into the candidate's submission.yaml (an `edition:` block, its comments kept) and into
+    TASK.md's header."""
+    manifest = starter / "submission.yaml"
+    text = manifest.read_text(encoding="utf-8")
+    fields = ", ".join(f"{k}: {json.dumps(v)}" for k, v in edition.items())
+    block = f"# Written by `grader bundle`: the bundle you were given. Leave it as it is.\nedition: {{{fields}}}\n"
+    manifest.write_text(text.rstrip("\n") + "\n\n" + block, encoding="utf-8")
+    brief = starter / "TASK.md"
+    head, _, rest = brief.read_text(encoding="utf-8").partition("\n")
+    line = (
+        f"\n_Edition {edition['name']}, contract {edition['contract']}, kit {edition['kit']}, rubric "
+        f"{edition['rubric']}._\n"
+    )
+    brief.write_text(head + "\n" + line + rest, encoding="utf-8")
 
 
 def _stage_sources(root: Path, stage: Path) -> None:
@@ -330,6 +363,7 @@ def build_bundle(
         (wheels / "COVERAGE.txt").write_text("Wheels for:\n" + "".join(f"- {c}\n" for c in coverage), encoding="utf-8")
         for name in ("starter", "chart", "schemas", "docs"):
             shutil.copytree(root / name, top / name, ignore=_IGNORE)
+        stamp(top / "starter", edition_stamp(root))
         _write_installers(top, kit_wheel)
         (top / "README.md").write_text(_readme(pythons, platforms), encoding="utf-8")
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -110,6 +110,11 @@ def summary_lines(grade: Grade) -> list[str]:
         + (f" by {clean(grade.candidate)}" if grade.candidate else "")
         + f", seed {grade.seed}, started {clean(grade.started)}, {fmt_seconds(grade.duration_s)} s."
     )
+    if grade.edition:
+        lines.append(
+            f"Graded against contract {grade.edition.get('contract')}, edition {clean(str(grade.edition.get('name')))}"
+            f", by kit {clean(str(grade.edition.get('kit')))}."
+        )
     if not warning:
         lines.append(f"Sandbox: {clean(grade.sandbox_note)}")
     for problem in grade.contract_problems:

@@ -68,6 +68,8 @@ _FIXED = [
     "inconclusive",
     "contract_problems",
     "seed",
+    "edition",
+    "contract",
 ]
 _CHART_MAX = 20  # criteria shown in the "most missed" chart
 
@@ -95,6 +97,8 @@ class Row:
     titles: dict[str, str] = field(default_factory=dict)
     deliverables: dict[str, str] = field(default_factory=dict)  # criterion id -> its deliverable
     rank: int = 0
+    edition: str = ""  # the edition and contract version it was graded against (empty: a grade before they were)
+    contract: int | None = None
 
     @property
     def percent(self) -> float:
@@ -125,6 +129,9 @@ def read_row(folder: Path) -> Row:
             interview_max=_points([h for h in human if str(h["id"]).startswith(INTERVIEW_PREFIX)], "max_score"),
             guide=data["extra_data"]["human"].get("interview_guide"),
         )
+        edition = kit.get("edition") if isinstance(kit.get("edition"), dict) else {}
+        row.edition = str(edition.get("name") or "")
+        row.contract = edition["contract"] if isinstance(edition.get("contract"), int) else None
         for c in kit["criteria"]:
             awarded = float(c["score"]) if c["status"] in ("passed", "failed") else 0.0
             row.statuses[c["id"]], row.scores[c["id"]] = c["status"], awarded
@@ -214,6 +221,8 @@ def to_csv(
                 " ".join(r.inconclusive),
                 r.contract_problems,
                 "" if r.seed is None else r.seed,
+                clean(r.edition),
+                "" if r.contract is None else r.contract,
             ]
             + (list(_closest(analysis, r.name)) if similar else [])
             + [clean(values.get(r.name, "")) for values in extra.values()]

@@ -13,6 +13,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.shared.contracts import LATEST
+
 __all__ = ["Case", "GatewayPlan", "PlanError", "Send", "billing_as_told", "body_for", "read_plan"]
 
 UNHEALTHY = {"kind": "unhealthy"}
@@ -46,11 +48,12 @@ class Case:
     send: Send = Send()
     wait_probe: bool = False  # let the probe see the faults (the plan's notice_s) before sending
     warm_s: float = 0.0  # healthy traffic for this long first (so a cached "healthy" is old)
-    kind: str = "one"  # one | recover | concurrent | many | probe-period | startup | require-bad
+    kind: str = "one"  # one | recover | concurrent | many | probe-period | startup | require-bad | require-null
     stop_local: bool = False  # the local server is stopped before this case (and stays stopped)
     hold_local: bool = False  # and its port then takes no connection: every connect hangs until it times out
     quiet_probe: bool = False  # run in a start of its own, whose probe has not seen the local server stop
     criteria: tuple[str, ...] = ()  # criteria that judge it besides those naming it (a unseen variant's extra case)
+    since: int = 1  # the first contract version whose brief asks for what it checks
 
     @property
     def stall_s(self) -> float:
@@ -79,6 +82,7 @@ class Case:
             ("hold_local", self.hold_local),
             ("quiet_probe", self.quiet_probe),
             ("criteria", list(self.criteria)),
+            ("since", self.since if self.since > 1 else 0),
         ):
             if value:
                 out[key] = value
@@ -101,6 +105,7 @@ class Case:
             hold_local=bool(raw.get("hold_local", False)),
             quiet_probe=bool(raw.get("quiet_probe", False)),
             criteria=tuple(raw.get("criteria") or ()),
+            since=int(raw.get("since", 1)),
         )
 
 
@@ -121,6 +126,7 @@ class GatewayPlan:
     # a case for more than this share of whose time some task waited for a core ran on a busy machine (None:
     # a plan recorded before the grader counted it)
     cpu_waiting: float | None = None
+    contract: int = LATEST  # the contract version of the brief the gateway follows: its config says so
 
     @property
     def health_interval_s(self) -> float:
@@ -181,6 +187,7 @@ class GatewayPlan:
             "servers": {"local": self.local_server, "api": self.api_server},
             "cases": [c.to_dict() for c in self.cases],
             **({"cpu_waiting": self.cpu_waiting} if self.cpu_waiting is not None else {}),
+            **({"contract": self.contract} if self.contract != LATEST else {}),
         }
 
 
@@ -214,6 +221,7 @@ def read_plan(data: dict[str, Any]) -> GatewayPlan:
             api,
             cases,
             float(data["cpu_waiting"]) if data.get("cpu_waiting") is not None else None,
+            int(data.get("contract", LATEST)),
         )
         plan.health_interval_s, plan.first_byte_s  # noqa: B018 - the config must give both
     except (KeyError, TypeError, ValueError) as exc:

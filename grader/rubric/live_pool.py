@@ -145,7 +145,11 @@ def _exercise_problems(
                 continue
             if parsed.name == STARTUP or parsed.name in names:
                 out.append(f"{where}.gateway.cases[{i}].name: {parsed.name!r} is taken")
-            if parsed.quiet_probe or parsed.stop_local or parsed.kind not in ("one", "recover", "require-bad"):
+            if (
+                parsed.quiet_probe
+                or parsed.stop_local
+                or parsed.kind not in ("one", "recover", "require-bad", "require-null")
+            ):
                 out.append(
                     f"{where}.gateway.cases[{i}]: a live case is sent to one start of the gateway, which the "
                     "candidate may run by hand: no stopped server, no start of its own, no concurrent kind"

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from grader.rubric.gateway_plan import GatewayPlan, PlanError, read_plan
 from grader.rubric.sizing_plan import SizingPlan
+from grader.shared.contracts import LATEST, supported
 from grader.shared.kit_files import schemas_dir
 from grader.shared.schema_words import schema_problems
 from grader.shared.yaml_files import YamlError, read_yaml
@@ -59,13 +60,17 @@ class Scenario:
     description: str
     server: dict[str, Any]  # fake-server settings
     loadgen: dict[str, Any]  # requests, concurrency, prompt_tokens, max_tokens (ints); timeout_s (seconds), if given
+    since: int = 1  # the first contract version whose brief asks for what it runs
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "server": self.server, "loadgen": self.loadgen}
+        out = {"name": self.name, "description": self.description, "server": self.server, "loadgen": self.loadgen}
+        return out | ({"since": self.since} if self.since > 1 else {})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Scenario:
-        return cls(data["name"], data["description"], dict(data["server"]), dict(data["loadgen"]))
+        return cls(
+            data["name"], data["description"], dict(data["server"]), dict(data["loadgen"]), int(data.get("since", 1))
+        )
 
 
 def _number_text(name: str, value: float) -> str:
@@ -92,6 +97,10 @@ class Criterion:
     variants: tuple[str, ...] = ()  # the broken variants the candidate's tests run against
     tolerance: dict[str, float] = field(default_factory=dict)  # every number its check reads, by name
     anchors: tuple[str, ...] = ()  # the statements of starter/TASK.md it checks (grader/kit/traceability.py)
+    since: int = 1  # the first contract version whose brief states it
+    # the criterion as an earlier brief gave it, by contract version: its text, tolerance, scenarios or cases
+    earlier: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+    in_brief: bool = True  # False: the brief this grade follows does not state it (Rubric.for_contract)
 
     def tol(self, name: str) -> float:
         """A number of the entry's; the registry made sure at load time that the entry gives it."""
@@ -114,6 +123,22 @@ class Criterion:
         """What it is judged from, named for a person: its scenarios or its cases."""
         return self.scenarios or self.cases
 
+    def as_in(self, contract: int) -> Criterion:
+        """The criterion as contract `contract`'s brief gave it: the meaning of the earliest version at or after it
+        that says otherwise, or its own; out of that brief altogether when it came later."""
+        if contract < self.since:
+            return replace(self, in_brief=False)
+        for version in sorted(v for v in self.earlier if v >= contract):
+            then = self.earlier[version]
+            return replace(
+                self,
+                text=str(then.get("text", self.text)).strip(),
+                tolerance={**self.tolerance, **{k: float(v) for k, v in (then.get("tolerance") or {}).items()}},
+                scenarios=_names(then["scenario"]) if "scenario" in then else self.scenarios,
+                cases=_names(then["cases"]) if "cases" in then else self.cases,
+            )
+        return self
+
 
 @dataclass(frozen=True)
 class Judging:
@@ -135,6 +160,27 @@ class Rubric:
     gateway: GatewayPlan
     sizing: SizingPlan  # the public input sets (a grade adds the unseen ones)
     criteria: tuple[Criterion, ...]
+    contract: int = LATEST  # the contract version whose brief these criteria, scenarios and cases follow
+
+    def for_contract(self, contract: int) -> Rubric:
+        """The rubric as contract `contract`'s brief has it: only the scenarios and gateway cases that brief asks
+        for, each criterion with the meaning that brief gave it and judged from those runs alone, and a criterion
+        it does not state (or whose every run came later) kept, marked out of the brief (`in_brief`)."""
+        if contract == self.contract:
+            return self
+        scenarios = {name: s for name, s in self.scenarios.items() if s.since <= contract}
+        plan = replace(
+            self.gateway, cases=tuple(c for c in self.gateway.cases if c.since <= contract), contract=contract
+        )
+        case_names = {c.name for c in plan.cases}
+        criteria = []
+        for criterion in self.criteria:
+            then = criterion.as_in(contract)
+            names = tuple(n for n in then.scenarios if n in scenarios)
+            cases = tuple(n for n in then.cases if n in case_names)
+            lost = bool(then.scenarios and not names) or bool(then.cases and not cases)
+            criteria.append(replace(then, scenarios=names, cases=cases, in_brief=then.in_brief and not lost))
+        return replace(self, scenarios=scenarios, gateway=plan, criteria=tuple(criteria), contract=contract)
 
     def criterion(self, criterion_id: str) -> Criterion:
         for criterion in self.criteria:
@@ -175,7 +221,7 @@ def load_rubric(
     path = Path(path) if path else DEFAULT_RUBRIC
     data = _read(path, "rubric")
     scenarios = {
-        name: Scenario(name, s["description"], dict(s["server"]), dict(s["loadgen"]))
+        name: Scenario(name, s["description"], dict(s["server"]), dict(s["loadgen"]), int(s.get("since", 1)))
         for name, s in data["scenarios"].items()
     }
     try:
@@ -196,6 +242,20 @@ def load_rubric(
         problems += [f"criteria[{i}].cases: no gateway case named {n!r}" for n in cases if n not in case_names]
         if raw["id"] in {c.id for c in criteria}:
             problems.append(f"criteria[{i}].id: {raw['id']!r} appears twice")
+        earlier = {int(v): dict(then) for v, then in (raw.get("earlier") or {}).items()}
+        for version, then in earlier.items():
+            if version not in supported() or version >= LATEST:
+                problems.append(f"criteria[{i}].earlier.{version}: not an earlier contract version")
+            problems += [
+                f"criteria[{i}].earlier.{version}.scenario: no scenario named {n!r}"
+                for n in _names(then.get("scenario"))
+                if n not in scenarios and n != "*"
+            ]
+            problems += [
+                f"criteria[{i}].earlier.{version}.cases: no gateway case named {n!r}"
+                for n in _names(then.get("cases"))
+                if n not in case_names
+            ]
         criteria.append(
             Criterion(
                 raw["id"],
@@ -208,6 +268,8 @@ def load_rubric(
                 tuple(raw.get("variants", ())),
                 {k: float(v) for k, v in (raw.get("tolerance") or {}).items()},
                 tuple(raw.get("anchors", ())),
+                int(raw.get("since", 1)),
+                earlier,
             )
         )
     if problems:

@@ -131,7 +131,7 @@ def gateway_config(
 ) -> dict[str, Any]:
     """The config a gateway is started with: the plan's, with both fake servers' URLs (`serve`'s answers)."""
     config: dict[str, Any] = json.loads(json.dumps(plan.config))
-    config["contract"] = 1
+    config["contract"] = plan.contract
     config["local"].update(
         base_url=local["base_url"],
         health_url=local["url"] + "/health",

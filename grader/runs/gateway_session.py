@@ -231,13 +231,14 @@ def _probe_unseen(session: Session, since: float, *, status: int) -> str | None:
     )
 
 
-#: The `require` values the require-bad case sends: two refused with 400, and null, which is `any`.
-REQUIRE_VALUES: tuple[Any, ...] = ("remote", 5, None)
+#: The `require` values each kind of case sends: require-bad two refused with 400, require-null null, which is
+#: `any` (contract 2 says so; contract 1 left it unsaid).
+REQUIRE_VALUES: dict[str, tuple[Any, ...]] = {"require-bad": ("remote", 5), "require-null": (None,)}
 
 
 def _run_require_bad(session: Session, case: Case, run: CaseRun) -> None:
     run.t0 = time.time()
-    for value in REQUIRE_VALUES:
+    for value in REQUIRE_VALUES[case.kind]:
         body = body_for(session.plan, case, Send())
         body["require"] = value
         run.sent.append(body)
@@ -357,7 +358,7 @@ def run_case(session: Session, case: Case, run: CaseRun) -> CaseRun:
         _run_probe_period(session, case, run)
     elif case.kind == "many":
         _run_many(session, case, run)
-    elif case.kind == "require-bad":
+    elif case.kind in REQUIRE_VALUES:
         _run_require_bad(session, case, run)
     else:
         _run_one(session, case, run)

@@ -37,7 +37,7 @@ def main() -> None:
     # measure each one (TTFT, output tokens, TPS, outcome). Nothing is sent yet.
     empty = {"n": 0, "p50": None, "p90": None, "p99": None, "max": None, "p99_is_max": True}
     result = {
-        "contract": 1,
+        "contract": 2,
         "config": {"base_url": args.base_url, "model": args.model, "requests": args.requests,
                    "concurrency": args.concurrency, "prompt_tokens": args.prompt_tokens, "max_tokens": args.max_tokens},
         "requests": [],

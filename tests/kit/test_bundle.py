@@ -19,6 +19,7 @@ import sys
 import tarfile
 import time
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -186,7 +187,10 @@ def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tm
     assert "NETWORK-BLOCKED" in output and "NETWORK-REACHABLE" not in output
     first = float(re.search(r"FIRST-TOKEN (\d+\.\d+)", output).group(1))
     print(f"\nunpack to first streamed token, offline: {first - started:.1f} s")
-    assert "== contract" in output and "follows contract 1" in output
+    # the bundle says what made it, and the check prints it: edition, kit version, contract, rubric digest
+    stamp = re.search(r"follows contract 2; its bundle: name default, kit (\S+), contract 2, rubric ([0-9a-f]{16})", output)
+    assert "== contract" in output and stamp, output[-4000:]
+    assert stamp.group(1) == metadata.version("serving-takehome-kit")
     assert "public criteria only" in output
     assert re.search(r"^FAIL\s", output, re.MULTILINE), "the skeleton's failures are shown"
     assert "CHECK-EXIT 1" in output  # the skeleton does not pass

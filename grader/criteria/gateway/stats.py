@@ -74,7 +74,9 @@ def stats_problems(run: CaseRun) -> list[str]:
 @check("gateway", "gateway.stats-counts")
 def stats_counts(gw: GatewayRun, criterion: Criterion) -> Verdict:
     names = tuple(
-        n for n, r in gw.cases.items() if r.case.kind in ("one", "recover", "concurrent", "many", "require-bad")
+        n
+        for n, r in gw.cases.items()
+        if r.case.kind in ("one", "recover", "concurrent", "many", "require-bad", "require-null")
     )
     return judge_cases(
         gw,

@@ -75,16 +75,17 @@ def _percentile_problems(name: str, reported: Any, values: list[float], criterio
     return problems
 
 
-def _no_results(run: Observed) -> str:
-    return "; ".join(run.problems) or "no results"
+def _usable(runs: list[Observed]) -> tuple[list[Observed], str]:
+    """The runs with a results file, and a note naming those without one. A run that wrote nothing is charged
+    once, to its own scenario's criterion and to loadgen.runs, not again here, where every run is read."""
+    lost = [r.scenario.name for r in runs if r.results is None]
+    note = f" ({len(lost)} wrote none, charged to loadgen.runs: {', '.join(lost[:6])})" if lost else ""
+    return [r for r in runs if r.results is not None], note
 
 
-def _usable(runs: list[Observed]) -> tuple[list[Observed], list[str]]:
-    """The runs with a results file, and a problem line for each without one."""
-    return (
-        [r for r in runs if r.results is not None],
-        [f"{r.scenario.name}: {_no_results(r)}" for r in runs if r.results is None],
-    )
+def _nothing(usable: list[Observed], note: str) -> list[str]:
+    """The failure of a criterion with no run to read: no rule passes on nothing."""
+    return [] if usable else [f"no run wrote a results file: there is nothing to judge{note}"]
 
 
 def _worst(runs: list[Observed], problems: dict[str, list[str]]) -> Observed:
@@ -98,9 +99,9 @@ def _ok_samples(run: Observed, key: str) -> list[float]:
 
 
 def _run_percentile_problems(run: Observed, criterion: Criterion) -> list[str]:
-    """One run's percentile problems (a run without a results file has its own)."""
+    """One run's percentile problems (a run without a results file is charged to loadgen.runs, not here)."""
     if run.results is None:
-        return [_no_results(run)]
+        return []
     return _percentile_problems("ttft_s", run.summary.get("ttft_s"), _ok_samples(run, "ttft_s"), criterion) + (
         _percentile_problems("tps", run.summary.get("tps"), _ok_samples(run, "tps"), criterion)
     )
@@ -109,14 +110,15 @@ def _run_percentile_problems(run: Observed, criterion: Criterion) -> list[str]:
 @check("loadgen", "loadgen.percentiles", needs=("abs_s", "rel"), by_run=_run_percentile_problems)
 def check_percentiles(runs: list[Observed], criterion: Criterion) -> Verdict:
     """In every run, the summary's percentiles are the nearest-rank values of the successful records' own."""
-    usable, problems = _usable(runs)
+    usable, note = _usable(runs)
+    problems = _nothing(usable, note)
     per_run: dict[str, list[str]] = {}
     samples = 0
     for run in usable:
         samples += len(_ok_samples(run, "ttft_s"))
         per_run[run.scenario.name] = _run_percentile_problems(run, criterion)
         problems += [f"{run.scenario.name}: {line}" for line in per_run[run.scenario.name]]
-    if not samples and not problems:
+    if usable and not samples and not problems:
         problems.append("no run has a successful request with a TTFT: there are no percentiles to judge")
     shown = _worst(usable or runs, per_run)
     ttfts = _ok_samples(shown, "ttft_s") if shown.results is not None else []
@@ -127,7 +129,9 @@ def check_percentiles(runs: list[Observed], criterion: Criterion) -> Verdict:
         f"{fmt(nearest_rank(ttfts, 50))}, p90 {fmt(nearest_rank(ttfts, 90))}, "
         f"p99 {fmt(nearest_rank(ttfts, 99))} (n = {len(ttfts)})",
     )
-    ok = f"in all {len(runs)} runs the percentiles are the nearest-rank values of your successful records, with n"
+    ok = f"in all {len(usable)} runs with results the percentiles are the nearest-rank values of your successful " + (
+        f"records, with n{note}"
+    )
     return Verdict(not problems, "\n".join(problems[:12]) or ok, evidence=evidence)
 
 
@@ -162,20 +166,22 @@ def _summary_problems(run: Observed, criterion: Criterion) -> list[str]:
 
 
 def _run_summary_problems(run: Observed, criterion: Criterion) -> list[str]:
-    return [_no_results(run)] if run.results is None else _summary_problems(run, criterion)
+    return [] if run.results is None else _summary_problems(run, criterion)
 
 
 @check("loadgen", "loadgen.summary", needs=("abs_s", "rel"), by_run=_run_summary_problems)
 def check_summary(runs: list[Observed], criterion: Criterion) -> Verdict:
     """In every run, the summary agrees with the records: counts, ok tokens only, wall time, throughput."""
-    usable, problems = _usable(runs)
+    usable, note = _usable(runs)
+    problems = _nothing(usable, note)
     per_run = {run.scenario.name: _summary_problems(run, criterion) for run in usable}
     problems += [f"{name}: {line}" for name, lines in per_run.items() for line in lines]
-    if not any(run.requests for run in usable) and not problems:
+    if usable and not any(run.requests for run in usable) and not problems:
         problems.append("no run has a request record: there is no summary to judge")
     shown = _worst(usable or runs, per_run)
     return Verdict(
         not problems,
-        "\n".join(problems[:12]) or f"in all {len(runs)} runs the summary agrees with your records",
+        "\n".join(problems[:12])
+        or f"in all {len(usable)} runs with results the summary agrees with your records{note}",
         evidence=run_evidence(shown, reported=str(shown.summary)),
     )
