@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from grader.round import token_cache
 from grader.round.sources import CODE_DELIVERABLES, CODE_SUFFIXES, DELIVERABLES, Sources
 
 __all__ = [
@@ -237,16 +238,24 @@ class Fingerprinter:
     def _filter(self, path: str, text: str) -> tuple[str, np.ndarray]:
         key = (_suffix(path), text)
         if key not in self._filtered:
-            self._filtered[key] = _filter(path, text)
+            kept = token_cache.load(*key)
+            self._filtered[key] = kept or _filter(path, text)
+            if kept is None:
+                token_cache.store(*key, *self._filtered[key])
         return self._filtered[key]
 
     def prepare(self, files: list[tuple[str, str]]) -> None:
         """Tokenise these code files ahead, `jobs` processes at once (each distinct text once)."""
         todo = list({(_suffix(p), _normal_newlines(t)): (p, _normal_newlines(t)) for p, t in files}.items())
         todo = [(key, item) for key, item in todo if key not in self._filtered]
+        for key, _ in todo:  # what an earlier round tokenised
+            if (kept := token_cache.load(*key)) is not None:
+                self._filtered[key] = kept
+        todo = [(key, item) for key, item in todo if key not in self._filtered]
         if self.jobs <= 1 or len(todo) < 8:
             for key, (path, text) in todo:
                 self._filtered[key] = _filter(path, text)
+                token_cache.store(*key, *self._filtered[key])
             return
         from concurrent.futures import ProcessPoolExecutor
 
@@ -257,6 +266,7 @@ class Fingerprinter:
             ):
                 for (key, _), result in zip(batch, done, strict=True):
                     self._filtered[key] = result
+                    token_cache.store(*key, *result)
 
     def _text_of(self, files: Mapping[str, str], prose: bool) -> tuple[dict[str, str], str, np.ndarray]:
         shown: dict[str, str] = {}

@@ -26,6 +26,7 @@ import yaml
 from kit_paths import ROOT
 from grader.kit.chaff import ChaffError, list_chaff, materialize, read_chaff
 from grader.contract import ContractError, load_submission
+from grader.runs.tests import CANDIDATE_PLUGINS
 
 SUBMISSIONS = ROOT / "submissions"
 REFERENCE = SUBMISSIONS / "reference"
@@ -393,9 +394,11 @@ INJECTED = ROOT / "grader" / "runs" / "injected"
 
 
 def _pytest(folder: Path, test_file: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The candidate's test file run as the grade runs it: with the kit's pytest plugins and no others."""
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"loadgen/tests/{test_file}"]
+    plugins = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_PLUGINS": ",".join(CANDIDATE_PLUGINS)}
     return subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, **env})
+                          env={**os.environ, **plugins, **env})
 
 
 def _swap(marker: Path, folder: Path, method: str) -> dict[str, str]:

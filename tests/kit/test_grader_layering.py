@@ -84,18 +84,27 @@ def layering_problems(package: Path) -> list[str]:
                     f"{there} (floor {_floor(there)})"
                 )
     seen: set[tuple[str, ...]] = set()
-    for start in sorted(graph):
-        stack = [(start, (start,))]
-        while stack:
-            module, path = stack.pop()
-            for dep in graph.get(module, ()):
+    for start in sorted(graph):  # the shortest cycle through each module that is on one (breadth first)
+        parents: dict[str, str] = {}
+        queue, found = [start], None
+        while queue and found is None:
+            module = queue.pop(0)
+            for dep in sorted(graph.get(module, ())):
                 if dep == start:
-                    cycle = path[path.index(min(path)) :] + path[: path.index(min(path))]
-                    if cycle not in seen:
-                        seen.add(cycle)
-                        problems.append("import cycle: " + " -> ".join((*cycle, cycle[0])))
-                elif dep not in path and dep in graph:
-                    stack.append((dep, (*path, dep)))
+                    found = module
+                    break
+                if dep in graph and dep not in parents:
+                    parents[dep] = module
+                    queue.append(dep)
+        if found is not None:
+            path = [found]
+            while path[-1] != start:
+                path.append(parents[path[-1]])
+            path.reverse()
+            cycle = tuple(path[path.index(min(path)) :] + path[: path.index(min(path))])
+            if cycle not in seen:
+                seen.add(cycle)
+                problems.append("import cycle: " + " -> ".join((*cycle, cycle[0])))
     return problems
 
 

@@ -26,7 +26,7 @@ What may differ between two grades (and is masked before comparing):
   the first poll).
 Everything else must be identical: every status, score, count, reason, response id and log line.
 
-CI grades the reference three times on a subset (one or two criteria of every deliverable but the
+CI grades the reference twice on a subset (one or two criteria of every deliverable but the
 candidate's tests, whose suite alone takes ~15 s a run) and two chaff twice each. `make hostile-full`
 (HOSTILE_FULL=1) grades the reference and both chaff five times on every criterion.
 """
@@ -114,6 +114,21 @@ def _scores(report: dict[str, Any]) -> dict[str, tuple[str, float]]:
     return {c["id"]: (c["status"], c["score"]) for c in report["extra_data"]["kit"]["criteria"]}
 
 
+def _withheld(report: dict[str, Any]) -> set[str]:
+    """The criteria a busy machine left inconclusive: a verdict withheld for a person, not another verdict (a
+    pass in one grade and a fail in another still differs; tests/rooms/grading/test_loaded_machine.py holds
+    what a busy machine may do)."""
+    return {c["id"] for c in report["extra_data"]["kit"]["criteria"] if c["status"] == "inconclusive" and c.get("busy")}
+
+
+def _without(report: dict[str, Any], ids: set[str]) -> dict[str, Any]:
+    kit = report["extra_data"]["kit"]
+    criteria = [c for c in kit["criteria"] if c["id"] not in ids]
+    tests = [t for t in report["tests"] if t.get("extra_data", {}).get("id") not in ids]
+    return {**report, "tests": tests, "extra_data": {**report["extra_data"], "kit": {**kit, "criteria": criteria}},
+            "score": None, "output": None}
+
+
 def _grade_times(submission: Path, only: tuple[str, ...], times: int, tmp_path: Path) -> list[dict[str, Any]]:
     reports = []
     for i in range(times):
@@ -137,8 +152,11 @@ def _differences(a: Any, b: Any, path: str = "") -> list[str]:
 
 
 def _assert_identical(reports: list[dict[str, Any]]) -> None:
-    first = reports[0]
     for i, other in enumerate(reports[1:], start=2):
+        withheld = _withheld(reports[0]) | _withheld(other)
+        if withheld:
+            print(f"grade {i}: left out as a busy machine's inconclusive: {sorted(withheld)}")
+        first, other = (_without(r, withheld) if withheld else r for r in (reports[0], other))
         assert _scores(other) == _scores(first), f"grade {i} scored differently"
         assert other["score"] == first["score"]
         assert normalise(other) == normalise(first), (f"grade {i}'s report differs beyond what is measured: "
@@ -146,9 +164,12 @@ def _assert_identical(reports: list[dict[str, Any]]) -> None:
 
 
 def test_the_reference_grades_identically_every_time(tmp_path: Path) -> None:
-    reports = _grade_times(ROOT / "submissions" / "reference", () if FULL else SUBSET, 5 if FULL else 3, tmp_path)
-    failed = {c["id"]: c["output"][:600] for c in reports[0]["extra_data"]["kit"]["criteria"] if c["status"] != "passed"}
-    assert not failed, failed
+    reports = _grade_times(ROOT / "submissions" / "reference", () if FULL else SUBSET, 5 if FULL else 2, tmp_path)
+    for report in reports:
+        criteria = report["extra_data"]["kit"]["criteria"]
+        failed = {c["id"]: c["output"][:600] for c in criteria if c["status"] != "passed" and c["id"] not in _withheld(report)}
+        assert not failed, failed
+        assert len(_withheld(report)) < len(criteria), "every criterion withheld: nothing was compared"
     _assert_identical(reports)
 
 

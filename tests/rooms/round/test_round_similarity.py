@@ -125,3 +125,19 @@ def test_the_chaff_in_the_leak_corpus_are_what_building_each_one_gives(tmp_path:
     for c in chaff:
         built = snapshot(materialize(c.path, tmp_path / c.name))
         assert leaks[f"chaff/{c.name}"].to_dict() == built.to_dict(), c.name
+
+
+def test_a_file_tokenised_once_is_read_back_from_the_cache_as_it_was_made(tmp_path: Path, monkeypatch) -> None:
+    from grader.round import token_cache
+
+    monkeypatch.setenv("GRADER_CACHE_DIR", str(tmp_path / "cache"))
+    text = (INDEPENDENT / "loadgen.py").read_text()
+    fresh = Fingerprinter(None)._filter("loadgen.py", text)
+    kept = list((tmp_path / "cache").rglob("*.json"))
+    assert len(kept) == 1  # made once, kept
+    read = token_cache.load(".py", text)
+    assert read is not None and read[0] == fresh[0] and read[1].tolist() == fresh[1].tolist()
+    kept[0].write_text("{not json")  # a damaged entry is made again, never trusted
+    assert Fingerprinter(None)._filter("loadgen.py", text)[0] == fresh[0]
+    monkeypatch.setenv("GRADER_CACHE_DIR", "")  # empty: keep nothing
+    assert token_cache.cache_dir() is None and token_cache.load(".py", text) is None
