@@ -50,8 +50,6 @@ def rejudge(
     unknown = [c for c in book.index["criteria"] if not any(k.id == c for k in current.criteria)]
     if unknown:
         raise RubricError(f"{current.path}: has no criterion {unknown[0]!r}, which the grade in {report_dir} judged")
-    edition = book.index.get("edition") or {}
-    current = current.for_contract(int(edition.get("contract") or current.contract))  # its own brief's rules
     from grader.grading.grade import progress
 
     grade = grade_of(book, current, report=progress(echo) if echo else None)
@@ -81,9 +79,10 @@ def _person(report_json: Path) -> dict[str, Any] | None:
 
 
 def grade_of(book: RecordBook, rubric: Rubric, *, report: Callable[[CriterionResult], None] | None = None) -> Grade:
-    """The grade the records in `book` give under `rubric`: every criterion the grade judged, judged again;
-    what it could not judge carried over as it was."""
+    """The grade the records in `book` give under `rubric`, as the brief the grade followed has it (its contract
+    version): every criterion the grade judged, judged again; what it could not judge carried over as it was."""
     index = book.index
+    rubric = rubric.for_contract(int((index.get("edition") or {}).get("contract") or rubric.contract))
     loaded: dict[str, Any] = {}
     results = []
     for criterion_id in index["criteria"]:

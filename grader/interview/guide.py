@@ -114,6 +114,7 @@ class Guide:
     sandbox_note: str
     parts: list[Part]
     live: list[Live]
+    edition: str = ""  # what the grade followed: "contract 2, edition default, kit 2.0.0" (empty: not recorded)
 
     @property
     def asked(self) -> list[Asked]:
@@ -296,7 +297,14 @@ def build_guide(
         grade.sandbox_note,
         ordered,
         _live(pool, grade.criteria),
+        _edition(grade.edition),
     )
+
+
+def _edition(edition: dict[str, Any]) -> str:
+    if not edition:
+        return ""
+    return f"contract {edition.get('contract')}, edition {edition.get('name')}, kit {edition.get('kit')}"
 
 
 def _asked(question: Question, values: Values, row: Row, outcome: str) -> Asked:

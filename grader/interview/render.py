@@ -64,7 +64,9 @@ def to_markdown(guide: Guide, *, report_href: str, report_json: str, submission_
         f"# Interviewer's guide: {_cell(guide.who)}",
         "",
         (
-            f"Submission `{_cell(guide.submission)}`, graded {_cell(guide.started)}, seed {guide.seed}: automated "
+            f"Submission `{_cell(guide.submission)}`, graded {_cell(guide.started)}, seed {guide.seed}"
+            + (f" against {_cell(guide.edition)}" if guide.edition else "")
+            + ": automated "
             f"score **{fmt_points(guide.score)} / {fmt_points(guide.max_score)}** ([the report]({report_href}))."
         ),
         "",
@@ -149,7 +151,10 @@ def to_html(guide: Guide, *, report_href: str, report_json: str, submission_arg:
         ("Candidate", _e(guide.who)),
         ("Submission", f'<span class="mono">{_e(guide.submission)}</span>'),
         ("Automated score", f'<span class="total">{fmt_points(guide.score)} / {fmt_points(guide.max_score)}</span>'),
-        ("Graded", f"{_e(guide.started)}, seed {guide.seed}"),
+        (
+            "Graded",
+            f"{_e(guide.started)}, seed {guide.seed}" + (f", against {_e(guide.edition)}" if guide.edition else ""),
+        ),
         ("Report", f'<a href="{_e(report_href)}">{_e(report_href)}</a>'),
     ]
     glance = "".join(

@@ -92,6 +92,15 @@ def _header(grade: Grade) -> str:
         ("Rubric", f'<span class="mono">{_text(grade.rubric)}</span>'),
         ("Sandbox", _text(grade.sandbox_note)),
     ]
+    if grade.edition:
+        edition = grade.edition
+        facts.insert(
+            -2,
+            (
+                "Graded against",
+                _text(f"contract {edition.get('contract')}, edition {edition.get('name')}, kit {edition.get('kit')}"),
+            ),
+        )
     rows = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
     problems = ""
     if grade.contract_problems:

@@ -8,6 +8,8 @@ the version. A bundle says what made it, and a grade says what it followed.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import shutil
 from pathlib import Path
@@ -25,6 +27,7 @@ from grader.grading.judging import NOT_IN_BRIEF
 from grader.grading.rejudge import rejudge
 from grader.kit.bundle import edition_stamp, stamp
 from grader.records.book import RecordBook
+from grader.round.summary import read_row, to_csv
 from grader.rubric import RubricError, load_rubric
 from grader.runs.gateway import gateway_config
 from grader.shared.contracts import LATEST, Edition, kit_version, supported
@@ -109,6 +112,9 @@ def test_rejudged_as_contract_1_the_new_rules_leave_the_maximum_and_the_others_k
     report = json.loads((tmp_path / "then" / "report.json").read_text())
     assert report["extra_data"]["kit"]["edition"]["contract"] == 1
     assert "Graded against contract 1" in report["output"]
+    assert "<dt>Graded against</dt><dd>contract 1, edition default" in (tmp_path / "then" / "report.html").read_text()
+    rows = list(csv.DictReader(io.StringIO(to_csv([read_row(tmp_path / "then"), read_row(tmp_path / "now")]))))
+    assert [(r["edition"], r["contract"]) for r in rows] == [("default", "1"), ("default", "2")]
 
 
 def _runs() -> list[Observed]:
