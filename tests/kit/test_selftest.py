@@ -115,8 +115,8 @@ def test_a_chaff_that_keeps_its_target_is_reported_wrong(tmp_path):
         "targets: [loadgen.role-chunk]\n"
         "edits:\n"
         "  - file: submission.yaml\n"
-        "    find: 'contract: 1'\n"
-        "    replace: 'contract: 1  # unchanged'\n")
+        "    find: 'contract: 2'\n"
+        "    replace: 'contract: 2  # unchanged'\n")
     lines: list[str] = []
     (finding,) = selftest(names=("harmless",), root=root, echo=lines.append, jobs=1)
     assert not finding.ok

@@ -193,4 +193,4 @@ def test_ledger_send_times_agree_with_client_receive_times(fake_server):
     assert gaps[0] > -0.01 and gaps[len(gaps) // 2] < 0.05 and gaps[-1] < 0.25, gaps
     token_gaps = sorted(b[0] - a[0] for a, b in zip(chunks[1:], chunks[2:11]))
     assert 0.015 < token_gaps[len(token_gaps) // 2] < 0.025, token_gaps  # one step is 20 ms at 50 steps/s
-    assert token_gaps[0] > 0.005 and token_gaps[-1] < 0.06, token_gaps
+    assert token_gaps[0] >= 0 and token_gaps[-1] < 0.25, token_gaps  # in order; a late step sends two at once

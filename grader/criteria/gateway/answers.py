@@ -293,9 +293,28 @@ def busy_reason(run: CaseRun, plan: GatewayPlan) -> str | None:
     if late := late_arrival(run, plan.first_byte_s):
         return late
     lagged = busy_from_ledgers((run.local, run.api), limit_s=plan.busy_lag_s)
-    if lagged or plan.cpu_waiting is None:
+    if lagged or plan.cpu_waiting is None or not timing_could_matter(run, plan):
         return lagged
     return busy_from_cpu([run.extra.get("cpu_waiting")], limit=plan.cpu_waiting)
+
+
+def timing_could_matter(run: CaseRun, plan: GatewayPlan) -> bool:
+    """Whether a busy machine could have made a right gateway answer this case wrongly: a case that waits on a
+    stall, a probe, a stopped server or many requests, or one whose local server answered within half of
+    `first_byte_s` of the grader's send no longer. A gateway handed a prompt 404 that still falls back is wrong
+    however busy the machine: its cores' wait excuses nothing there."""
+    case = run.case
+    if case.kind != "one" or case.stall_s or case.wait_probe or case.stop_local or case.warm_s:
+        return True
+    sent = min((float(a.get("sent_at") or 0.0) for a in run.answers), default=0.0)
+    if not sent or not run.local:
+        return True
+    firsts = [
+        min(float(v) for v in (r.get("headers_sent"), r.get("first_content"), r.get("finished")) if v)
+        for r in run.local
+        if any(r.get(k) for k in ("headers_sent", "first_content", "finished"))
+    ]
+    return not firsts or max(firsts) - sent >= plan.first_byte_s / 2
 
 
 def late_arrival(run: CaseRun, first_byte_s: float) -> str | None:
