@@ -41,7 +41,7 @@ selftest: $(STAMP)
 	$(BIN)/grader selftest
 
 # Every test, the slow ones included (real grades, the selftest, sandboxes, soak, the bundle), a test
-# file to each worker at a time, longest first (tests/conftest.py), on four workers: 8 to 10 minutes
+# file to each worker at a time, longest first (tests/conftest.py), on four workers: about 20 minutes
 # on two cores. The selftest is three of those files, two grades at once each; a grade mostly waits
 # on token clocks, so four workers keep both cores busy. WORKERS=1 for one.
 WORKERS ?= 4
@@ -50,7 +50,7 @@ test: $(STAMP) debs-test
 	$(BIN)/python -m pytest -q -n $(WORKERS) $(XDIST) --durations=25
 
 # The inner loop: every test but the slow ones, every criterion judged from recorded runs
-# (tests/fixtures/runs), on three workers (about 90 s on two cores).
+# (tests/fixtures/runs), on three workers (about 4 minutes on two cores).
 FAST_WORKERS ?= 3
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(FAST_WORKERS) $(XDIST) -m "not slow" --durations=10
