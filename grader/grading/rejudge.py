@@ -82,7 +82,7 @@ def grade_of(book: RecordBook, rubric: Rubric, *, report: Callable[[CriterionRes
     """The grade the records in `book` give under `rubric`, as the brief the grade followed has it (its contract
     version): every criterion the grade judged, judged again; what it could not judge carried over as it was."""
     index = book.index
-    rubric = rubric.for_contract(int((index.get("edition") or {}).get("contract") or rubric.contract))
+    rubric = rubric.for_grade(index)
     loaded: dict[str, Any] = {}
     results = []
     for criterion_id in index["criteria"]:

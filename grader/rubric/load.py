@@ -128,16 +128,17 @@ class Criterion:
         that says otherwise, or its own; out of that brief altogether when it came later."""
         if contract < self.since:
             return replace(self, in_brief=False)
-        for version in sorted(v for v in self.earlier if v >= contract):
-            then = self.earlier[version]
-            return replace(
-                self,
-                text=str(then.get("text", self.text)).strip(),
-                tolerance={**self.tolerance, **{k: float(v) for k, v in (then.get("tolerance") or {}).items()}},
-                scenarios=_names(then["scenario"]) if "scenario" in then else self.scenarios,
-                cases=_names(then["cases"]) if "cases" in then else self.cases,
-            )
-        return self
+        version = min((v for v in self.earlier if v >= contract), default=None)
+        if version is None:
+            return self
+        then = self.earlier[version]
+        return replace(
+            self,
+            text=str(then.get("text", self.text)).strip(),
+            tolerance={**self.tolerance, **{k: float(v) for k, v in (then.get("tolerance") or {}).items()}},
+            scenarios=_names(then["scenario"]) if "scenario" in then else self.scenarios,
+            cases=_names(then["cases"]) if "cases" in then else self.cases,
+        )
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,12 @@ class Rubric:
     sizing: SizingPlan  # the public input sets (a grade adds the unseen ones)
     criteria: tuple[Criterion, ...]
     contract: int = LATEST  # the contract version whose brief these criteria, scenarios and cases follow
+
+    def for_grade(self, index: Mapping[str, Any]) -> Rubric:
+        """The rubric as the brief a recorded grade followed has it: its run index's edition names the contract (a
+        grade recorded before editions followed the kit's latest)."""
+        edition = index.get("edition") or {}
+        return self.for_contract(int(edition.get("contract") or self.contract))
 
     def for_contract(self, contract: int) -> Rubric:
         """The rubric as contract `contract`'s brief has it: only the scenarios and gateway cases that brief asks
@@ -247,9 +254,9 @@ def load_rubric(
             if version not in supported() or version >= LATEST:
                 problems.append(f"criteria[{i}].earlier.{version}: not an earlier contract version")
             problems += [
-                f"criteria[{i}].earlier.{version}.scenario: no scenario named {n!r}"
+                f"criteria[{i}].earlier.{version}.scenario: no scenario named {n!r} (an earlier meaning names each)"
                 for n in _names(then.get("scenario"))
-                if n not in scenarios and n != "*"
+                if n not in scenarios
             ]
             problems += [
                 f"criteria[{i}].earlier.{version}.cases: no gateway case named {n!r}"

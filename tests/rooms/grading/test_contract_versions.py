@@ -90,6 +90,10 @@ def test_the_rubric_refuses_an_earlier_meaning_for_a_version_it_never_issued(tmp
     bad.write_text(yaml.safe_dump(data, sort_keys=False))
     with pytest.raises(RubricError, match=r"earlier\.7: not an earlier contract version"):
         load_rubric(bad, checks=registered())
+    entry["earlier"] = {1: {"scenario": "*"}}  # an earlier meaning names its scenarios: "*" would read none
+    bad.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(RubricError, match=r"earlier\.1\.scenario: no scenario named '\*'"):
+        load_rubric(bad, checks=registered())
 
 
 def test_rejudged_as_contract_1_the_new_rules_leave_the_maximum_and_the_others_keep_their_points(tmp_path: Path):

@@ -16,7 +16,7 @@ from recorded import AS_GRADED, BUILT, FIXTURES, INDEPENDENT, ROOT, digest, sour
 
 from grader.records.book import RecordBook
 from grader.grading.rejudge import grade_of
-from grader.rubric import Rubric, load_rubric
+from grader.rubric import load_rubric
 from grader.rubric.variants import load_variants
 from grader.kit.chaff import list_chaff
 from grader.kit.selftest import kept as kept_target
@@ -36,15 +36,10 @@ def _book(name: str) -> RecordBook:
     return RecordBook.read(folder)
 
 
-def _rubric(book: RecordBook) -> Rubric:
-    """The rubric as the brief the fixture's grade followed has it (its contract version)."""
-    return RUBRIC.for_contract(int((book.index.get("edition") or {}).get("contract") or RUBRIC.contract))
-
-
 def _stale(name: str, book: RecordBook, scratch: Path) -> list[str]:
     """What changed since the fixture was recorded: its submission, a scenario, the gateway plan or the sets."""
     out = []
-    rubric = _rubric(book)
+    rubric = RUBRIC.for_grade(book.index)  # the brief the fixture's grade followed
     if (FIXTURES / name / "source.txt").read_text().strip() != digest(source_of(name, scratch)):
         out.append("the submission changed")
     sizing = load_rubric().sizing.with_hidden()
