@@ -84,6 +84,46 @@ def test_the_redactor_spells_names_every_way_and_keeps_words_and_markup() -> Non
     assert redact.named("still ada-okonkwo here") == ["ada-okonkwo"]
 
 
+def test_the_redactor_reads_each_string_as_one_pattern_of_every_name_would() -> None:
+    """Each string is matched only against the names whose first token it holds, in lower case: the same text out
+    as one pattern of every name, any case, over the whole string (the definition), on strings built of the
+    names' tokens, other words, separators, a longer name sharing a shorter one's start and a character whose
+    lower case is longer (the fallback)."""
+    import random
+    import re
+
+    from grader.round.blind import _TOKEN, _full_names
+
+    names = {"ada": {"Ada Okonkwo", "ada-okonkwo"}, "adam": {"Ada Okonkwo-Smith"}, "ken": {"Ken Lindqvist", "KL"}}
+    codes = {"ada": "C-AAAA", "adam": "C-BBBB", "ken": "C-KKKK"}
+    redact = Redactor(names, codes)
+    pieces = ["Ada", "ADA", "ada", "Okonkwo", "okonkwo", "Smith", "Ken", "LINDQVIST", "KL", "adamant", "x", "İ",
+              "<b>", "9"]
+    separators = [" ", "-", "_", "", "  ", "--_-", ".", "\n"]
+    rng = random.Random(7)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) + rng.choice(separators) for _ in range(rng.randint(1, 8)))
+        full = {"".join(_TOKEN.findall(s)).lower(): codes[w] for w, ss in names.items() for s in ss
+                if len(_TOKEN.findall(s)) > 1}
+        expected = _full_names(tuple(redact._alternatives)).sub(
+            lambda m: full["".join(_TOKEN.findall(m.group())).lower()], text)
+        parts = re.compile(r"(?<![^\W_])(?:" + "|".join(map(re.escape, redact._part_names)) + r")(?![^\W_])")
+        expected = parts.sub(lambda m: redact._parts[m.group()], expected)
+        assert redact.text(text) == expected, text
+    assert re.fullmatch(r"C-BBBB and C-AAAA", redact.text("ada okonkwo-smith and ADA_OKONKWO"))
+
+
+def test_a_long_run_of_word_characters_is_read_once() -> None:
+    """A page's data URI is a run of 100,000 word characters: an address is looked for from its start only
+    (tried from each of its characters it took minutes), and found after it."""
+    import time
+
+    redact = Redactor({"ada": {"Ada Okonkwo"}}, {"ada": "C-2345"})
+    started = time.monotonic()
+    out = redact.text("data:image/png;base64," + "Qk" * 50_000 + " by ada.okonkwo+x@mail.example.org")
+    assert out.endswith(" by [email]") and time.monotonic() - started < 5
+
+
 def test_an_unreadable_codes_file_is_one_line_naming_it(tmp_path: Path) -> None:
     (tmp_path / CODES).write_text("[1, 2]")
     with pytest.raises(BlindError, match=r"\.blind-codes\.json: cannot be read"):
