@@ -109,6 +109,17 @@ class LoadgenRun:
         """It hung (stopped at its limit) or was never run: nothing it wrote is judged."""
         return self.killed == HUNG or bool(self.killed and self.killed.startswith("not run"))
 
+    @property
+    def late_exit(self) -> bool:
+        """Stopped at its limit after the server had finished every request asked: what was late is the command's
+        own start or exit, which a machine short of cores stretches as much as a slow client does."""
+        asked = self.scenario.loadgen["requests"]
+        return (
+            self.killed == HUNG
+            and len(self.ledger) >= asked
+            and all(r.get("finished") is not None for r in self.ledger)
+        )
+
     def hung(self) -> str:
         """What a command stopped at its limit left behind: the ledger's requests done, open and never sent, and
         the last lines of its output."""

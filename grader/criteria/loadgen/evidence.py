@@ -7,7 +7,7 @@ from typing import Any
 
 from grader.criteria.loadgen.observed import Observed
 from grader.criteria.matching import Pair
-from grader.criteria.verdict import Verdict
+from grader.criteria.verdict import LATE_EXIT_MARGIN, Verdict
 from grader.outcome import Evidence, Plot
 
 __all__ = ["fmt", "num", "run_evidence", "ttft_plot", "unusable"]
@@ -69,7 +69,8 @@ def unusable(run: Observed) -> Verdict | None:
     """A fail when there is nothing to compare: a command that hung or was not run, no results, or requests
     that cannot be paired."""
     if run.stopped or run.results is None:
-        return Verdict(False, "; ".join(run.problems) or "no results", evidence=run_evidence(run))
+        margin = LATE_EXIT_MARGIN if run.late_exit else None
+        return Verdict(False, "; ".join(run.problems) or "no results", evidence=run_evidence(run), margin=margin)
     unpaired = [p for p in run.pairs if p.how == "unmatched"]
     if unpaired:
         ids = ", ".join(str((p.reported or {}).get("id") or (p.truth.id if p.truth else "?")) for p in unpaired[:4])

@@ -13,7 +13,7 @@ from grader.criteria.loadgen.evidence import fmt, num, run_evidence, ttft_plot, 
 from grader.criteria.loadgen.observed import Observed
 from grader.criteria.registry import check
 from grader.criteria.truth import Truth, in_flight_series, max_in_flight, nearest_rank
-from grader.criteria.verdict import Verdict, within
+from grader.criteria.verdict import LATE_EXIT_MARGIN, Verdict, within
 from grader.outcome import Plot
 from grader.rubric import Criterion
 
@@ -169,7 +169,8 @@ def check_runs(runs: list[Observed], criterion: Criterion) -> Verdict:
         if not problems
         else "\n".join(problems[:10])
     )
-    return Verdict(not problems, out, evidence=run_evidence(run))
+    margin = LATE_EXIT_MARGIN if run.late_exit else None
+    return Verdict(not problems, out, evidence=run_evidence(run), margin=margin)
 
 
 @check("loadgen", "loadgen.reasoning-empty")

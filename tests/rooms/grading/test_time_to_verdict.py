@@ -7,6 +7,7 @@ The slow and the hung submissions wrap the reference's own commands (tests/slow_
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,9 @@ from slow_and_hung import hung, slow
 
 from grader.grading.grade import GradeRequest, grade
 from grader.rubric import load_rubric, Scenario
+from grader.criteria.loadgen.observed import observe
+from grader.criteria.catalog import registered
+from grader.criteria.verdict import is_borderline
 from grader.records.loadgen import HUNG, LoadgenRun
 from grader.rubric.durations import expected_s, limit_s
 
@@ -53,13 +57,33 @@ def test_a_hung_run_says_what_the_ledger_shows_and_what_it_printed() -> None:
     assert LoadgenRun.from_record(longer.to_record()).extended_s == 4.0
 
 
+def test_a_command_late_only_to_exit_is_a_rerun_on_a_busy_machine_and_a_fail_on_a_quiet_one() -> None:
+    scenario = RUBRIC.scenarios["baseline"]
+    asked = scenario.loadgen["requests"]
+    done = [{"id": str(n), "number": n, "status": 200, "arrival": 1.0, "finished": 1.5, "chunks": []}
+            for n in range(1, asked + 1)]
+    one_open = [*done[:-1], {**done[-1], "finished": None}]
+    runs = {name: observe(LoadgenRun(scenario, 0, ["python", "lg.py"], None, HUNG, "", "", 9.2, 9.2, "out.json",
+                                     None, ledger)) for name, ledger in (("done", done), ("open", one_open))}
+    bands = RUBRIC.judging.borderline, RUBRIC.judging.busy_borderline
+    for criterion_id in ("loadgen.runs", "loadgen.ttft"):
+        check = registered()[criterion_id].judge
+        late = check([runs["done"]], RUBRIC.criterion(criterion_id))
+        hung = check([runs["open"]], RUBRIC.criterion(criterion_id))
+        assert not late.passed and not hung.passed
+        assert not is_borderline(late, *bands) and is_borderline(replace(late, busy="cores"), *bands)
+        assert not is_borderline(replace(hung, busy="cores"), *bands)  # a request never finished: a fail, busy or not
+
+
 @pytest.mark.slow
 def test_a_correct_but_slow_load_generator_and_sizing_command_lose_nothing(tmp_path: Path) -> None:
     # loadgen.runs reads every scenario's run, the unseen variants' too: a run stopped as hung fails it (the other
     # load-generator criteria read the same runs, whose results are the reference's); every sizing criterion.
     only = ("loadgen.runs", "sizing")
     result = grade(GradeRequest(slow(tmp_path / "slow"), tmp_path / "out", only=only, sandboxes=2, echo=lambda _: None))
-    lost = {c.id: c.output[:300] for c in result.criteria if c.status != "passed"}
+    # a run stopped only for a late start or exit on a machine short of cores is left to a person, never failed
+    withheld = {c.id for c in result.criteria if c.status == "inconclusive" and c.busy}
+    lost = {c.id: c.output[:300] for c in result.criteria if c.status != "passed" and c.id not in withheld}
     assert not lost
     walls = [float(r["wall_s"]) for r in _records(tmp_path / "out", "loadgen-")]
     assert walls and min(walls) > 0.4  # each run really took twice its time
