@@ -43,10 +43,6 @@ def _wrap(head: str, text: str, indent: int = 26, margin: int = 2) -> list[str]:
     return lines + body if text else lines or [first.rstrip()]
 
 
-def _fault_field(name: str) -> dataclasses.Field[Any]:
-    return next(f for f in dataclasses.fields(FaultRule) if f.name == name)
-
-
 def _default(f: dataclasses.Field[Any]) -> str:
     if f.default is dataclasses.MISSING:
         return "required"

@@ -40,10 +40,9 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -397,18 +396,3 @@ def compare(
         result.pairs += _score_deliverable(name, docs, leak_docs)
     result.pairs.sort(key=lambda p: (-round(p.score, 9), p.a, p.b, DELIVERABLES.index(p.deliverable)))
     return result
-
-
-def to_rows(result: Similarity) -> Iterator[dict[str, Any]]:
-    """Every scored pair as a CSV row."""
-    for p in result.pairs:
-        yield {
-            "a": p.a,
-            "b": p.b,
-            "deliverable": p.deliverable,
-            "score": f"{p.score:.4f}",
-            "share_a": f"{p.share_a:.4f}",
-            "share_b": f"{p.share_b:.4f}",
-            "leak": "yes" if p.leak else "",
-            "flagged": "yes" if p.score >= result.threshold else "",
-        }

@@ -373,5 +373,6 @@ class Sandbox(HarnessOperations):
                 self._proc.stdin.write(json.dumps({"op": op, "args": args}) + "\n")
                 self._proc.stdin.flush()
             except (OSError, ValueError) as exc:
-                raise SandboxError(f"{op}: cannot reach the sandbox ({exc}): {self._last_words()}") from None
+                # its harness is gone, though bubblewrap has not exited yet: the same end as an answer cut off
+                raise SandboxError(f"{op}: the sandbox ended unexpectedly ({exc}): {self._last_words()}") from None
             return self._receive(op, timeout_s)

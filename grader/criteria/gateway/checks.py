@@ -33,8 +33,6 @@ from grader.rubric import Criterion
 
 __all__: list[str] = []  # the checks are found through the registry
 
-PerCase = Callable[[CaseRun], list[str]]
-
 
 # -- the checks --------------------------------------------------------------------------------
 
