@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+import sampling
 from api_client import SSEDecoder
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -16,6 +17,10 @@ from prometheus_client.parser import text_string_to_metric_families
 # inherited "ignore", so the tests of Ctrl-C would test nothing and fail. Give children the default.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(sampling, "sampling")  # a sample of the longest tests (tests/sampling.py)
 
 
 # The longest test files, longest first (as `make test` lists its slowest tests).

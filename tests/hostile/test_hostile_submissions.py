@@ -36,6 +36,7 @@ def _this_row() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.sampled(5)  # a sample each run (tests/sampling.py)
 @pytest.mark.parametrize("case", CASES + (SLOW if FULL else []), ids=lambda case: case.id)
 def test_a_hostile_submission_is_graded_and_leaves_nothing_behind(case: Case, tmp_path: Path) -> None:
     grade_case(case, ROW, tmp_path)

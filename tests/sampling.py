@@ -1,0 +1,93 @@
+"""A run of the suite grades a sample of its longest parametrized end-to-end tests, drawn by one seed.
+
+Some end-to-end tests repeat one minute-long live grade per chaff, exercise or replay. Each run of
+`make test` keeps `n` of a test's parameters, marked `@pytest.mark.sampled(n)`, drawn by `SUITE_SEED` (a
+fresh one each run unless given), and names what it drew and the seed at the end of its output, so that
+`SUITE_SEED=N make test` draws the same again and over many runs every parameter is run. Each parameter's
+verdicts are also checked every run from its recording in the fast tier. `SUITE_FULL=1` (`make test-full`)
+runs every parameter.
+
+The seed is chosen once, by the process that starts the run, and handed to xdist's workers through the
+environment: every worker must collect the same tests.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+from collections import defaultdict
+
+import pytest
+
+__all__ = ["suite_seed"]
+
+SEED = "SUITE_SEED"
+FULL = "SUITE_FULL"
+
+
+def suite_seed() -> int:
+    """The run's seed (SUITE_SEED), which draws every sample the suite makes."""
+    given = os.environ.get(SEED, "")
+    if not given.isdigit():
+        raise pytest.UsageError(f"{SEED} must be a whole number, not {given!r}")
+    return int(given)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "sampled(n): run n of this parametrized test's parameters, drawn by SUITE_SEED (all: SUITE_FULL=1)"
+    )
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist) chooses for every worker
+        os.environ.setdefault(SEED, str(secrets.randbelow(2**31)))
+    suite_seed()  # a malformed SUITE_SEED stops the run here, by name
+
+
+def draw(function: str, params: list[str], n: int, seed: int) -> list[str]:
+    """`n` of a test's parameters, drawn by the seed and the test's name alone (not by collection order)."""
+    ordered = sorted(params)
+    return sorted(random.Random(f"{seed}:{function}").sample(ordered, min(n, len(ordered))))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get(FULL) == "1":
+        return
+    named = tuple(arg for arg in config.args if "[" in arg)  # a parameter asked for by name is run
+    groups: dict[str, list[pytest.Item]] = defaultdict(list)
+    for item in items:
+        if any(item.nodeid.endswith(arg.split("/tests/", 1)[-1]) for arg in named):
+            continue
+        if item.get_closest_marker("sampled") is not None and hasattr(item, "callspec"):
+            groups[item.nodeid.split("[")[0]].append(item)
+    seed, left_out = suite_seed(), []
+    for function, group in groups.items():
+        marker = group[0].get_closest_marker("sampled")
+        assert marker is not None and marker.args, f"{function}: sampled(n) needs n"
+        keep = set(draw(function, [_param(item) for item in group], int(marker.args[0]), seed))
+        left_out += [item for item in group if _param(item) not in keep]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        gone = set(map(id, left_out))
+        items[:] = [item for item in items if id(item) not in gone]
+
+
+def _param(item: pytest.Item) -> str:
+    return str(item.callspec.id)  # type: ignore[attr-defined]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Mark a drawn test's report, so the run's summary (xdist's controller collects nothing) can name it."""
+    if item.get_closest_marker("sampled") is not None and hasattr(item, "callspec"):
+        item.user_properties.append(("sampled", item.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if os.environ.get(FULL) == "1":
+        terminalreporter.write_line(f"every parameter of the sampled tests was run ({FULL}=1)")
+        return
+    ran = sorted({value for reports in terminalreporter.stats.values() for report in reports
+                  for key, value in getattr(report, "user_properties", ()) if key == "sampled"})
+    terminalreporter.write_line(f"drawn with {SEED}={suite_seed()} (every parameter: {FULL}=1):")
+    for nodeid in ran:
+        terminalreporter.write_line(f"  {nodeid}")
