@@ -214,7 +214,9 @@ def _throughput_swapped(results, ledger):
     summary = results["summary"]
     aggregate = summary["output_tokens"] / summary["wall_s"]
     assert all(r["tps"] == pytest.approx(aggregate) for r in results["requests"])  # everyone's "speed" is the total
-    assert summary["throughput_tokens_per_s"] < aggregate / 2  # and the total is one user's
+    # and the total is one user's: with four streams at once, well under the aggregate (a quarter of it when all
+    # four overlap throughout; a busy machine that starts them late overlaps them less)
+    assert summary["throughput_tokens_per_s"] < aggregate / 1.5
 
 
 def _tps_over_whole_request(results, ledger):

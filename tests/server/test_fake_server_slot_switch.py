@@ -17,8 +17,8 @@ from fake_server import serve, serve_subprocess
 ENV = "FAKE_SERVER_IGNORE_SLOT_LIMIT"
 SLOTS = 2
 REQUESTS = 8
-TOKENS = 50
-RATE = 100.0  # one request lasts TOKENS / RATE = 0.5 s: long beside a loaded machine's scheduling delays
+TOKENS = 100
+RATE = 100.0  # one request lasts TOKENS / RATE = 1 s: long beside a loaded machine's scheduling delays
 
 
 def _burst(base_url: str) -> None:
@@ -49,7 +49,8 @@ def test_with_the_switch_every_request_starts_at_once_without_it_they_queue(monk
         _burst(server.base_url)
         unlimited = _queue_waits(server.ledger())
         assert server.state is not None and server.state.settings.model.max_num_seqs == SLOTS  # settings unchanged
-    assert max(unlimited) < 0.25 * TOKENS / RATE
+    # none waits as long as a request lasts, most hardly at all (one may wait for a core on a loaded machine)
+    assert max(unlimited) < 0.8 * TOKENS / RATE and sorted(unlimited)[REQUESTS // 2] < 0.25 * TOKENS / RATE
     err = capfd.readouterr().err
     assert err.count(ENV) == 1 and "without a slot limit" in err
 

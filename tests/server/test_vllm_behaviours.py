@@ -121,7 +121,10 @@ def test_a_failed_configure_changes_no_model(fake_server):
     busy = threading.Thread(target=_post, args=(server, {"model": "other", "messages": [{"role": "user", "content": "x"}],
                                                          "max_tokens": 5, "ignore_eos": True}))
     busy.start()
-    time.sleep(0.2)
+    other = server.state.engines["other"]
+    deadline = time.monotonic() + 10  # the request is in flight once the engine counts it, however busy the host
+    while other.num_running + other.num_waiting == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
     with pytest.raises(SettingsError, match="in flight"):
         server.configure(kv_cache_tokens=100_000, max_num_seqs=7)
     busy.join()
