@@ -19,6 +19,11 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# The submissions kept as fixtures carry their own suites: the grade runs those as the candidate's, on its own
+# terms; collected here they would be run again beside the kit's, with the kit's load and timeouts.
+collect_ignore = ["fixtures"]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(sampling, "sampling")  # a sample of the longest tests (tests/sampling.py)
 

@@ -38,8 +38,10 @@ from grader.rubric import load_rubric
 #: Chaff graded live on each run of the suite, besides the reference and one correct submission: one, so that the
 #: reference and it are graded at once beside the correct submission (about 5 minutes under the suite's load).
 SAMPLE = 1
-#: The correct submissions held to full marks, and the deliverables each implements.
-CORRECT = {**{name: parts for name, (_, parts) in {**INDEPENDENT, **AS_GRADED}.items()}, **BUILT}
+#: The correct submissions held to full marks, and the deliverables each implements (all, for one recorded whole).
+DELIVERABLES = ("loadgen", "tests", "gateway", "manifests", "sizing", "memo")
+CORRECT = {name: parts or DELIVERABLES
+           for name, parts in {**{n: p for n, (_, p) in {**INDEPENDENT, **AS_GRADED}.items()}, **BUILT}.items()}
 
 
 def _live_statuses(report_dir: Path) -> dict[str, str]:
@@ -61,7 +63,9 @@ def test_the_reference_and_a_sample_of_chaff_graded_live_agree_with_their_record
     names = [c.name for c in list_chaff(ROOT / "submissions" / "chaff")]
     drawn = draw_sample(names, SAMPLE, seed)
     correct = draw_sample(sorted(CORRECT), 1, seed)[0]
-    line = f"selftest sample (SUITE_SEED={seed}): reference, {', '.join(drawn)}; held to full marks: {correct}"
+    part = draw_sample(sorted(CORRECT[correct]), 1, seed + 1)[0]  # one of its deliverables, drawn apart
+    line = (f"selftest sample (SUITE_SEED={seed}): reference, {', '.join(drawn)}; "
+            f"held to full marks: {correct} ({part})")
     record_property("selftest_sample", line)
     logs = [(tmp_path / name).open("w+") for name in ("selftest.out", "selftest.err")]  # never a full pipe
     grading = subprocess.Popen(
@@ -69,9 +73,9 @@ def test_the_reference_and_a_sample_of_chaff_graded_live_agree_with_their_record
          "--sample-seed", str(seed), "--keep", str(tmp_path / "kept")],
         cwd=ROOT, stdout=logs[0], stderr=logs[1], text=True,
     )
-    # the correct submission beside it, graded on what it implements as it was recorded (seed 0, variants)
+    # the correct submission beside it, graded on one deliverable it implements as it was recorded (seed 0, variants)
     folder = source_of(correct, tmp_path / "built")
-    only = [arg for part in CORRECT[correct] for arg in ("--only", part)]
+    only = ["--only", part]
     graded = subprocess.run(
         [sys.executable, "-m", "grader.cli", "grade", str(folder), "--out", str(tmp_path / "kept" / correct),
          "--seed", "0", *only], cwd=ROOT, capture_output=True, text=True, timeout=1200, check=False,
@@ -122,5 +126,9 @@ def test_a_sample_is_drawn_by_its_seed_alone():
     drawn = {tuple(draw_sample(names, SAMPLE, seed)) for seed in range(40)}
     assert len(drawn) > 25 and all(len(d) == SAMPLE for d in drawn)
     assert {draw_sample(sorted(CORRECT), 1, seed)[0] for seed in range(40)} == set(CORRECT)
+    # and each of their deliverables: 200 seeds cover every (submission, deliverable)
+    pairs = {(c, draw_sample(sorted(CORRECT[c]), 1, seed + 1)[0]) for seed in range(200)
+             for c in [draw_sample(sorted(CORRECT), 1, seed)[0]]}
+    assert pairs == {(c, p) for c, parts in CORRECT.items() for p in parts}
     # over many runs every chaff comes up: 1,000 seeds cover them all
     assert {n for seed in range(1000) for n in draw_sample(names, SAMPLE, seed)} == set(names)

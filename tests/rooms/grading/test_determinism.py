@@ -10,6 +10,8 @@ What may differ between two grades (and is masked before comparing):
   when that margin is borderline or the machine was too busy to keep time, which depends on the
   machine's load, not on the submission; which request or check came closest to its limit is the
   one whose measured margin was largest, so on a loaded machine it can be another;
+- the `Replay:` line of a Gradescope test's output: a pass gets one when its measured margin came near its
+  limit (a near miss), which is the margin again;
 - loopback ports (`127.0.0.1:PORT`): the fake servers bind a free port;
 - in an evidence row quoting the start of a gateway's answer (`ends '...'`, cut at 70 characters),
   the rest of the quote after its first figure (a figure one digit wider moves the cut), and the
@@ -68,6 +70,7 @@ _NUMBER = re.compile(r"\d+(\.\d+)?")
 # An evidence column of clock readings (its figures may print without a decimal point, e.g. TPS 46).
 _MEASURED_COLUMN = re.compile(r"TTFT|TPS|\bs\b|\(s\)|\bms\b|latency|wall", re.IGNORECASE)
 _PORT = re.compile(r"127\.0\.0\.1:\d+")
+_REPLAY_LINE = re.compile(r"\nReplay: grader replay [^\n]*")
 _STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)?")
 
 
@@ -98,6 +101,7 @@ def normalise(value: Any) -> Any:
     if isinstance(value, list):
         return [normalise(v) for v in value]
     if isinstance(value, str):
+        value = _REPLAY_LINE.sub("", value)
         return _DECIMAL.sub("#", _WITH_UNIT.sub(r"# \2", _PORT.sub("LOOPBACK:PORT", _STAMP.sub("TIME", value))))
     return value
 
@@ -148,7 +152,12 @@ def _differences(a: Any, b: Any, path: str = "") -> list[str]:
         only_a = [x for x in a if x not in b][:3]
         only_b = [y for y in b if y not in a][:3]
         return [f"{path}: only in the first {str(only_a)[:600]}; only in the other {str(only_b)[:600]}"]
-    return [] if a == b else [f"{path}: {str(a)[:300]!r} != {str(b)[:300]!r}"]
+    if a == b:
+        return []
+    if isinstance(a, str) and isinstance(b, str):  # where they part, with some of what comes before
+        at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        return [f"{path} from character {at}: {a[max(0, at - 80):at + 220]!r} != {b[max(0, at - 80):at + 220]!r}"]
+    return [f"{path}: {str(a)[:300]!r} != {str(b)[:300]!r}"]
 
 
 def _assert_identical(reports: list[dict[str, Any]]) -> None:
