@@ -4,8 +4,12 @@ Some end-to-end tests repeat one minute-long live grade per chaff, exercise or r
 `make test` keeps `n` of a test's parameters, marked `@pytest.mark.sampled(n)`, drawn by `SUITE_SEED` (a
 fresh one each run unless given), and names what it drew and the seed at the end of its output, so that
 `SUITE_SEED=N make test` draws the same again and over many runs every parameter is run. Each parameter's
-verdicts are also checked every run from its recording in the fast tier. `SUITE_FULL=1` (`make test-full`)
-runs every parameter.
+verdicts are also checked every run from its recording in the fast tier. The heaviest single tests (the
+offline bundle, a round's grade-many, a browser's review, ...), marked `rotating(seconds)` with their time
+under the suite's load, take turns: their files are dealt into four turns of about the same cost, and the
+seed picks the turn a run makes, each file whole. `SUITE_FULL=1` (`make test-full`)
+runs every parameter and every file, and a run of some tests by name (`pytest tests/kit/test_bundle.py`)
+runs them all.
 
 The seed is chosen once, by the process that starts the run, and handed to xdist's workers through the
 environment: every worker must collect the same tests.
@@ -24,6 +28,7 @@ __all__ = ["suite_seed"]
 
 SEED = "SUITE_SEED"
 FULL = "SUITE_FULL"
+ROTATION = 4  # a file of `rotating` tests runs in one run in this many
 
 
 def suite_seed() -> int:
@@ -38,6 +43,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "sampled(n): run n of this parametrized test's parameters, drawn by SUITE_SEED (all: SUITE_FULL=1)"
     )
+    config.addinivalue_line(
+        "markers", "rotating(seconds): one of the heaviest tests, its file run in one run of the suite in four",
+    )
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist) chooses for every worker
         os.environ.setdefault(SEED, str(secrets.randbelow(2**31)))
     suite_seed()  # a malformed SUITE_SEED stops the run here, by name
@@ -51,25 +59,41 @@ def draw(function: str, params: list[str], n: int, seed: int) -> list[str]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get(FULL) == "1":
-        return
-    named = tuple(arg for arg in config.args if "[" in arg)  # a parameter asked for by name is run
+    if os.environ.get(FULL) == "1" or config.args_source != pytest.Config.ArgsSource.TESTPATHS:
+        return  # every parameter and every file: asked for, or a run of some tests by name
     groups: dict[str, list[pytest.Item]] = defaultdict(list)
+    rotating: dict[str, list[pytest.Item]] = defaultdict(list)
     for item in items:
-        if any(item.nodeid.endswith(arg.split("/tests/", 1)[-1]) for arg in named):
-            continue
         if item.get_closest_marker("sampled") is not None and hasattr(item, "callspec"):
             groups[item.nodeid.split("[")[0]].append(item)
+        if item.get_closest_marker("rotating") is not None:
+            rotating[item.nodeid.split("::")[0]].append(item)
     seed, left_out = suite_seed(), []
     for function, group in groups.items():
         marker = group[0].get_closest_marker("sampled")
         assert marker is not None and marker.args, f"{function}: sampled(n) needs n"
         keep = set(draw(function, [_param(item) for item in group], int(marker.args[0]), seed))
         left_out += [item for item in group if _param(item) not in keep]
+    if rotating:
+        kept = turns(rotating)[seed % ROTATION]
+        left_out += [item for path, group in rotating.items() if path not in kept for item in group]
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         gone = set(map(id, left_out))
         items[:] = [item for item in items if id(item) not in gone]
+
+
+def turns(rotating: dict[str, list[pytest.Item]]) -> list[set[str]]:
+    """The files of `rotating` tests dealt into ROTATION turns of about the same cost (each test's
+    `rotating(seconds)`, its time under the suite's load), the costliest first, each to the lightest turn so far:
+    whichever turn a run draws, it costs about the same."""
+    cost = {path: sum(float(item.get_closest_marker("rotating").args[0]) for item in group)  # type: ignore[union-attr]
+            for path, group in rotating.items()}
+    dealt: list[tuple[float, set[str]]] = [(0.0, set()) for _ in range(ROTATION)]
+    for path in sorted(cost, key=lambda p: (-cost[p], p)):
+        lightest = min(range(ROTATION), key=lambda i: (dealt[i][0], i))
+        dealt[lightest] = (dealt[lightest][0] + cost[path], dealt[lightest][1] | {path})
+    return [files for _, files in dealt]
 
 
 def _param(item: pytest.Item) -> str:
@@ -78,7 +102,9 @@ def _param(item: pytest.Item) -> str:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Mark a drawn test's report, so the run's summary (xdist's controller collects nothing) can name it."""
-    if item.get_closest_marker("sampled") is not None and hasattr(item, "callspec"):
+    if (item.get_closest_marker("sampled") is not None and hasattr(item, "callspec")) or item.get_closest_marker(
+        "rotating"
+    ) is not None:
         item.user_properties.append(("sampled", item.nodeid))
 
 
