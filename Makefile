@@ -40,17 +40,19 @@ demo-server: $(STAMP)
 selftest: $(STAMP)
 	$(BIN)/grader selftest
 
-# Every test, the slow ones included (real grades, the selftest, sandboxes, soak, the bundle), a test
-# file to each worker at a time, longest first (tests/conftest.py), on four workers: about 20 minutes
-# on two cores. The selftest is three of those files, two grades at once each; a grade mostly waits
-# on token clocks, so four workers keep both cores busy. WORKERS=1 for one.
+# What CI runs: every test, the slow ones included (real grades, the selftest, sandboxes, soak), with a
+# sample of the longest end-to-end tests' parameters and one turn of the heaviest files (the bundle,
+# grade-many, the browser's review, ...), drawn by SUITE_SEED and named at the end (tests/sampling.py);
+# a test file to each worker at a time, longest first (tests/conftest.py), on four workers. The suite is
+# CPU-bound on two cores (98% busy); the README has its measured time. WORKERS=1 for one.
 WORKERS ?= 4
 XDIST = --dist loadfile --no-loadscope-reorder
 test: $(STAMP) debs-test
 	$(BIN)/python -m pytest -q -n $(WORKERS) $(XDIST) --durations=25
 
-# Every test with every parameter of the sampled ones (tests/sampling.py): every chaff's live
-# exercise and replay, both determinism chaff. Before a release, or after a change to what they run.
+# Every test with every parameter of the sampled ones and every turn of the rotating files
+# (tests/sampling.py): every live exercise, replay, hostile row and bench, the bundle's whole self-check.
+# Before a release, or after a change to what they run.
 test-full: $(STAMP) debs-test
 	SUITE_FULL=1 $(BIN)/python -m pytest -q -n $(WORKERS) $(XDIST) --durations=25
 
