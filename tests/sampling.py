@@ -87,8 +87,12 @@ def turns(rotating: dict[str, list[pytest.Item]]) -> list[set[str]]:
     """The files of `rotating` tests dealt into ROTATION turns of about the same cost (each test's
     `rotating(seconds)`, its time under the suite's load), the costliest first, each to the lightest turn so far:
     whichever turn a run draws, it costs about the same."""
-    cost = {path: sum(float(item.get_closest_marker("rotating").args[0]) for item in group)  # type: ignore[union-attr]
-            for path, group in rotating.items()}
+    seconds = {  # a test's seconds once, however many parameters it has (its time is theirs together)
+        item.nodeid.split("[")[0]: float(item.get_closest_marker("rotating").args[0])  # type: ignore[union-attr]
+        for group in rotating.values()
+        for item in group
+    }
+    cost = {path: sum(s for test, s in seconds.items() if test.startswith(f"{path}::")) for path in rotating}
     dealt: list[tuple[float, set[str]]] = [(0.0, set()) for _ in range(ROTATION)]
     for path in sorted(cost, key=lambda p: (-cost[p], p)):
         lightest = min(range(ROTATION), key=lambda i: (dealt[i][0], i))
@@ -108,7 +112,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         item.user_properties.append(("sampled", item.nodeid))
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    if config.args_source != pytest.Config.ArgsSource.TESTPATHS:
+        return  # tests run by name: nothing was drawn
     if os.environ.get(FULL) == "1":
         terminalreporter.write_line(f"every parameter of the sampled tests was run ({FULL}=1)")
         return
