@@ -88,9 +88,7 @@ def turns(rotating: dict[str, list[pytest.Item]]) -> list[set[str]]:
     `rotating(seconds)`, its time under the suite's load), the costliest first, each to the lightest turn so far:
     whichever turn a run draws, it costs about the same."""
     seconds = {  # a test's seconds once, however many parameters it has (its time is theirs together)
-        item.nodeid.split("[")[0]: float(item.get_closest_marker("rotating").args[0])  # type: ignore[union-attr]
-        for group in rotating.values()
-        for item in group
+        item.nodeid.split("[")[0]: _seconds(item) for group in rotating.values() for item in group
     }
     cost = {path: sum(s for test, s in seconds.items() if test.startswith(f"{path}::")) for path in rotating}
     dealt: list[tuple[float, set[str]]] = [(0.0, set()) for _ in range(ROTATION)]
@@ -98,6 +96,13 @@ def turns(rotating: dict[str, list[pytest.Item]]) -> list[set[str]]:
         lightest = min(range(ROTATION), key=lambda i: (dealt[i][0], i))
         dealt[lightest] = (dealt[lightest][0] + cost[path], dealt[lightest][1] | {path})
     return [files for _, files in dealt]
+
+
+def _seconds(item: pytest.Item) -> float:
+    marker = item.get_closest_marker("rotating")
+    if marker is None or len(marker.args) != 1 or not isinstance(marker.args[0], (int, float)):
+        raise pytest.UsageError(f"{item.nodeid}: rotating(seconds) takes its time under load, in seconds")
+    return float(marker.args[0])
 
 
 def _param(item: pytest.Item) -> str:
