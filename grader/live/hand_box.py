@@ -93,7 +93,7 @@ class HandBox:
     def http_many(self, requests: list[dict[str, Any]], *, timeout_s: float = 30.0) -> list[dict[str, Any]]:
         return http_many(requests, timeout_s=timeout_s)
 
-    def wait_port(self, port: int, timeout_s: float = 10.0) -> bool:
+    def wait_port(self, port: int, timeout_s: float = 10.0, *, handle: str | None = None) -> bool:
         """The candidate starts their gateway by hand: the time box, not the grade's start limit, is the wait."""
         self.echo(f"waiting for your gateway on 127.0.0.1:{port} (at most {self.wait_s:.0f} s) ...")
         return bool(wait_port(port, max(timeout_s, self.wait_s))["open"])

@@ -126,6 +126,18 @@ def _in_a_box_of_its_own(
         return _restarts(box, submission, plan, seed, cases, hang)
 
 
+def _ending(result: Any) -> str:
+    """How a command that ended by itself ended ("exit code 1", "signal 11"); "" when it was killed by the
+    sandbox or its end is unknown (a gateway started by hand)."""
+    if getattr(result, "killed", None) is not None:
+        return ""
+    if (code := getattr(result, "exit_code", None)) is not None:
+        return f"exit code {code}"
+    if (number := getattr(result, "signal", None)) is not None:
+        return f"signal {number}"
+    return ""
+
+
 def gateway_config(
     plan: GatewayPlan, local: dict[str, str], api: dict[str, str], *, quiet: bool = False
 ) -> dict[str, Any]:
@@ -176,7 +188,7 @@ def _run_session(
     inherent = 0.0
     start_problem = ""
     try:
-        if not box.wait_port(plan.port, timeout_s=plan.start_timeout_s):
+        if not box.wait_port(plan.port, timeout_s=plan.start_timeout_s, handle=handle):
             start_problem = f"nothing listened on 127.0.0.1:{plan.port} within {plan.start_timeout_s:g} s of the start"
         else:
             health = session.get("/health")
@@ -204,6 +216,8 @@ def _run_session(
                 inherent += inherent_s(plan, case, run, took)
     finally:
         result = box.stop(handle)
+        if start_problem and (ending := _ending(result)):
+            start_problem = f"nothing listened on 127.0.0.1:{plan.port}: the gateway exited first ({ending})"
         if not session.local_stopped:
             box.stop_server(local_name)
         box.stop_server(api_name)

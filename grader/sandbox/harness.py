@@ -47,7 +47,7 @@ class Harness:
             "run": self._run,
             "spawn": self._spawn,
             "stop": self._stop,
-            "wait_port": lambda a: wait_port(_req(a, "port"), _number(a, "timeout_s", 10.0)),
+            "wait_port": self._wait_port,
             "http": lambda a: http_request(
                 a.get("method", "GET"),
                 _req(a, "url"),
@@ -100,6 +100,15 @@ class Harness:
         job.start()
         self.spawned[job.name] = job
         return {"handle": job.name}
+
+    def _wait_port(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Wait for a port; given the handle of the spawned command that is to listen on it, no longer than
+        that command lives (a gateway that exits at its start fails at once, not after the start limit)."""
+        handle = args.get("handle")
+        job = self.spawned.get(handle) if isinstance(handle, str) else None
+        if handle is not None and job is None:
+            raise ValueError(f"no spawned command {handle!r} (live: {', '.join(sorted(self.spawned)) or 'none'})")
+        return wait_port(_req(args, "port"), _number(args, "timeout_s", 10.0), gone=job.gone if job else None)
 
     def _write_file(self, args: dict[str, Any]) -> dict[str, str]:
         """A grader-written file (a gateway's config) in the work folder, owned by the candidate's user."""

@@ -377,6 +377,18 @@ class Job:
         if len(tail) > TAIL_BYTES:
             del tail[:-TAIL_BYTES]
 
+    def gone(self) -> bool:
+        """The command has exited and nothing of its process group is left."""
+        if self.proc is None or self.proc.poll() is None:
+            return False
+        try:
+            os.killpg(self.proc.pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False
+        return False
+
     def kill_group(self, why: str, sig: int = signal.SIGKILL) -> None:
         if self.killed is None:
             self.killed = why

@@ -12,6 +12,7 @@ import functools
 import socket
 import ssl
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -157,8 +158,10 @@ class HeldPort:
                 sock.close()
 
 
-def wait_port(port: int, timeout_s: float) -> dict[str, Any]:
-    """Wait until something accepts connections on 127.0.0.1:port."""
+def wait_port(port: int, timeout_s: float, gone: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Wait until something accepts connections on 127.0.0.1:port; or, with `gone`, until the command
+    that was to listen there has ended with nothing of it left, when waiting longer cannot help
+    (`exited` in the answer)."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
         raise ValueError(f"wait_port: {port!r} is not a port number")
     start = time.monotonic()
@@ -167,6 +170,9 @@ def wait_port(port: int, timeout_s: float) -> dict[str, Any]:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return {"open": True, "waited_s": round(time.monotonic() - start, 3)}
         except OSError:
-            if time.monotonic() - start > timeout_s:
-                return {"open": False, "waited_s": round(time.monotonic() - start, 3)}
+            waited = round(time.monotonic() - start, 3)
+            if gone is not None and gone():
+                return {"open": False, "waited_s": waited, "exited": True}
+            if waited > timeout_s:
+                return {"open": False, "waited_s": waited}
             time.sleep(0.02)

@@ -116,12 +116,13 @@ class HarnessOperations:
         path: str = self._request("write_file", {"name": name, "text": text}, timeout_s=OP_MARGIN_S)["path"]
         return path
 
-    def wait_port(self, port: int, timeout_s: float = 10.0) -> bool:
-        return bool(
-            self._request("wait_port", {"port": port, "timeout_s": timeout_s}, timeout_s=timeout_s + OP_MARGIN_S)[
-                "open"
-            ]
-        )
+    def wait_port(self, port: int, timeout_s: float = 10.0, *, handle: str | None = None) -> bool:
+        """Wait until something listens on a loopback port inside; with the `handle` of the spawned command
+        that is to listen, no longer than it lives."""
+        args: dict[str, Any] = {"port": port, "timeout_s": timeout_s}
+        if handle is not None:
+            args["handle"] = handle
+        return bool(self._request("wait_port", args, timeout_s=timeout_s + OP_MARGIN_S)["open"])
 
     def http(
         self,

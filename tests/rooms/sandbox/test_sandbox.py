@@ -405,6 +405,24 @@ def test_spawned_server_is_reached_by_http_and_stopped(box: Sandbox) -> None:
     assert not box.wait_port(18731, timeout_s=0.2)
 
 
+def test_waiting_for_a_port_ends_when_the_command_that_was_to_listen_is_gone(box: Sandbox) -> None:
+    """A command that exits without listening is not waited on for the whole start limit; one whose child
+    lives on (it may still listen) is."""
+    handle = box.spawn(["python", "-c", "import sys; sys.exit('no port today')"], timeout_s=60)
+    started = time.monotonic()
+    assert not box.wait_port(18732, timeout_s=30, handle=handle)
+    assert time.monotonic() - started < 15
+    assert box.stop(handle).exit_code == 1
+    lingering = "import subprocess, sys; subprocess.Popen(['sleep', '30']); sys.exit(0)"
+    handle = box.spawn(["python", "-c", lingering], timeout_s=60)
+    started = time.monotonic()
+    assert not box.wait_port(18732, timeout_s=1.0, handle=handle)
+    assert time.monotonic() - started >= 1.0
+    box.stop(handle)
+    with pytest.raises(SandboxError, match="no spawned command 'nobody'"):
+        box.wait_port(18732, timeout_s=1.0, handle="nobody")
+
+
 def test_files_come_back_only_from_the_work_folder(box: Sandbox) -> None:
     result = box.run(["true"], timeout_s=10, files_back=["results/keep.json", "results/escape.json", "results/none.json"])
     assert result.files == {"results/keep.json": '{"kept": true}\n', "results/escape.json": None,
