@@ -5,16 +5,32 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+from click.testing import CliRunner
+
 import loadgen
+from loadgen.cli import command
 
 SUBMISSION = Path(loadgen.__file__).resolve().parent.parent  # the folder `python -m loadgen` runs from
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "loadgen", *args], cwd=SUBMISSION, capture_output=True,
-                          text=True, timeout=60)
+@dataclass
+class Finished:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cli(*args: str) -> Finished:
+    """The command line run in this process, its exit code and output as `python -m loadgen` gives them: an
+    interpreter per call would cost about a second each (test_the_module_runs_as_the_grader_runs_it starts
+    one). An exception the command lets escape is raised here: it would be a traceback on the terminal."""
+    result = CliRunner().invoke(command, list(args), prog_name="python -m loadgen")
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return Finished(result.exit_code, result.stdout, result.stderr)
 
 
 def flags(base_url: str, output: Path, requests: int = 8) -> list[str]:
@@ -63,3 +79,10 @@ def test_bad_flags_are_named_without_a_traceback(tmp_path):
         assert named in done.stderr and "Traceback" not in done.stderr
     missing = cli("--model", "m")
     assert missing.returncode == 2 and "--base-url" in missing.stderr
+
+
+def test_the_module_runs_as_the_grader_runs_it():
+    done = subprocess.run([sys.executable, "-m", "loadgen", "--requests", "0"], cwd=SUBMISSION,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--requests" in done.stderr and "Traceback" not in done.stderr
+    assert "python -m loadgen" in done.stderr  # its usage line names the command as it is run
