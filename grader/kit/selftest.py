@@ -109,7 +109,8 @@ def kept(c: CriterionResult) -> bool:
 def _judge(name: str, result: Grade, targets: list[str] | None) -> Finding:
     """Wrong is a target kept or another criterion lost (`targets` None: any point scored). `inconclusive`
     is neither: it is the grader saying it could not tell (a machine too busy to time), so it is
-    listed, not failed, except on the reference, which must be graded whole."""
+    listed, not failed. On the reference, which must be graded whole, only a verdict withheld because the
+    machine was too busy to keep time is listed so: one withheld on a machine that kept time is wrong."""
     finding = Finding(name, True, score=result.score, max_score=result.max_score, seconds=result.duration_s)
     for c in result.criteria:
         first = " ".join(c.output.splitlines()[:2]) if c.output else ""
@@ -119,7 +120,7 @@ def _judge(name: str, result: Grade, targets: list[str] | None) -> Finding:
                 finding.lines.append(
                     f"{c.id}: should score nothing, but {c.status} ({c.score:g}/{c.weight:g}): {first}"
                 )
-        elif c.status == "inconclusive" and name != "reference":
+        elif c.status == "inconclusive" and (name != "reference" or c.busy):
             finding.inconclusive.append(c.id)
             finding.lines.append(f"{c.id}: inconclusive (not counted as wrong): {first}")
         elif c.id in targets and kept(c):

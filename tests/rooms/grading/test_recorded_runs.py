@@ -19,6 +19,7 @@ from grader.grading.rejudge import grade_of
 from grader.rubric import load_rubric
 from grader.rubric.variants import load_variants
 from grader.kit.chaff import list_chaff
+from grader.kit.selftest import _judge
 from grader.kit.selftest import kept as kept_target
 
 RUBRIC = load_rubric()
@@ -92,6 +93,23 @@ def test_the_references_records_pass_every_criterion() -> None:
     wrong = {c.id: c.output for c in grade.criteria if c.status != "passed"}
     assert not wrong
     assert grade.score == grade.max_score
+
+
+def test_the_selftest_lists_a_busy_machines_withheld_verdict_on_the_reference_and_fails_any_other() -> None:
+    """The reference is graded whole: a criterion withheld because the machine was too busy to keep time is
+    undecided, not wrong; withheld on a machine that kept time, or failed, it is wrong."""
+    grade = grade_of(_book("reference"), RUBRIC)
+    assert _judge("reference", grade, []).ok
+    first = grade.criteria[0]
+    first.status, first.score = "inconclusive", 0.0
+    first.busy = "the fake server's steps ran 0.9 s late"
+    busy = _judge("reference", grade, [])
+    assert busy.ok and busy.inconclusive == [first.id]
+    first.busy = None
+    assert not _judge("reference", grade, []).ok
+    first.status = "failed"
+    first.busy = "the fake server's steps ran 0.9 s late"
+    assert not _judge("reference", grade, []).ok
 
 
 @pytest.mark.parametrize("name", sorted(CORRECT))
