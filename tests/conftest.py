@@ -31,6 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # The longest test files, longest first (as `make test` lists its slowest tests).
 LONGEST = (
     "test_selftest.py",
+    "test_selftest_correct.py",
     "test_bundle.py",
     "test_time_to_verdict.py",
     "test_determinism.py",
@@ -51,10 +52,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Name what the live selftest drew (tests/kit/test_selftest.py), so a failure elsewhere can be drawn again."""
+    """Name what the live selftest drew (tests/kit/test_selftest.py, test_selftest_correct.py), so a failure
+    elsewhere can be drawn again."""
     for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
         for key, value in getattr(report, "user_properties", ()):
-            if key == "selftest_sample" and report.when == "call":
+            if key in ("selftest_sample", "selftest_correct") and report.when == "call":
                 terminalreporter.write_line(str(value))
 
 

@@ -33,6 +33,11 @@ INDEPENDENT = {
 BUILT = {"cold-start": ("loadgen",)}
 #: Submissions recorded whatever their grade says (a rerun, an inconclusive criterion): what the guide reads.
 AS_GRADED = {"frameworks": (ROOT / "tests" / "fixtures" / "frameworks_submission", ("loadgen", "gateway"))}
+#: Every deliverable; a correct submission recorded whole implements them all.
+DELIVERABLES = ("loadgen", "tests", "gateway", "manifests", "sizing", "memo")
+#: The correct submissions held to full marks, and the deliverables each implements.
+CORRECT = {name: parts or DELIVERABLES
+           for name, parts in {**{n: p for n, (_, p) in {**INDEPENDENT, **AS_GRADED}.items()}, **BUILT}.items()}
 _SKIPPED = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache")
 
 
@@ -75,6 +80,24 @@ def portable(index: Path, name: str) -> None:
     if name in BUILT:
         data["submission"] = f"tests/{name.replace('-', '_')}.py"
     index.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def live_statuses(report_dir: Path) -> dict[str, str]:
+    """Each criterion's status in a live grade's report.json."""
+    report = json.loads((report_dir / "report.json").read_text())
+    return {c["id"]: c["status"] for c in report["extra_data"]["kit"]["criteria"]}
+
+
+def differences_from_recording(name: str, live: dict[str, str]) -> dict[str, str]:
+    """Criteria whose live status is not what the recording of `name` gives today (undecided ones left out)."""
+    from grader.grading.rejudge import grade_of
+    from grader.records.book import RecordBook
+    from grader.rubric import load_rubric
+
+    recorded = {c.id: c.status for c in grade_of(RecordBook.read(FIXTURES / name), load_rubric()).criteria}
+    both = [i for i in live if i in recorded and "inconclusive" not in (live[i], recorded[i])]
+    assert both, f"{name}: no criterion decided both live and in its recording"
+    return {i: f"live {live[i]}, recorded {recorded[i]}" for i in both if live[i] != recorded[i]}
 
 
 def _keep(name: str, runs: Path, scratch: Path) -> None:

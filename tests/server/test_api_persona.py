@@ -103,12 +103,12 @@ def test_request_and_token_rate_limits_answer_429_with_retry_after(fake_server):
     ({"kind": "stream_error", "after_tokens": 2}, ApiStreamError, None),
     ({"kind": "cut", "after_tokens": 2}, ApiStreamError, None),
     ({"kind": "no_done", "after_tokens": 2}, ApiStreamError, None),
-    ({"kind": "stall_before_headers", "seconds": 3}, ApiTimeout, None),
+    ({"kind": "stall_before_headers", "seconds": 10}, ApiTimeout, None),
 ])
 def test_each_stub_exception_kind_is_raised_by_the_matching_fault(fake_server, fault, error, status):
     server = fake_server(persona="api", faults=[fault], token_rate=1000)
-    # first_byte well above a loopback answer's (beside the busy suite one took over 0.3 s), below the stall
-    stub = ApiClient(server.openai_base_url, "k", prices=Prices(4, 20), timeouts=Timeouts(connect=1, first_byte=1, total=5))
+    # first_byte well above a loopback answer's (beside the busy suite one took over 1 s), well below the stall
+    stub = ApiClient(server.openai_base_url, "k", prices=Prices(4, 20), timeouts=Timeouts(connect=2, first_byte=4, total=12))
     with pytest.raises(error) as info:
         list(stub.stream_chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=8))
     if status is not None:
