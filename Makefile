@@ -47,20 +47,23 @@ selftest: $(STAMP)
 # CPU-bound on two cores (98% busy); the README has its measured time. WORKERS=1 for one.
 WORKERS ?= 4
 XDIST = --dist loadfile --no-loadscope-reorder
+# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: the suite starts thousands of Python
+# processes (graders, sandboxes, candidates' commands) that import the kit, and each would compile it again.
+PYTEST = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 test: $(STAMP) debs-test
-	$(BIN)/python -m pytest -q -n $(WORKERS) $(XDIST) --durations=25
+	$(PYTEST) -q -n $(WORKERS) $(XDIST) --durations=25
 
 # Every test with every parameter of the sampled ones and every turn of the rotating files
 # (tests/sampling.py): every live exercise, replay, hostile row and bench, the bundle's whole self-check.
 # Before a release, or after a change to what they run.
 test-full: $(STAMP) debs-test
-	SUITE_FULL=1 $(BIN)/python -m pytest -q -n $(WORKERS) $(XDIST) --durations=25
+	SUITE_FULL=1 $(PYTEST) -q -n $(WORKERS) $(XDIST) --durations=25
 
 # The inner loop: every test but the slow ones, every criterion judged from recorded runs
 # (tests/fixtures/runs), on three workers (about 4 minutes on two cores).
 FAST_WORKERS ?= 3
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(FAST_WORKERS) $(XDIST) -m "not slow" --durations=10
+	$(PYTEST) -q -n $(FAST_WORKERS) $(XDIST) -m "not slow" --durations=10
 
 # Record the reference's and every chaff's runs for the fast tests (after a change to a submission,
 # a scenario, the gateway plan or how runs are made; the fast tests say when a record is stale).

@@ -169,9 +169,10 @@ def evidence_line(result: CriterionResult, outcome: str, *, public_passed: bool,
     if outcome != "borderline":
         return _clip(first)
     why = []
-    if result.status == "inconclusive":
-        why.append(result.output.splitlines()[0].removeprefix("INCONCLUSIVE: ").split("; a person")[0])
-    elif result.attempts > 1:
+    if result.status == "inconclusive":  # the evidence first: the reason it stayed undecided can be long
+        reason = result.output.splitlines()[0].removeprefix("INCONCLUSIVE: ").split("; a person")[0]
+        return _clip(f"{first}; left undecided: {reason}")
+    if result.attempts > 1:
         found = _problem_lines(first_run)
         return _clip(
             f"run twice; the first run found: {found[0] if found else 'a borderline answer'}; the rerun: {first}"
