@@ -38,13 +38,13 @@ def _this_row() -> None:
 @pytest.mark.slow
 @pytest.mark.sampled(5)  # a sample each run (tests/sampling.py)
 @pytest.mark.parametrize("case", CASES + (SLOW if FULL else []), ids=lambda case: case.id)
-@pytest.mark.rotating(61)
+@pytest.mark.rotating(49)
 def test_a_hostile_submission_is_graded_and_leaves_nothing_behind(case: Case, tmp_path: Path) -> None:
     grade_case(case, ROW, tmp_path)
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(58)
+@pytest.mark.rotating(59)
 def test_submissions_that_never_end_are_stopped_and_leave_nothing_behind(tmp_path: Path) -> None:
     with ThreadPoolExecutor(max_workers=len(NEVER_ENDING)) as pool:
         futures = [pool.submit(grade_case, case, ROW, tmp_path / case.id) for case in NEVER_ENDING]

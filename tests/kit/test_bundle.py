@@ -122,7 +122,7 @@ def _reference_phrases() -> list[str]:
     return phrases
 
 
-@pytest.mark.rotating(98)
+@pytest.mark.rotating(67)
 def test_the_bundle_holds_the_candidates_kit(bundle):
     names = set(_members(bundle))
     for needed in ("takehome/install.sh", "takehome/install.ps1", "takehome/README.md", "takehome/starter/TASK.md",
@@ -137,7 +137,7 @@ def test_the_bundle_holds_the_candidates_kit(bundle):
         assert archive.getmember("takehome/install.sh").mode & 0o111
 
 
-@pytest.mark.rotating(4)
+@pytest.mark.rotating(2)
 def test_the_bundle_holds_no_reference_chaff_or_unseen_material(bundle):
     members = _members(bundle)
     for name in members:
@@ -174,7 +174,7 @@ def test_the_bundle_holds_no_reference_chaff_or_unseen_material(bundle):
         assert "live-chaff" not in name, name
 
 
-@pytest.mark.rotating(214)
+@pytest.mark.rotating(115)
 def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tmp_path):
     started = time.time()
     with tarfile.open(bundle) as archive:

@@ -137,7 +137,7 @@ def test_clients_that_disconnect_free_their_slots_and_blocks(fake_server):
     async def run() -> None:
         limits = httpx.Limits(max_connections=100)
         async with httpx.AsyncClient(timeout=60, limits=limits) as client:
-            await asyncio.gather(*(read_two_then_leave(client) for _ in range(500)))
+            await asyncio.gather(*(read_two_then_leave(client) for _ in range(200)))  # three times the slots
 
     asyncio.run(run())
     deadline = time.monotonic() + 5
@@ -151,5 +151,5 @@ def test_clients_that_disconnect_free_their_slots_and_blocks(fake_server):
         time.sleep(0.05)
     assert (running, waiting, kv) == (0, 0, 0)
     ledger = server.ledger()
-    assert len(ledger) == 500 and all(r["finish_reason"] == "abort" for r in ledger)
+    assert len(ledger) == 200 and all(r["finish_reason"] == "abort" for r in ledger)
     assert all(r["completion_tokens"] < 1000 for r in ledger)

@@ -59,7 +59,7 @@ def test_the_recorded_clock_started_before_its_slot_still_fails_ttft() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(33)
+@pytest.mark.rotating(27)
 def test_a_cold_client_graded_live_keeps_every_criterion_that_reads_start(tmp_path: Path) -> None:
     folder = build(tmp_path / "cold")
     result = grade(GradeRequest(folder, tmp_path / "out", only=READS_START, echo=lambda _: None))

@@ -84,7 +84,7 @@ def _assert_rerun_is_whole(submission: Path, out: Path, tmp_path: Path) -> None:
     assert (out / "report.html").read_text().rstrip().endswith("</html>")
 
 
-@pytest.mark.rotating(27)
+@pytest.mark.rotating(25)
 def test_the_sandbox_killed_mid_criterion_gives_an_inconclusive_report(tmp_path: Path) -> None:
     submission, marker = _submission(tmp_path, "killed")
     tmpdir, out = tmp_path / "tmp", tmp_path / "out"
@@ -106,7 +106,7 @@ def test_the_sandbox_killed_mid_criterion_gives_an_inconclusive_report(tmp_path:
     _assert_rerun_is_whole(submission, out, tmp_path)
 
 
-@pytest.mark.rotating(25)
+@pytest.mark.rotating(43)
 def test_sigint_stops_the_grade_cleanly_and_a_rerun_is_whole(tmp_path: Path) -> None:
     submission, marker = _submission(tmp_path, "interrupted")
     tmpdir, out = tmp_path / "tmp", tmp_path / "out"
@@ -140,7 +140,7 @@ def small_disk(tmp_path: Path):  # type: ignore[no-untyped-def]
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-@pytest.mark.rotating(18)
+@pytest.mark.rotating(10)
 def test_a_full_output_disk_is_a_clear_error_and_a_rerun_is_whole(tmp_path: Path, small_disk: Path) -> None:
     folder = tmp_path / "quick"
     folder.mkdir()

@@ -57,7 +57,7 @@ def _recorded_failing(chaff: str, criterion_id: str, case: str | None) -> list[s
 
 @pytest.mark.sampled(2)  # a sample each run (tests/sampling.py)
 @pytest.mark.parametrize(("chaff", "criterion_id", "case", "limit_s"), REPLAYS, ids=[r[0] for r in REPLAYS])
-@pytest.mark.rotating(20)
+@pytest.mark.rotating(50)
 def test_a_replay_fails_the_criterion_on_the_same_requests_as_the_grade(tmp_path, chaff, criterion_id, case, limit_s):
     folder = materialize(CHAFF[chaff].path, tmp_path / chaff)
     done = replay(folder, criterion_id, tmp_path / "replay", seed=0, case=case)
@@ -79,7 +79,7 @@ def test_a_replay_fails_the_criterion_on_the_same_requests_as_the_grade(tmp_path
         json.loads(path.read_text())  # written as JSON, which is YAML: a settings file fake-server reads
 
 
-@pytest.mark.rotating(37)
+@pytest.mark.rotating(32)
 def test_a_criterion_of_every_run_is_replayed_in_several_sandboxes_with_the_records_of_one(tmp_path):
     """loadgen.summary is judged from all 16 scenarios and 10 unseen variants. A replay makes them several at
     once, the longest first (grading/live_runs.py), each further worker in a sandbox of its own: the records
@@ -104,7 +104,7 @@ def test_a_criterion_of_every_run_is_replayed_in_several_sandboxes_with_the_reco
     print(f"\nreplay summary-counts-failed loadgen.summary, {SPREAD} at once: {done.seconds:.1f} s")
 
 
-@pytest.mark.rotating(13)
+@pytest.mark.rotating(10)
 def test_the_by_hand_commands_reproduce_the_scenario(tmp_path):
     """The fake-server command a replay prints serves the scenario's settings and seed: the same first
     token times apart as in the grader's run."""
@@ -129,7 +129,7 @@ def test_the_by_hand_commands_reproduce_the_scenario(tmp_path):
         server.wait(timeout=10)
 
 
-@pytest.mark.rotating(36)
+@pytest.mark.rotating(20)
 def test_a_report_folder_replays_what_it_failed(tmp_path):
     folder = materialize(CHAFF["cut-ok"].path, tmp_path / "chaff")
     out = tmp_path / "graded"
@@ -154,7 +154,7 @@ def test_a_report_folder_replays_what_it_failed(tmp_path):
     assert sorted(p.relative_to(folder) for p in folder.rglob("*") if "__pycache__" not in p.parts) == before
 
 
-@pytest.mark.rotating(31)
+@pytest.mark.rotating(18)
 def test_a_report_folder_replays_a_criterion_on_the_runs_that_failed_it(tmp_path):
     """loadgen.summary is judged from every scenario; replayed from a report (here the chaff's recorded grade,
     judged again into a report folder) it runs again only the scenarios it failed there."""
@@ -177,7 +177,7 @@ def test_a_report_folder_replays_a_criterion_on_the_runs_that_failed_it(tmp_path
     assert public == set(failed_there) and len(public) < len(RUBRIC.criterion("loadgen.summary").scenarios)
 
 
-@pytest.mark.rotating(7)
+@pytest.mark.rotating(4)
 def test_serve_keeps_the_scenarios_server_up_until_ctrl_c(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "replay", str(REFERENCE), "loadgen.cut", "--serve"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -211,7 +211,7 @@ def test_serve_keeps_the_scenarios_server_up_until_ctrl_c(tmp_path):
             proc.wait()
 
 
-@pytest.mark.rotating(5)
+@pytest.mark.rotating(4)
 def test_serve_a_gateway_case_prints_its_servers_config_and_request(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "replay", str(REFERENCE), "gateway.no-fallback-4xx",
                              "--serve", "--case", "local-404"], cwd=tmp_path, stdout=subprocess.PIPE,
@@ -237,7 +237,7 @@ def test_serve_a_gateway_case_prints_its_servers_config_and_request(tmp_path):
             proc.wait()
 
 
-@pytest.mark.rotating(29)
+@pytest.mark.rotating(18)
 def test_a_replay_that_cannot_be_made_says_why_in_one_line(tmp_path):
     def cli(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "grader.cli", "replay", *argv], cwd=ROOT, capture_output=True,
@@ -257,7 +257,7 @@ def test_a_replay_that_cannot_be_made_says_why_in_one_line(tmp_path):
         assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, (argv, done.stderr)
 
 
-@pytest.mark.rotating(12)
+@pytest.mark.rotating(10)
 def test_a_candidate_facing_report_names_no_hidden_scenario(tmp_path):
     """With loadgen.role-chunk made hidden, a chaff that fails it: results.json (which a grading platform may
     show the candidate) gives its verdict and no scenario, evidence or replay; report.html keeps them all."""

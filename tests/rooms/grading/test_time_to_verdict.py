@@ -76,7 +76,7 @@ def test_a_command_late_only_to_exit_is_a_rerun_on_a_busy_machine_and_a_fail_on_
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(71)
+@pytest.mark.rotating(52)
 def test_a_correct_but_slow_load_generator_and_sizing_command_lose_nothing(tmp_path: Path) -> None:
     # loadgen.runs reads every scenario's run, the unseen variants' too: a run stopped as hung fails it (the other
     # load-generator criteria read the same runs, whose results are the reference's); every sizing criterion.
@@ -98,7 +98,7 @@ def _records(report: Path, prefix: str) -> list[dict]:
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(39)
+@pytest.mark.rotating(38)
 def test_a_load_generator_that_hangs_is_stopped_by_the_sections_budget(tmp_path: Path) -> None:
     started = time.monotonic()
     result = grade(GradeRequest(hung(tmp_path / "hung"), tmp_path / "out", only=("loadgen",), echo=lambda _: None))

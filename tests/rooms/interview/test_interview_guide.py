@@ -235,7 +235,7 @@ def test_a_folder_without_records_is_refused_in_one_line(tmp_path: Path) -> None
 
 @pytest.mark.slow
 @needs_chromium
-@pytest.mark.rotating(32)
+@pytest.mark.rotating(12)
 def test_chromium_renders_the_guide_and_its_every_section(tmp_path: Path) -> None:
     folder = _graded("frameworks", tmp_path / "frameworks")
     markdown, page = write_interview(folder)

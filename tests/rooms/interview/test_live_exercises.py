@@ -134,7 +134,7 @@ def _verdicts(criteria: list[Any], wanted: dict[str, str] | None = None) -> dict
 @pytest.mark.slow
 @pytest.mark.sampled(2)  # a sample each run (tests/sampling.py)
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.rotating(33)
+@pytest.mark.rotating(42)
 def test_the_reference_passes_each_exercise_and_its_chaff_fails_it_and_rejudges_the_same(
     name: str, tmp_path: Path
 ) -> None:
@@ -196,7 +196,7 @@ def _play_the_candidate(lines: list[str], submission: Path, done: threading.Even
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["reasoning-stream-error", "gateway-429-storm"])
-@pytest.mark.rotating(30)
+@pytest.mark.rotating(14)
 def test_an_exercise_run_by_hand_is_recorded_and_judged_as_in_the_sandbox(name: str, tmp_path: Path) -> None:
     lines: list[str] = []
     done = threading.Event()
@@ -218,7 +218,7 @@ def test_an_exercise_run_by_hand_is_recorded_and_judged_as_in_the_sandbox(name: 
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(14)
+@pytest.mark.rotating(7)
 def test_the_candidate_fixes_their_code_and_runs_again_and_each_run_is_recorded(tmp_path: Path) -> None:
     name = "reasoning-stream-error"
     folder = materialize(LIVE_CHAFF[name].path, tmp_path / "candidate")

@@ -146,7 +146,7 @@ def _rgb(rows: list[bytes], x: int, y: int, bpp: int) -> tuple[int, int, int]:
 @pytest.mark.slow
 @needs_chromium
 @pytest.mark.parametrize("sandboxed", [False, True])
-@pytest.mark.rotating(66)
+@pytest.mark.rotating(50)
 def test_chromium_renders_every_section_and_a_real_page(tmp_path: Path, sandboxed: bool) -> None:
     page = write_reports(sample_grade(sandboxed=sandboxed), tmp_path / "out")["html"]
     url = page.resolve().as_uri()

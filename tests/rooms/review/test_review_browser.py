@@ -121,7 +121,7 @@ def _shot(driver: Any, tmp_path: Path, name: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(54)
+@pytest.mark.rotating(38)
 def test_the_round_opens_ranked_sortable_filterable_with_its_flags(browser, servers, tmp_path: Path) -> None:
     browser.get(servers["alice"].url)
     table = browser.find_element(By.ID, "ranking")
@@ -150,7 +150,7 @@ def test_the_round_opens_ranked_sortable_filterable_with_its_flags(browser, serv
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(20)
+@pytest.mark.rotating(14)
 def test_a_sheet_scored_in_the_page_lands_where_human_score_writes_and_in_grades_csv(
     browser, servers, rounds, tmp_path: Path
 ) -> None:
@@ -188,7 +188,7 @@ def test_a_sheet_scored_in_the_page_lands_where_human_score_writes_and_in_grades
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(12)
+@pytest.mark.rotating(9)
 def test_what_was_typed_while_the_server_was_down_is_saved_after_a_reload(browser, rounds) -> None:
     folder = rounds["named"] / "alan-marchetti"
     served = prepare(rounds["named"], reviewer="alice")
@@ -212,7 +212,7 @@ def test_what_was_typed_while_the_server_was_down_is_saved_after_a_reload(browse
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(15)
+@pytest.mark.rotating(11)
 def test_two_reviewers_the_second_save_is_refused_and_what_they_typed_stays(browser, servers, rounds) -> None:
     folder = rounds["named"] / "grace-lindqvist"
     browser.get(servers["alice"].url + "c/grace-lindqvist")
@@ -244,7 +244,7 @@ def test_two_reviewers_the_second_save_is_refused_and_what_they_typed_stays(brow
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(35)
+@pytest.mark.rotating(25)
 def test_a_blind_round_shows_no_name_until_one_is_revealed(browser, servers, rounds) -> None:
     base = servers["blind"].url
     codes = json.loads((rounds["blind"] / CODES).read_text())
@@ -285,7 +285,7 @@ def test_a_blind_round_shows_no_name_until_one_is_revealed(browser, servers, rou
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(8)
+@pytest.mark.rotating(6)
 def test_a_live_exercise_shows_its_progress_then_its_verdict_and_is_recorded(browser, servers, rounds) -> None:
     folder = rounds["named"] / "ada-okonkwo"
     browser.get(servers["alice"].url + "c/ada-okonkwo")
@@ -313,7 +313,7 @@ def test_a_live_exercise_shows_its_progress_then_its_verdict_and_is_recorded(bro
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(2)
+@pytest.mark.rotating(1)
 def test_a_path_out_of_the_round_is_refused(browser, servers, rounds, tmp_path: Path) -> None:
     secret = tmp_path / "secret.html"
     secret.write_text("<p>not the round's</p>")

@@ -55,7 +55,7 @@ def _stamp(folder: Path) -> tuple[int, int, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(101)
+@pytest.mark.rotating(53)
 def test_grade_many_ranks_resumes_after_a_kill_and_keeps_finished_grades(round_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "grades"
     argv = [sys.executable, "-m", "grader.cli", "grade-many", str(round_dir), "--out", str(out), "--jobs", "1", *ONLY]
@@ -109,7 +109,7 @@ def test_grade_many_ranks_resumes_after_a_kill_and_keeps_finished_grades(round_d
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(64)
+@pytest.mark.rotating(48)
 def test_finished_grades_are_kept_only_for_the_same_criteria_and_seed(round_dir: Path, tmp_path: Path) -> None:
     """A round's seed is drawn for it, kept in round.json and written in every report and in grades.csv; the
     round resumed keeps it, and another seed for the same round is refused (it would be two exams)."""
@@ -156,7 +156,7 @@ def test_submissions_are_found_by_folder_archive_and_round(round_dir: Path, tmp_
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(43)
+@pytest.mark.rotating(37)
 def test_human_score_folds_points_into_the_report_and_the_summary(tmp_path: Path) -> None:
     out = tmp_path / "grades"
     done = _grader("grade-many", SUBMISSIONS / "reference", "--out", out, "--only", "memo.front-matter")

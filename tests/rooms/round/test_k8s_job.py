@@ -136,7 +136,7 @@ def test_an_invalid_job_is_caught_by_the_same_check(job: tuple[Path, dict], tmp_
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(71)
+@pytest.mark.rotating(30)
 def test_each_index_grades_its_submission_and_merge_builds_the_csv(job: tuple[Path, dict], round_dir: Path,
                                                                    tmp_path: Path) -> None:
     _, data = job

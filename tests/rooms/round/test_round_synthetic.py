@@ -49,7 +49,7 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(97)
+@pytest.mark.rotating(69)
 def test_every_disguised_copy_is_flagged_against_what_it_copied(synthetic: tuple[Path, dict[str, Member]]) -> None:
     root, members = synthetic
     assert len(members) >= 20
@@ -93,7 +93,7 @@ def test_honest_work_and_the_skeleton_are_not_flagged(synthetic: tuple[Path, dic
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(4)
+@pytest.mark.rotating(3)
 def test_the_anonymized_round_names_no_candidate(synthetic: tuple[Path, dict[str, Member]]) -> None:
     root, members = synthetic
     blind = root / "grades" / "blind"
@@ -111,7 +111,7 @@ def test_the_anonymized_round_names_no_candidate(synthetic: tuple[Path, dict[str
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(58)
+@pytest.mark.rotating(41)
 def test_a_round_graded_by_job_pods_and_merged_is_compared_as_a_local_one(tmp_path: Path) -> None:
     """Three submissions graded for real (manifests only), each by `--index` as one pod of the Job, into
     separate report folders; merged, the disguised copy is flagged against the reference."""
