@@ -35,6 +35,8 @@ LONGEST = (
     "test_bundle.py",
     "test_time_to_verdict.py",
     "test_determinism.py",
+    "test_grade_many.py",
+    "test_replay.py",
 )
 
 

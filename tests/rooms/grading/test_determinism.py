@@ -172,6 +172,7 @@ def _assert_identical(reports: list[dict[str, Any]]) -> None:
                                                      + "; ".join(_differences(normalise(first), normalise(other))))
 
 
+@pytest.mark.rotating(93)
 def test_the_reference_grades_identically_every_time(tmp_path: Path) -> None:
     reports = _grade_times(ROOT / "submissions" / "reference", () if FULL else SUBSET, 5 if FULL else 2, tmp_path)
     for report in reports:
@@ -183,6 +184,7 @@ def test_the_reference_grades_identically_every_time(tmp_path: Path) -> None:
 
 
 @pytest.mark.sampled(1)  # a sample each run (tests/sampling.py)
+@pytest.mark.rotating(40)
 @pytest.mark.parametrize("name", list(CHAFF))
 def test_a_chaff_grades_identically(name: str, tmp_path: Path) -> None:
     folder = materialize(ROOT / "submissions" / "chaff" / name, tmp_path / name)
