@@ -51,6 +51,7 @@ def _skip_unless_made(row: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.sampled(4)  # a sample each run (tests/sampling.py)
+@pytest.mark.rotating(40)
 @pytest.mark.parametrize(("row", "case"), _pairs(), ids=lambda value: value if isinstance(value, str) else value.id)
 def test_a_hostile_submission_in_each_row(row: str, case: Case, tmp_path: Path) -> None:
     _skip_unless_made(row)

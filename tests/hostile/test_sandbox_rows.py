@@ -101,6 +101,7 @@ def _confined(seen: dict[str, Any]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.rotating(33)
 @pytest.mark.parametrize("row", list(HOLDERS))
 def test_each_row_enforces_what_its_line_says(row: str, submission: Path) -> None:
     seen = _probe(row, submission)
@@ -135,6 +136,7 @@ def test_each_row_enforces_what_its_line_says(row: str, submission: Path) -> Non
 
 
 @pytest.mark.slow
+@pytest.mark.rotating(5)
 def test_where_only_root_is_mapped_the_sandbox_refuses_in_one_line(submission: Path) -> None:
     seen = _probe("userns-root", submission)
     assert set(seen) == {"error", "refused"} and seen["refused"], seen  # nothing ran: no note, no command
@@ -144,6 +146,7 @@ def test_where_only_root_is_mapped_the_sandbox_refuses_in_one_line(submission: P
 
 
 @pytest.mark.slow
+@pytest.mark.rotating(7)
 def test_the_pod_the_job_describes_runs_the_sandbox(submission: Path) -> None:
     """The Job's capabilities alone, no_new_privs, and /proc masked as a runtime masks it from inside
     the pod's user namespace (so bubblewrap, root there, still mounts its own /proc)."""

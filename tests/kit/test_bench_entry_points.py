@@ -46,6 +46,7 @@ def test_every_entry_point_is_listed() -> None:
 
 
 @pytest.mark.sampled(4)  # a sample each run (tests/sampling.py)
+@pytest.mark.rotating(53)
 @pytest.mark.parametrize(("module", "args", "written"), ENTRY_POINTS, ids=[e[0] for e in ENTRY_POINTS])
 def test_the_entry_point_runs_on_its_smallest_setting(module: str, args: list[str], written: str,
                                                       tmp_path: Path) -> None:

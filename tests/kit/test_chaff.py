@@ -323,7 +323,7 @@ DEFECTS: list[tuple[str, dict[str, Any], int, int, int, Callable[[Any, Any], Non
 ]
 
 
-@pytest.mark.sampled(8)  # a sample each run, every one over many (tests/sampling.py)
+@pytest.mark.sampled(5)  # a sample each run, every one over many (tests/sampling.py)
 @pytest.mark.parametrize(("name", "server_settings", "requests", "concurrency", "max_tokens", "wrong"), DEFECTS,
                          ids=[d[0] for d in DEFECTS])
 def test_the_load_generator_defect_is_real(built, fake_server, tmp_path, name, server_settings, requests, concurrency,
@@ -333,7 +333,7 @@ def test_the_load_generator_defect_is_real(built, fake_server, tmp_path, name, s
     wrong(results, server.ledger())
 
 
-@pytest.mark.sampled(8)  # a sample each run, every one over many (tests/sampling.py)
+@pytest.mark.sampled(5)  # a sample each run, every one over many (tests/sampling.py)
 @pytest.mark.parametrize(("name", "server_settings", "requests", "concurrency", "max_tokens", "wrong"), DEFECTS,
                          ids=[d[0] for d in DEFECTS])
 def test_the_reference_gets_that_figure_right(fake_server, tmp_path, name, server_settings, requests, concurrency,
