@@ -6,7 +6,7 @@ fresh one each run unless given), and names what it drew and the seed at the end
 `SUITE_SEED=N make test` draws the same again and over many runs every parameter is run. Each parameter's
 verdicts are also checked every run from its recording in the fast tier. The heaviest single tests (the
 offline bundle, a round's grade-many, a browser's review, ...), marked `rotating(seconds)` with their time
-under the suite's load, take turns: their files are dealt into five turns of about the same cost, and the
+under the suite's load, take turns: their files are dealt into six turns of about the same cost, and the
 seed picks the turn a run makes, each file whole. `SUITE_FULL=1` (`make test-full`)
 runs every parameter and every file, and a run of some tests by name (`pytest tests/kit/test_bundle.py`)
 runs them all.
@@ -28,7 +28,7 @@ __all__ = ["suite_seed"]
 
 SEED = "SUITE_SEED"
 FULL = "SUITE_FULL"
-ROTATION = 5  # a file of `rotating` tests runs in one run in this many
+ROTATION = 6  # a file of `rotating` tests runs in one run in this many
 
 
 def suite_seed() -> int:
@@ -44,7 +44,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "sampled(n): run n of this parametrized test's parameters, drawn by SUITE_SEED (all: SUITE_FULL=1)"
     )
     config.addinivalue_line(
-        "markers", "rotating(seconds): one of the heaviest tests, its file run in one run of the suite in five",
+        "markers", "rotating(seconds): one of the heaviest tests, its file run in one run of the suite in six",
     )
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist) chooses for every worker
         os.environ.setdefault(SEED, str(secrets.randbelow(2**31)))

@@ -362,6 +362,7 @@ def _stalled_request(folder: Path, fake_server: Any, out: Path) -> dict[str, Any
     return request
 
 
+@pytest.mark.rotating(12)
 def test_the_timeout_is_the_flags_and_not_a_constant(built, fake_server, tmp_path):
     reference = _stalled_request(REFERENCE, fake_server, tmp_path / "reference.json")
     assert (reference["outcome"], reference["failure"]) == ("failed", "timeout")
@@ -412,6 +413,7 @@ def _swap(marker: Path, folder: Path, method: str) -> dict[str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.rotating(27)
 def test_weak_percentile_tests_let_floor_rank_through_where_the_reference_tests_do_not(built, tmp_path):
     weak, marker = built["weak-percentile-tests"], tmp_path / "swapped"
     assert _pytest(weak, "test_percentiles.py", {}).returncode == 0  # they pass on the right method
@@ -423,6 +425,7 @@ def test_weak_percentile_tests_let_floor_rank_through_where_the_reference_tests_
 
 
 @pytest.mark.slow
+@pytest.mark.rotating(14)
 def test_no_slot_test_passes_on_a_server_without_a_slot_limit_where_the_reference_test_fails(built):
     unlimited = {"FAKE_SERVER_IGNORE_SLOT_LIMIT": "1"}
     assert _pytest(built["no-slot-test"], "test_slots.py", unlimited).returncode == 0

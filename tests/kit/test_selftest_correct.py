@@ -3,8 +3,9 @@
 Beside the selftest's reference and chaff (test_selftest.py), the suite's seed draws one of the correct
 submissions (the independent one, the contract-1 reference, the one built on common frameworks, the cold-start
 client) and one deliverable it implements, grades it live as it was recorded (seed 0, unseen variants included),
-and holds it to full marks and to its recording judged today. Over many runs every (submission, deliverable)
-pair is graded live. A file of its own, so that it runs on a worker of its own beside the selftest.
+and holds it to full marks and to its recording judged today. It takes its turn with the heaviest tests
+(tests/sampling.py); over many runs every (submission, deliverable) pair is graded live. A file of its own, so
+that it runs on a worker of its own beside the selftest.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def drawn_correct(seed: int) -> tuple[str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.rotating(120)
 def test_a_correct_submission_graded_live_on_a_deliverable_scores_full_marks_as_recorded(tmp_path, record_property):
     seed = suite_seed()
     correct, part = drawn_correct(seed)
