@@ -60,7 +60,7 @@ test-full: $(STAMP) debs-test
 	SUITE_FULL=1 $(PYTEST) -q -n $(WORKERS) $(XDIST) --durations=25
 
 # The inner loop: every test but the slow ones, every criterion judged from recorded runs
-# (tests/fixtures/runs), on three workers (about 4 minutes on two cores).
+# (tests/fixtures/runs), on three workers (about 3 minutes on two cores).
 FAST_WORKERS ?= 3
 test-fast: $(STAMP)
 	$(PYTEST) -q -n $(FAST_WORKERS) $(XDIST) -m "not slow" --durations=10
