@@ -46,6 +46,9 @@ class LedgerRecord:
     prefill_end: float | None = None
     finished: float | None = None
     prompt_tokens: int = 0
+    # the prompt's own text, the chat template's markers, role names and added system prompt aside: what a
+    # client that sends "a prompt of P tokens" controls
+    message_tokens: int = 0
     cached_tokens: int = 0
     completion_tokens: int = 0
     reasoning_tokens: int = 0

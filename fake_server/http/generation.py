@@ -148,6 +148,11 @@ async def _serve(request: Request, state: ServerState, record: LedgerRecord, cha
         prompt_ids = list(req.prompt or [])
     prompt_len = len(prompt_ids)
     record.prompt_tokens = prompt_len
+    record.message_tokens = (
+        sum(tokenizer.count(tokenizer.message_text(m.get("content"))) for m in req.messages)
+        if chat and req.messages is not None
+        else prompt_len
+    )
     record.max_tokens = req.max_tokens
     limit = settings.max_model_len
     if (req.max_tokens is None and prompt_len >= limit) or (

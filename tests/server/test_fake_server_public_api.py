@@ -12,7 +12,7 @@ from fake_server import serve
 
 RECORD_FIELDS = {
     "id", "number", "model", "endpoint", "stream", "arrival", "max_tokens", "status", "fault", "headers_sent",
-    "queued", "scheduled", "prefill_start", "prefill_end", "finished", "prompt_tokens", "cached_tokens",
+    "queued", "scheduled", "prefill_start", "prefill_end", "finished", "prompt_tokens", "message_tokens", "cached_tokens",
     "completion_tokens", "reasoning_tokens", "content_tokens", "preemptions", "generation", "finish_reason",
     "error", "step_lag_max", "cost_usd", "chunks", "queue_wait", "first_content",
 }
