@@ -17,6 +17,7 @@ chaff live in time, and says which it drew.
 from __future__ import annotations
 
 import random
+import shutil
 import tempfile
 import threading
 from collections.abc import Callable
@@ -101,6 +102,13 @@ def draw_sample(names: list[str], k: int, seed: int) -> list[str]:
     return sorted(random.Random(f"selftest-sample-{seed}").sample(sorted(names), k=min(k, len(names))))
 
 
+def _set_aside(folder: Path, to: Path) -> None:
+    """Move a grading's folder out of the way of the next one (replacing an older one set aside there)."""
+    if folder.is_dir():
+        shutil.rmtree(to, ignore_errors=True)
+        folder.rename(to)
+
+
 def kept(c: CriterionResult) -> bool:
     """A target the submission did not lose: full points, or passed where there are none to lose."""
     return c.status == "passed" if c.weight == 0 else c.score >= c.weight
@@ -145,8 +153,8 @@ def selftest(
     sample: tuple[int, int] | None = None,
 ) -> list[Finding]:
     """Grade the reference and every chaff (or those named, or `sample`'s draw); one Finding each. `keep`: a
-    folder to keep each grade's reports and run records in (`keep/NAME/`; a chaff graded twice keeps the
-    second)."""
+    folder to keep each grade's reports and run records in (`keep/NAME/`; one graded twice keeps its
+    first grading beside, in `keep/NAME-first-grading/`)."""
     from grader.kit.chaff import ChaffError, list_chaff, materialize
 
     if not (root / "reference" / "submission.yaml").is_file():
@@ -190,6 +198,9 @@ def selftest(
                 if not finding.ok:
                     # Graded wrong once: grade it again. Wrong twice is wrong; right the second time
                     # is listed as unstable, with what the first grading said, for a person to follow up.
+                    # The first grading's records stay beside the second's (NAME-first-grading/): they are
+                    # what shows why it went wrong.
+                    _set_aside(outs / name, outs / f"{name}-first-grading")
                     again = _judge(
                         name,
                         grade(

@@ -16,6 +16,7 @@ criterion it names.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -74,12 +75,17 @@ def test_a_chaff_that_keeps_its_target_is_reported_wrong(tmp_path):
         "targets: [loadgen.role-chunk]\n"
         "edits:\n"
         "  - file: submission.yaml\n"
-        "    find: 'contract: 2'\n"
-        "    replace: 'contract: 2  # unchanged'\n")
+        "    find: 'contract: 3'\n"
+        "    replace: 'contract: 3  # unchanged'\n")
     lines: list[str] = []
-    (finding,) = selftest(names=("harmless",), root=root, echo=lines.append, jobs=1)
+    kept = tmp_path / "kept"
+    (finding,) = selftest(names=("harmless",), root=root, echo=lines.append, jobs=1, keep=kept)
     assert not finding.ok
     assert any("loadgen.role-chunk: should be lost, but passed" in line for line in finding.lines)
+    # Wrong once, so graded again: the first grading's records are kept beside the second's, not overwritten.
+    first, second = (json.loads((kept / n / "report.json").read_text()) for n in ("harmless-first-grading", "harmless"))
+    assert first["tests"] and second["tests"]
+    assert (kept / "harmless-first-grading" / "runs").is_dir() and (kept / "harmless" / "runs").is_dir()
 
 
 def test_a_sample_is_drawn_by_its_seed_alone():
