@@ -145,7 +145,7 @@ DEBS_IMAGE := podman:podman runc:runc debootstrap:debootstrap
 test-image: $(STAMP) debs-test
 	@$(call apt_install,$(DEBS_IMAGE))
 	POD_TEST=1 $(BIN)/python -m pytest -q tests/pods
-	@echo "figures (image size, seconds per pod and per grade, report lines): build/pods/figures.json"
+	@echo "its outcome, date, commit and figures (image size, seconds per pod and per grade, report lines): bench/results/pods.json"
 
 schemas: $(STAMP)
 	$(BIN)/python -m grader.kit.schemas_build

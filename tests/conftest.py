@@ -7,6 +7,7 @@ import signal
 from typing import Any
 
 import httpx
+import pod_results
 import pytest
 import sampling
 from api_client import SSEDecoder
@@ -26,6 +27,7 @@ collect_ignore = ["fixtures"]
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(sampling, "sampling")  # a sample of the longest tests (tests/sampling.py)
+    config.pluginmanager.register(pod_results, "pod_results")  # make test-image's last result (tests/pod_results.py)
 
 
 # The longest test files, longest first (as `make test` lists its slowest tests).

@@ -12,7 +12,8 @@
 
 The pods run one at a time: each asks for 2 CPUs, and this machine has two, so a scheduler would
 place one at a time here too. About 25 minutes on two cores: `make test-image` (POD_TEST=1); the
-figures (image size, seconds per pod and per grade, the report lines) go to build/pods/figures.json.
+figures (image size, seconds per pod and per grade, the report lines) and each test's outcome, with the date and
+the commit, go to bench/results/pods.json (tests/pod_results.py), where the next person sees the last real run.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import images
 import pod
 import pytest
 import yaml
+from pod_results import record as _record
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hostile"))
 from hostile_cases import _EVERY_ROW, _RLIMITS, BY_ID, ONLY
@@ -48,7 +50,6 @@ FULL = os.environ.get("POD_TEST") == "1"
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not FULL, reason="about 25 minutes on two cores: make test-image (POD_TEST=1)")]
 CHAFF = ["gateway-retry-twice", "ttft-from-headers", "manifests-no-gpu", "sizing-no-replica-floor"]
-FIGURES = ROOT / "build" / "pods" / "figures.json"
 CLAIMS = ("grader-submissions", "grader-reports")
 # What every report's sandbox line must say inside the pod: no cgroup can be written there.
 POD_LINE = [*_EVERY_ROW, *_RLIMITS, "own network (loopback only), PID and IPC namespaces",
@@ -63,12 +64,6 @@ POD_CHANGES = {"/etc", "/reports", "/submissions", "/tmp"}
 
 def _unexpected_writes(changed: list[str]) -> list[str]:
     return [path for path in changed if path not in POD_CHANGES]
-
-
-def _record(**figures: Any) -> None:
-    FIGURES.parent.mkdir(parents=True, exist_ok=True)
-    known = json.loads(FIGURES.read_text()) if FIGURES.is_file() else {}
-    FIGURES.write_text(json.dumps({**known, **figures}, indent=2) + "\n")
 
 
 def _grader(*args: object, timeout: float = 120) -> subprocess.CompletedProcess[str]:
