@@ -298,15 +298,35 @@ def busy_reason(run: CaseRun, plan: GatewayPlan) -> str | None:
     return busy_from_cpu([run.extra.get("cpu_waiting")], limit=plan.cpu_waiting)
 
 
+#: What a gateway answers by itself when a route looks down or timed out: a busy machine can make those.
+_ROUTE_DOWN = (502, 503, 504)
+
+
+def _answered_alone_at_once(run: CaseRun, plan: GatewayPlan) -> bool:
+    """Every answer came from the gateway itself (no route was asked) within half of `first_byte_s`, and none is
+    one a route that looks down gives (a probe late on a busy machine can make a 503): no timeout can have
+    fired, so however busy the machine, nothing was late (a gateway that answers a valid body 500)."""
+    return all(
+        isinstance(a.get("status"), int)
+        and a["status"] not in _ROUTE_DOWN
+        and a.get("done_at") is not None
+        and float(a["done_at"]) - float(a.get("sent_at") or 0.0) < plan.first_byte_s / 2
+        for a in run.answers
+    )
+
+
 def timing_could_matter(run: CaseRun, plan: GatewayPlan) -> bool:
     """Whether a busy machine could have made a right gateway answer this case wrongly: a case that waits on a
     stall, a probe, a stopped server or many requests, or one whose local server answered within half of
     `first_byte_s` of the grader's send no longer. A gateway handed a prompt 404 that still falls back is wrong
-    however busy the machine: its cores' wait excuses nothing there."""
+    however busy the machine, and so is one that answers at once without asking any route: its cores' wait
+    excuses nothing there."""
     case = run.case
     if case.kind != "one" or case.stall_s or case.wait_probe or case.stop_local or case.warm_s:
         return True
     sent = min((float(a.get("sent_at") or 0.0) for a in run.answers), default=0.0)
+    if sent and not run.local and not run.api and _answered_alone_at_once(run, plan):
+        return False
     if not sent or not run.local:
         return True
     firsts = [

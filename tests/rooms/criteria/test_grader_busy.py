@@ -80,3 +80,24 @@ def test_a_probe_that_never_saw_the_503_makes_the_case_inconclusive_not_a_wrong_
     # rl-unhealthy follows rl-unhealthy-stall: it waits for the probe to see /health healthy again
     # first, which this probe never does either.
     assert "turned 503" in test["output"] and "turned healthy again" in test["output"], test["output"]
+
+
+def test_a_gateway_that_answers_alone_at_once_is_judged_however_busy_the_machine() -> None:
+    """No timeout can fire in a few milliseconds: a 500 the gateway gave by itself, asking no route, is its own
+    doing; a 503 so given may come from a probe a busy machine made late, and a slow answer from a timeout."""
+    from grader.criteria.gateway.answers import timing_could_matter
+    from grader.records.gateway import CaseRun
+    from grader.rubric.gateway_plan import Case
+
+    plan = load_rubric().gateway
+    case = Case("no-max-tokens", "a body without max_tokens")
+
+    def run(status: int, took_s: float, *, local: bool = False) -> CaseRun:
+        answer = {"status": status, "sent_at": 100.0, "done_at": 100.0 + took_s}
+        ledger = [{"status": 200, "arrival": 100.001, "headers_sent": 100.0 + plan.first_byte_s}] if local else []
+        return CaseRun(case, t0=100.0, answers=[answer], local=ledger)
+
+    assert not timing_could_matter(run(500, 0.01), plan)
+    assert timing_could_matter(run(503, 0.01), plan)  # the route looked down: a late probe can do that
+    assert timing_could_matter(run(500, plan.first_byte_s), plan)  # slow enough for a timeout to have fired
+    assert timing_could_matter(run(500, 0.01, local=True), plan)  # its local server answered late
