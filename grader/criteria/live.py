@@ -69,7 +69,9 @@ def expected(case: Case, plan: GatewayPlan, margin_s: float) -> Expected:
             return Expected("refuse", why + ", and require: local", "untouched", 503)
         return Expected("api", why + ": the local route is skipped", "untouched")
     limit = int(_setting(case, plan, "max_model_len", plan.max_model_len))
-    words = case.send.words + case.send.max_tokens
+    # a body without max_tokens asks for what the context leaves (vLLM's default)
+    max_tokens = case.send.max_tokens if case.send.max_tokens is not None else max(1, limit - case.send.words)
+    words = case.send.words + max_tokens
     if words > limit:
         why = f"about {words} tokens of prompt and max_tokens, over the local context of {limit}"
         if local_only:
@@ -87,7 +89,7 @@ def expected(case: Case, plan: GatewayPlan, margin_s: float) -> Expected:
             return Expected("api", f"the local route answers {status}", "tried")
     rate = _setting(case, plan, "token_rate", 100.0)
     waits = _setting(case, plan, "queue_delay", 0.0) + _setting(case, plan, "prefill_overhead", 0.0)
-    tokens = min(case.send.max_tokens, int(_setting(case, plan, "output_len_max", case.send.max_tokens)))
+    tokens = min(max_tokens, int(_setting(case, plan, "output_len_max", max_tokens)))
     # a stream's first event comes with its first token; a whole answer arrives with its last
     first_byte = waits + (1 if case.send.stream else max(1, tokens)) / rate
     budget = float(plan.config["local"]["timeouts"]["first_byte_s"])

@@ -251,7 +251,8 @@ def check_figures(front: dict[str, Any], body: str = "", *, first_line: int = 1)
     """Every rule on parsed front matter (and the body, for the advice that reads it)."""
     out = []
     if version_of(front.get("contract")) is None:
-        versions = " or ".join(str(v) for v in supported())
+        *rest, last = [str(v) for v in supported()]
+        versions = f"{', '.join(rest)} or {last}" if rest else last
         out.append(Finding("front-matter", None, f"contract must be {versions}, got {front.get('contract')!r}"))
     figures = front.get("figures")
     if not isinstance(figures, list) or not figures:

@@ -5,7 +5,8 @@ as a client's `time.time()`, so these figures are what a perfect client on the s
 have measured, give or take the loopback's fraction of a millisecond:
 
     TTFT      arrival -> the first chunk that carried content tokens
-    tokens    completion tokens minus reasoning tokens (what usage tells the client)
+    tokens    completion tokens minus reasoning tokens (what usage tells the client); from a server that
+              sends no usage, the non-empty content chunks (what a client can count)
     TPS       tokens / (last content chunk - first content chunk), None with fewer than 2 such chunks
     outcome   ok | empty | failed, and which failure reasons a correct client may report
 """
@@ -49,11 +50,13 @@ class Truth:
     tps: float | None
     fault: str | None
     reasoning_tokens: int = 0  # what the model spent thinking (never output tokens)
+    usage: bool = True  # its server sent usage (else its tokens are its non-empty content deltas)
 
 
-def truth_of(record: dict[str, Any], timeout_s: float | None = None) -> Truth:
+def truth_of(record: dict[str, Any], timeout_s: float | None = None, *, usage: bool = True) -> Truth:
     """The truth about one ledger record (a `LedgerRecord.to_dict()`), for a client that gives up on a request
-    after `timeout_s` (None: one that waits as long as it takes)."""
+    after `timeout_s` (None: one that waits as long as it takes), from a server that sends the usage a client
+    asks for (`usage`; False: a server that ignores `stream_options`, whose streams carry none)."""
     chunks = record.get("chunks") or []
     content = [t for t, kind, tokens in chunks if kind == "content" and tokens > 0]
     fault = record.get("fault") or {}
@@ -78,7 +81,15 @@ def truth_of(record: dict[str, Any], timeout_s: float | None = None) -> Truth:
         outcome, reasons = "ok", frozenset()
     ok = outcome == "ok"
     seen = ok and bool(content)  # an ok request its client left early (a stall within its timeout) has none
-    tokens = int(record.get("completion_tokens", 0)) - int(record.get("reasoning_tokens", 0)) if ok else 0
+    # Output tokens as the brief defines them: from usage, or, from a server that sends none, one per non-empty
+    # content delta (a client cannot know more). The brief has every client ask for usage, so a client that did
+    # not is judged by what usage would have said.
+    if not ok:
+        tokens = 0
+    elif usage:
+        tokens = int(record.get("completion_tokens", 0)) - int(record.get("reasoning_tokens", 0))
+    else:
+        tokens = len(content)
     span = content[-1] - content[0] if len(content) >= 2 else 0.0
     return Truth(
         id=record["id"],
@@ -94,6 +105,7 @@ def truth_of(record: dict[str, Any], timeout_s: float | None = None) -> Truth:
         tps=tokens / span if ok and span > 0 else None,
         fault=applied,
         reasoning_tokens=int(record.get("reasoning_tokens") or 0),
+        usage=usage,
     )
 
 

@@ -15,7 +15,17 @@ from typing import Any
 
 from grader.shared.contracts import LATEST
 
-__all__ = ["Case", "GatewayPlan", "PlanError", "Send", "billing_as_told", "body_for", "read_plan"]
+__all__ = [
+    "TOLD",
+    "Case",
+    "GatewayPlan",
+    "PlanError",
+    "Send",
+    "billing_as_told",
+    "body_for",
+    "read_plan",
+    "serving_as_told",
+]
 
 UNHEALTHY = {"kind": "unhealthy"}
 #: The API route's prices in the gateway's config, and the API persona's settings that bill them.
@@ -32,7 +42,7 @@ class Send:
 
     require: Any = None  # None: no `require` field
     stream: bool = False
-    max_tokens: int = 8
+    max_tokens: int | None = 8  # None: the body has no max_tokens
     words: int = 6  # prompt length, in words of one token
     fit: str | None = None  # "exact" | "over": max_tokens set from the local /tokenize count
 
@@ -197,9 +207,8 @@ def read_plan(data: dict[str, Any]) -> GatewayPlan:
     names = [c.name for c in cases]
     if twice := sorted({n for n in names if names.count(n) > 1}):
         raise PlanError(f"cases: {twice[0]!r} appears twice")
-    local = dict(data["servers"]["local"])
     config = copy.deepcopy(data["config"])
-    api = billing_as_told(dict(data["servers"]["api"]), config)
+    local, api = serving_as_told(dict(data["servers"]["local"]), dict(data["servers"]["api"]), config)
     if "max_model_len" not in local:
         raise PlanError("servers.local.max_model_len: the context-length cases need it")
     stopped = [c.name for c in cases if c.stop_local]
@@ -241,6 +250,34 @@ def billing_as_told(api: dict[str, Any], config: dict[str, Any]) -> dict[str, An
     return {**api, **{setting: prices[key] for key, setting in _PRICES}}
 
 
+def serving_as_told(
+    local: dict[str, Any], api: dict[str, Any], config: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both fake servers as the gateway's config names them (one source, the config): each serves the model its
+    route names, and the API takes the key the config gives and bills its prices. A setting stated on both
+    sides must agree."""
+    told = {
+        "local": {"served_model_name": [config.get("local", {}).get("model")]},
+        "api": {
+            "served_model_name": [config.get("api", {}).get("model")],
+            "api_key": config.get("api", {}).get("api_key"),
+        },
+    }
+    servers = {"local": local, "api": api}
+    for route, settings in told.items():
+        for setting, value in settings.items():
+            key = "model" if setting == "served_model_name" else setting
+            if not isinstance(config.get(route, {}).get(key), str):
+                raise PlanError(f"config.{route}.{key}: the {route} route's {key.replace('_', ' ')}, a string")
+            if setting in servers[route] and servers[route][setting] != value:
+                raise PlanError(f"servers.{route}.{setting}: it comes from config.{route}.{key}; leave it out")
+    return {**local, **told["local"]}, billing_as_told({**api, **told["api"]}, config)
+
+
+#: The server settings `serving_as_told` fills from the config: a drawn config draws them anew.
+TOLD = ("served_model_name", "api_key", *(setting for _, setting in _PRICES))
+
+
 def body_for(plan: GatewayPlan, case: Case, send: Send, *, max_tokens: int | None = None) -> dict[str, Any]:
     """The chat request a case sends: a prompt naming the case, so each is its own text."""
     words = " ".join(f"w{i}" for i in range(send.words))
@@ -249,6 +286,8 @@ def body_for(plan: GatewayPlan, case: Case, send: Send, *, max_tokens: int | Non
         "max_tokens": max_tokens if max_tokens is not None else send.max_tokens,
         "messages": [{"role": "user", "content": f"case {case.name} {words}"}],
     }
+    if body["max_tokens"] is None:
+        del body["max_tokens"]  # a body may leave it out: the server then generates up to its context's end
     if send.stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}

@@ -22,7 +22,7 @@ from typing import Any
 
 from grader.rubric import Criterion, Rubric, Scenario
 from grader.rubric.draws import DrawError, drawn, get_path, problem_of
-from grader.rubric.gateway_plan import Case, GatewayPlan, PlanError, billing_as_told, read_plan
+from grader.rubric.gateway_plan import TOLD, Case, GatewayPlan, PlanError, read_plan, serving_as_told
 from grader.shared.yaml_files import YamlError, read_yaml
 
 __all__ = [
@@ -140,14 +140,13 @@ class Variants:
             values = drawn(case.to_dict(), draws, rng, {**published, "config": config, "servers": servers})
             values["what"] = f"{case.what} (an unseen variant; drawn: {_what_changed(values, draws)})"
             cases.append(Case.from_dict(values))
-        api = {k: v for k, v in servers["api"].items() if k not in ("price_input", "price_output")}
-        return replace(
-            base,
-            config=config,
-            local_server=servers["local"],
-            api_server=billing_as_told(api, config),  # the API bills the drawn prices the gateway is told
-            cases=tuple(cases),
+        # each server serves the drawn model its route names; the API takes the drawn key and bills the drawn prices
+        local, api = serving_as_told(
+            {k: v for k, v in servers["local"].items() if k not in TOLD},
+            {k: v for k, v in servers["api"].items() if k not in TOLD},
+            config,
         )
+        return replace(base, config=config, local_server=local, api_server=api, cases=tuple(cases))
 
 
 def gateway_criterion(criterion: Criterion, plan: GatewayPlan) -> Criterion | None:

@@ -40,8 +40,13 @@ CONTRACTS = (
         "2.0.0",
         "2026-12-05",
         "--timeout-s; require: null is any; the sizing refusals name the flag; only total_s bounds a stream after "
-        "its first event; connect_s and the probe's timeout; a body without max_tokens; streams without usage, "
-        "events over several data: lines and --prompt-tokens as the server counts it; the memo's own measurements",
+        "its first event; connect_s and the probe's timeout; a probe result goes stale; the memo's own measurements",
+    ),
+    ContractVersion(
+        3,
+        "3.0.0",
+        "2026-12-06",
+        "--prompt-tokens is P tokens of text as the server counts them; a scenario whose server sends no usage",
     ),
 )
 LATEST = CONTRACTS[-1].number

@@ -2,7 +2,7 @@
 
 Contract (TASK.md, ../schemas/contract/loadgen-results.schema.json):
     python loadgen/loadgen.py --base-url URL --model NAME --requests N --concurrency C \
-        --prompt-tokens P --max-tokens M --output FILE [--api-key KEY]
+        --prompt-tokens P --max-tokens M --output FILE [--api-key KEY] [--timeout-s T]
 
 `percentile` below is named in submission.yaml (`loadgen.percentile: loadgen.loadgen:percentile`):
 the grader swaps wrong methods in for it while your tests run, so your summary must call it and
@@ -32,12 +32,14 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--api-key", default=None)
+    parser.add_argument("--timeout-s", type=float, default=600.0)
     args = parser.parse_args()
     # TODO: send args.requests streaming chat completions, at most args.concurrency at a time, and
-    # measure each one (TTFT, output tokens, TPS, outcome). Nothing is sent yet.
+    # measure each one (TTFT, output tokens, TPS, outcome), giving up on one args.timeout_s seconds after
+    # sending it. Each prompt holds args.prompt_tokens tokens of text. Nothing is sent yet.
     empty = {"n": 0, "p50": None, "p90": None, "p99": None, "max": None, "p99_is_max": True}
     result = {
-        "contract": 2,
+        "contract": 3,
         "config": {"base_url": args.base_url, "model": args.model, "requests": args.requests,
                    "concurrency": args.concurrency, "prompt_tokens": args.prompt_tokens, "max_tokens": args.max_tokens},
         "requests": [],

@@ -198,7 +198,7 @@ def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tm
     first = float(re.search(r"FIRST-TOKEN (\d+\.\d+)", output).group(1))
     print(f"\nunpack to first streamed token, offline: {first - started:.1f} s")
     # the bundle says what made it, and the check prints it: edition, kit version, contract, rubric digest
-    stamp = re.search(r"follows contract 2; its bundle: name default, kit (\S+), contract 2, rubric ([0-9a-f]{16})", output)
+    stamp = re.search(r"follows contract 3; its bundle: name default, kit (\S+), contract 3, rubric ([0-9a-f]{16})", output)
     assert "== contract" in output and stamp, output[-4000:]
     assert stamp.group(1) == metadata.version("serving-takehome-kit")
     assert "public criteria only" in output

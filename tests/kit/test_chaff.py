@@ -260,6 +260,21 @@ def _framing_fails(results, ledger):
     assert all(r["status"] == 200 and r["finish_reason"] in ("stop", "length") for r in ledger)  # sent whole
 
 
+def _joined_data_lost(results, ledger):
+    assert all(r["status"] == 200 for r in ledger)  # every stream was sent, its events over several data lines
+    assert all((r["outcome"], r["failure"]) == ("failed", "malformed") for r in results["requests"])
+
+
+def _no_tokens_without_usage(results, ledger):
+    assert all(sum(1 for _, kind, n in r["chunks"] if kind == "content" and n) > 0 for r in ledger)  # it streamed
+    assert all(r["output_tokens"] == 0 and r["tokens_from"] != "content_deltas" for r in results["requests"])
+
+
+def _prompt_too_short(results, ledger):
+    asked = results["config"]["prompt_tokens"]
+    assert all(r["message_tokens"] < asked / 2 for r in ledger), [r["message_tokens"] for r in ledger]
+
+
 def _partial_tokens_counted(results, ledger):
     summary = results["summary"]
     assert summary["ok"] == 0 and summary["output_tokens"] > 0 and summary["throughput_tokens_per_s"] > 0
@@ -314,6 +329,9 @@ DEFECTS: list[tuple[str, dict[str, Any], int, int, int, Callable[[Any, Any], Non
     ("p99-not-labelled", {"scenario": "baseline"}, 4, 4, 16, _p99_unlabelled),
     ("wall-from-first-end", SLOW, 4, 2, 32, _wall_from_first_end),
     ("sse-needs-space", {"scenario": "sse-crlf-nospace"}, 2, 2, 16, _framing_fails),
+    ("sse-data-per-line", {"scenario": "sse-multiline"}, 2, 2, 16, _joined_data_lost),
+    ("tokens-none-without-usage", {"stream_usage": False}, 2, 2, 16, _no_tokens_without_usage),
+    ("loadgen-prompt-hi-repeated", {"scenario": "baseline"}, 2, 2, 16, _prompt_too_short),
     ("failures-in-throughput", {"scenario": "cut-mid-stream"}, 2, 2, 32, _partial_tokens_counted),
     ("summary-counts-failed", {"scenario": "cut-mid-stream"}, 2, 2, 32, _failed_ttft_sampled),
     ("ttft-from-reasoning", THINKS, 2, 2, 24, _ttft_at_reasoning),

@@ -113,7 +113,7 @@ class Gateway:
 
 def gateway_config(local: RunningServer | str, api: RunningServer, **local_extra: Any) -> dict[str, Any]:
     base = local.openai_base_url if isinstance(local, RunningServer) else local
-    return {"contract": 2,
+    return {"contract": 3,
             "local": {"base_url": base, "model": LOCAL_MODEL, "health_url": base.removesuffix("/v1") + "/health",
                       "health_interval_s": INTERVAL_S,
                       "timeouts": {"connect_s": 0.5, "first_byte_s": FIRST_BYTE_S, "total_s": 5.0}, **local_extra},
@@ -475,7 +475,7 @@ def test_stats_count_every_attempt_and_cost_what_the_api_billed(servers: Servers
         server.ledger()
         server.reset()
     with run_gateway(gateway_config(servers.local, servers.api), tmp_path) as gateway:
-        assert gateway.stats() == {"contract": 2, "routes": {name: {
+        assert gateway.stats() == {"contract": 3, "routes": {name: {
             "requests": 0, "failures": 0, "fallbacks": 0, "cost_usd": 0.0,
             "latency_s": {"n": 0, "p50": None, "p90": None, "p99": None, "max": None, "p99_is_max": True}}
             for name in ("local", "api")}}
@@ -531,7 +531,7 @@ def test_an_api_stream_cut_half_way_is_still_costed(servers: Servers, tmp_path: 
 # -- the config, and the freshness rule of the health probe ----------------------------------------
 
 def _valid_config() -> dict[str, Any]:
-    return {"contract": 2,
+    return {"contract": 3,
             "local": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "health_url": "http://127.0.0.1:9/health",
                       "health_interval_s": 1.0, "timeouts": {"connect_s": 1, "first_byte_s": 2, "total_s": 30}},
             "api": {"base_url": "http://127.0.0.1:9/v1", "model": "o", "api_key": "sk",
@@ -555,7 +555,7 @@ CONFIG_ERRORS = {
     "string for a number": (_broken(lambda c: c["local"].update(health_interval_s="1s")), "local.health_interval_s"),
     "not a URL": (_broken(lambda c: c["api"].update(base_url="localhost:8100")), "api.base_url"),
     "other contract": (_broken(lambda c: c.update(contract=1)), "contract"),
-    "repeated key": ("contract: 2\ncontract: 2\n", "appears twice"),
+    "repeated key": ("contract: 3\ncontract: 3\n", "appears twice"),
     "not YAML": ("local: [unclosed\n", "not valid YAML"),
     "not a mapping": ("- a list\n", "must be a mapping"),
 }

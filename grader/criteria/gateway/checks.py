@@ -253,10 +253,25 @@ def _all_failed(run: CaseRun) -> list[str]:
 def _context(run: CaseRun) -> list[str]:
     """A request that fits (prompt + max_tokens == max_model_len) is served locally; one that does not
     goes to the API without touching the local route; one whose /tokenize answers an error is served locally
-    (no pre-check, never the API because of it)."""
+    (no pre-check, never the API because of it); one without max_tokens is served locally or refused 400."""
+    if run.case.send.max_tokens is None and run.case.send.fit is None:
+        return _without_max_tokens(run)
     if run.case.send.fit == "exact" or any(f["kind"] == "tokenize_error" for f in run.case.local_faults):
         return _served_by("local")(run)
     return _no_local(_served_by("api"))(run)
+
+
+def _without_max_tokens(run: CaseRun) -> list[str]:
+    """A body that leaves max_tokens out is a valid chat body, whose prompt fits: the local route serves it, or
+    the gateway refuses it 400 itself (sending nothing); an answer of 5xx is a crash, not a rule."""
+    answer = run.answers[0] if run.answers else {}
+    if answer.get("status") == 400 and has_error_body(answer):
+        sent = len(run.local) + len(run.api)
+        return [f"the gateway answered 400 and yet sent {sent} request(s) on"] if sent else []
+    out = _served_by("local")(run)
+    if isinstance(answer.get("status"), int) and answer["status"] >= 500:
+        out.insert(0, f"a body without max_tokens got HTTP {answer['status']}: a valid body is never a 5xx")
+    return out
 
 
 @check(

@@ -1,6 +1,7 @@
-"""The load generator's criteria: per-request checks against the ledger (`requests.py`) and the
-figures over a run (`summary.py`), both registered with the criteria registry."""
+"""The load generator's criteria: per-request checks against the ledger (`requests.py`), the
+figures over a run (`summary.py`) and the prompt it sends (`prompt.py`), all registered with the
+criteria registry."""
 
-from grader.criteria.loadgen import requests, summary
+from grader.criteria.loadgen import prompt, requests, summary
 
-__all__ = ["requests", "summary"]
+__all__ = ["prompt", "requests", "summary"]

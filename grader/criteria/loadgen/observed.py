@@ -26,7 +26,8 @@ class Observed(LoadgenRun):
     def __post_init__(self) -> None:
         super().__post_init__()
         timeout = self.scenario.loadgen.get("timeout_s")  # the client's, when the scenario gives it one
-        self.truths = sorted((truth_of(r, timeout) for r in self.ledger), key=lambda t: t.number)
+        usage = bool(self.scenario.server.get("stream_usage", True))  # does its server send usage at all?
+        self.truths = sorted((truth_of(r, timeout, usage=usage) for r in self.ledger), key=lambda t: t.number)
         self.pairs = match(self.requests, self.truths)
 
 

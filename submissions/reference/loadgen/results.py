@@ -21,7 +21,7 @@ from .percentiles import Percentiles, percentiles
 
 __all__ = ["RequestResult", "RunResult", "CONTRACT", "OUTCOMES", "FAILURES"]
 
-CONTRACT = 2
+CONTRACT = 3
 OUTCOMES = ("ok", "empty", "failed")
 FAILURES = ("http_status", "no_done", "stream_error", "connection", "timeout", "malformed")
 

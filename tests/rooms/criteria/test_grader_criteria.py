@@ -167,3 +167,20 @@ def test_the_starters_layout_imports_by_the_dotted_name_and_gets_swapped(tmp_pat
     swapped = subprocess.run(argv, cwd=tmp_path, env={**env, "GRADER_PERCENTILE_METHOD": "linear"},
                              capture_output=True, text=True, check=False)
     assert swapped.returncode != 0 and (tmp_path / "marker").exists(), swapped.stdout + swapped.stderr
+
+
+def test_a_stream_of_a_few_milliseconds_is_timed_no_finer_than_its_span_tolerance():
+    """At the domain's far corner (2,000 tokens/s, 8 tokens a chunk) a stream's span is 4 ms, and a correct client
+    reads it 0.7 ms long, 15% low in TPS: the span's own tolerance keeps it; a span with TTFT in it fails."""
+    from grader.criteria.loadgen.requests import tps_margin
+    from grader.rubric import load_rubric
+
+    tps = load_rubric().criterion("loadgen.tps")
+    tokens, truth = 8, 2000.0  # a span of 4 ms
+    late = tokens / (tokens / truth + 0.0007)  # read 0.7 ms long: 15% low
+    assert (late - truth) / truth < -0.14
+    assert tps_margin(late, truth, tokens, tps) < 0.5
+    with_ttft = tokens / (tokens / truth + 0.1)  # the span run from the send, TTFT in it
+    assert tps_margin(with_ttft, truth, tokens, tps) > 5
+    # a long stream is judged by its rate: 20% off over 1 s of span fails, whatever the milliseconds
+    assert tps_margin(160.0, 200.0, 200, tps) > 1

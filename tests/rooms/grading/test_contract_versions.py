@@ -34,12 +34,15 @@ from grader.shared.contracts import LATEST, Edition, kit_version, supported
 
 RUBRIC = load_rubric(checks=registered())
 OLD = RUBRIC.for_contract(1)
-#: What contract 1's brief never stated (docs/contract.md, "Versions").
+MID = RUBRIC.for_contract(2)
+#: What contract 1's brief never stated, and what contract 2's never did (docs/contract.md, "Versions").
 NEW_IN_2 = {"loadgen.timeout", "sizing.refuses", "memo.measured"}
+NEW_IN_3 = {"loadgen.prompt-tokens"}
+NOT_IN_1 = NEW_IN_2 | NEW_IN_3
 
 
 def test_every_issued_version_is_graded_and_the_latest_is_the_kits_own():
-    assert supported() == (1, 2) and LATEST == 2 and RUBRIC.contract == LATEST
+    assert supported() == (1, 2, 3) and LATEST == 3 and RUBRIC.contract == LATEST
     assert RUBRIC.for_contract(LATEST) is RUBRIC
     for name in ("starter", "submissions/reference"):
         assert load_submission(ROOT / name).contract == LATEST, name
@@ -56,13 +59,27 @@ def test_no_contract_1_scenario_sends_a_flag_that_brief_never_had():
 
 def test_the_criteria_contract_1_never_stated_are_out_of_its_brief_and_the_rest_keep_their_weight():
     out = {c.id for c in OLD.criteria if not c.in_brief}
-    assert out == NEW_IN_2
+    assert out == NOT_IN_1
+    assert {c.id for c in MID.criteria if not c.in_brief} == NEW_IN_3
     assert all(c.in_brief for c in RUBRIC.criteria)
     assert [c.id for c in OLD.criteria] == [c.id for c in RUBRIC.criteria]  # listed, in the same order
 
 
+def test_contract_2_is_never_sent_a_server_without_usage_its_brief_promised_it_would_not_meet():
+    """Contract 2's brief said every scenario sends usage: its load generator keeps the multi-token rule as that
+    brief stated it, judged on the multi-token run alone; contract 3's meets a server that sends none too."""
+    assert "no-usage" in RUBRIC.scenarios and "no-usage" not in MID.scenarios and "no-usage" not in OLD.scenarios
+    assert RUBRIC.criterion("loadgen.multi-token").scenarios == ("multi-token", "no-usage")
+    for then in (MID, OLD):
+        multi = then.criterion("loadgen.multi-token")
+        assert multi.scenarios == ("multi-token",) and "content delta" not in multi.text
+    # events over several data: lines were in contract 2's "any framing the SSE standard allows", not in 1's list
+    assert "sse-multiline" in MID.criterion("loadgen.sse-framing").scenarios
+    assert "sse-multiline" not in OLD.criterion("loadgen.sse-framing").scenarios
+
+
 def test_a_rule_whose_meaning_changed_is_judged_by_the_meaning_contract_1_gave():
-    # contract 2: a memo that quotes no percentile has nothing to judge and fails; contract 1 let it pass
+    # contract 2 and later: a memo that quotes no percentile has nothing to judge and fails; contract 1 let it pass
     for cid in ("memo.percentile-n", "memo.p99-max"):
         assert RUBRIC.criterion(cid).tol("percentiles_needed_count") == 1
         assert OLD.criterion(cid).tol("percentiles_needed_count") == 0
@@ -76,7 +93,7 @@ def test_a_rule_whose_meaning_changed_is_judged_by_the_meaning_contract_1_gave()
 
 def test_a_gateway_is_told_its_own_contract_in_its_config():
     urls = {"base_url": "http://127.0.0.1:1/v1", "url": "http://127.0.0.1:1"}
-    for rubric, version in ((RUBRIC, 2), (OLD, 1)):
+    for rubric, version in ((RUBRIC, 3), (MID, 2), (OLD, 1)):
         config = gateway_config(rubric.gateway, urls, urls)
         assert config["contract"] == version
         assert schema_errors("gateway-config", config) == []
@@ -105,20 +122,20 @@ def test_rejudged_as_contract_1_the_new_rules_leave_the_maximum_and_the_others_k
     (folder / "runs" / "index.json").write_text(json.dumps(index))
     then = rejudge(folder, out=tmp_path / "then")
     by_id = {c.id: c for c in then.criteria}
-    for cid in NEW_IN_2 & set(by_id):
+    for cid in NOT_IN_1 & set(by_id):
         assert by_id[cid].status == "skipped" and by_id[cid].weight == 0
         assert by_id[cid].output.startswith(NOT_IN_BRIEF)
-    dropped = sum(c.weight for c in now.criteria if c.id in NEW_IN_2)
+    dropped = sum(c.weight for c in now.criteria if c.id in NOT_IN_1)
     assert dropped > 0 and then.max_score == pytest.approx(now.max_score - dropped)
-    kept = {c.id: c.status for c in now.criteria if c.id not in NEW_IN_2}
-    assert {c.id: c.status for c in then.criteria if c.id not in NEW_IN_2} == kept
+    kept = {c.id: c.status for c in now.criteria if c.id not in NOT_IN_1}
+    assert {c.id: c.status for c in then.criteria if c.id not in NOT_IN_1} == kept
     assert then.edition["contract"] == 1
     report = json.loads((tmp_path / "then" / "report.json").read_text())
     assert report["extra_data"]["kit"]["edition"]["contract"] == 1
     assert "Graded against contract 1" in report["output"]
     assert "<dt>Graded against</dt><dd>contract 1, edition default" in (tmp_path / "then" / "report.html").read_text()
     rows = list(csv.DictReader(io.StringIO(to_csv([read_row(tmp_path / "then"), read_row(tmp_path / "now")]))))
-    assert [(r["edition"], r["contract"]) for r in rows] == [("default", "1"), ("default", "2")]
+    assert [(r["edition"], r["contract"]) for r in rows] == [("default", "1"), ("default", "3")]
 
 
 def _runs() -> list[Observed]:
@@ -157,8 +174,8 @@ def test_a_bundle_says_what_made_it_and_a_grade_follows_it(tmp_path: Path):
     assert data["edition"] == edition and schema_errors("submission", data) == []
     assert "# How the grader runs your work" in (starter / "submission.yaml").read_text()  # its comments kept
     line = load_submission(starter).follows()
-    assert line.startswith("follows contract 2; its bundle: name default") and edition["rubric"] in line
-    assert Edition.of(data) == Edition("default", 2, kit_version())
+    assert line.startswith("follows contract 3; its bundle: name default") and edition["rubric"] in line
+    assert Edition.of(data) == Edition("default", 3, kit_version())
     brief = (starter / "TASK.md").read_text().splitlines()
     assert brief[0].startswith("# ") and f"contract {LATEST}, kit {kit_version()}" in brief[2]
     old = yaml.safe_load((ROOT / "tests" / "fixtures" / "contract1_reference" / "submission.yaml").read_text())

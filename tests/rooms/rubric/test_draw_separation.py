@@ -129,6 +129,21 @@ def gateway_tokenize_status(v: Variants, seed: int) -> list[str]:
     return [f"the /tokenize error is the published {published}"] if status == published else []
 
 
+def gateway_route_names(v: Variants, seed: int) -> list[str]:
+    """A gateway naming the published models and key: each server must serve another name and take another key, the
+    servers as the grader starts them (their settings follow the drawn config)."""
+    plan, published = v.gateway_plan(RUBRIC.gateway, 1, seed), RUBRIC.gateway
+    out = [f"{route}: serves the published model {p.config[route]['model']}"
+           for route, p in (("local", published), ("api", published))
+           if plan.config[route]["model"] == published.config[route]["model"]]
+    out += [f"{route}'s server serves {server['served_model_name']}, not the config's {plan.config[route]['model']}"
+            for route, server in (("local", plan.local_server), ("api", plan.api_server))
+            if server["served_model_name"] != [plan.config[route]["model"]]]
+    if plan.api_server["api_key"] in (published.config["api"]["api_key"], None):
+        out.append(f"the API takes the published key {published.config['api']['api_key']}")
+    return out
+
+
 def sizing_refusals(v: Variants, seed: int) -> list[str]:
     unseen = RUBRIC.sizing.with_hidden().refuse
     published = {(r.flag, repr(r.value)) for r in RUBRIC.sizing.refuse}
@@ -164,6 +179,7 @@ FITTED: dict[str, Callable[[Variants, int], list[str]]] = {
     "gateway-tokenizer-copy": gateway_template,
     "gateway-context-fixed": gateway_context,
     "gateway-tokenize-error-500-only": gateway_tokenize_status,
+    "gateway-route-names-published": gateway_route_names,
     "sizing-validates-published-only": sizing_refusals,
     "percentile-tests-fitted": percentile_tests_fitted,
 }
