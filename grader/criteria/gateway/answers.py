@@ -317,8 +317,9 @@ def _answered_alone_at_once(run: CaseRun, plan: GatewayPlan) -> bool:
 
 def timing_could_matter(run: CaseRun, plan: GatewayPlan) -> bool:
     """Whether a busy machine could have made a right gateway answer this case wrongly: a case that waits on a
-    stall, a probe, a stopped server or many requests, or one whose local server answered within half of
-    `first_byte_s` of the grader's send no longer. A gateway handed a prompt 404 that still falls back is wrong
+    stall, a probe, a stopped server or many requests, one whose local server answered within half of
+    `first_byte_s` of the grader's send no longer, or one whose stream lasted half of `total_s` or more (a
+    gateway starved of its cores relays it late, past `total_s`). A gateway handed a prompt 404 that still falls back is wrong
     however busy the machine, and so is one that answers at once without asking any route: its cores' wait
     excuses nothing there."""
     case = run.case
@@ -334,7 +335,11 @@ def timing_could_matter(run: CaseRun, plan: GatewayPlan) -> bool:
         for r in run.local
         if any(r.get(k) for k in ("headers_sent", "first_content", "finished"))
     ]
-    return not firsts or max(firsts) - sent >= plan.first_byte_s / 2
+    if not firsts or max(firsts) - sent >= plan.first_byte_s / 2:
+        return True
+    # a stream that took half of total_s or more: a gateway starved of its cores relays it late, past total_s
+    ends = [float(r["finished"]) for r in (*run.local, *run.api) if r.get("finished")]
+    return bool(ends) and max(ends) - sent >= plan.total_s / 2
 
 
 def late_arrival(run: CaseRun, first_byte_s: float) -> str | None:

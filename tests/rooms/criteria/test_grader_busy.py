@@ -101,3 +101,24 @@ def test_a_gateway_that_answers_alone_at_once_is_judged_however_busy_the_machine
     assert timing_could_matter(run(503, 0.01), plan)  # the route looked down: a late probe can do that
     assert timing_could_matter(run(500, plan.first_byte_s), plan)  # slow enough for a timeout to have fired
     assert timing_could_matter(run(500, 0.01, local=True), plan)  # its local server answered late
+
+
+def test_a_stream_long_enough_for_total_s_to_bite_is_a_timing_question_on_a_busy_machine() -> None:
+    """A 1.2 s stream under a total_s of 2 s: a gateway starved of its cores relays it late and gives up at total_s,
+    though its local server answered at once. That was a false fail of the reference beside CPU hogs (the unseen
+    variant of slow-local-stream, whose total_s is drawn below the published 3 s)."""
+    from grader.criteria.gateway.answers import timing_could_matter
+    from grader.records.gateway import CaseRun
+    from grader.rubric.gateway_plan import Case, Send
+
+    plan = load_rubric().gateway
+    case = Case("slow-local-stream", "a local stream of 30 tokens at 25 tokens/s", send=Send(stream=True, max_tokens=30))
+
+    def run(stream_s: float) -> CaseRun:
+        answer = {"status": 200, "sent_at": 100.0, "done_at": 100.0 + plan.total_s}
+        record = {"status": 200, "arrival": 100.002, "headers_sent": 100.01, "first_content": 100.05,
+                  "finished": 100.05 + stream_s}
+        return CaseRun(case, t0=100.0, answers=[answer], local=[record])
+
+    assert timing_could_matter(run(0.6 * plan.total_s), plan)  # most of total_s: a late relay can run past it
+    assert not timing_could_matter(run(0.05), plan)  # answered and done at once: nothing timing could explain
