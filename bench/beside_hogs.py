@@ -13,6 +13,9 @@ kit installed elsewhere (a bundle's `.venv`) runs it.
     python -m bench.beside_hogs --grades 10 --against ../before --only loadgen.ttft --only loadgen.cut
     python -m bench.beside_hogs --check --grades 5 --kit /tmp/takehome/.venv
 
+A grade that did not pass every criterion keeps its reports and run records (`--keep`, default
+$TMPDIR/bench-hogs-kept/LABEL-SEED), so the variant that failed and its timeline can be read afterwards.
+
 Every hog is bounded in time and killed by its process group at the end.
 """
 
@@ -22,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -73,7 +77,21 @@ def one(checkout: Path, label: str, seed: int, args: argparse.Namespace, out: Pa
         "wrong": {c["id"]: c["output"][:600] for c in criteria if c["status"] not in ("passed", "inconclusive")},
         "undecided": {c["id"]: c["output"][:600] for c in criteria if c["status"] == "inconclusive"},
         "reruns": [c["id"] for c in criteria if c.get("attempts", 1) > 1],
+        **_kept(out, label, seed, [c for c in criteria if c["status"] != "passed"], args),
     }
+
+
+def _kept(
+    out: Path, label: str, seed: int, not_passed: list[dict[str, Any]], args: argparse.Namespace
+) -> dict[str, str]:
+    """A grade with a criterion that did not pass keeps its reports and run records (where the variant that failed
+    and its timeline are): the grade's folder is a temporary one, and the figures keep only the output."""
+    if not not_passed or args.keep is None:
+        return {}
+    dest = args.keep / f"{label}-{seed}"
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(out, dest)
+    return {"kept": str(dest)}
 
 
 def main() -> None:
@@ -86,6 +104,8 @@ def main() -> None:
     parser.add_argument("--kit", type=Path, help="the virtual environment of an installed kit to run")
     parser.add_argument("--against", type=Path, metavar="CHECKOUT", help="another checkout, graded alternately")
     parser.add_argument("--out", type=Path, default=None, help="where to write the figures")
+    parser.add_argument("--keep", type=Path, default=Path(tempfile.gettempdir()) / "bench-hogs-kept",
+                        help="where a grade that did not pass every criterion keeps its reports and run records")
     args = parser.parse_args()
     if args.against is not None and not (args.against / "grader").is_dir():
         parser.error(f"--against {args.against}: not a checkout of the kit (no grader/ in it)")
@@ -115,7 +135,7 @@ def main() -> None:
     other = ""
     if args.against is not None:
         other = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=args.against, capture_output=True,
-                               text=True).stdout.strip()
+                               text=True, check=False).stdout.strip()
     out.write_text(json.dumps({"command": command, "machine": f"{platform.machine()}, {platform.python_version()}",
                                "cores": os.cpu_count(), "other": other, "summary": summary, "runs": rows},
                               indent=1) + "\n")
