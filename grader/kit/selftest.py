@@ -140,6 +140,46 @@ def _judge(name: str, result: Grade, targets: list[str] | None) -> Finding:
     return finding
 
 
+def _graded(
+    name: str,
+    folder: Path,
+    targets: list[str] | None,
+    variants: bool,
+    *,
+    rubric: Rubric,
+    full: bool,
+    seed: int,
+    outs: Path,
+) -> Finding:
+    """One submission graded and judged (`targets` None: on every criterion, to score nothing), in `outs/NAME`.
+    Graded wrong once, it is graded again: wrong twice is wrong; right the second time is listed as unstable,
+    with what the first grading said, for a person to follow up. The first grading's records stay beside the
+    second's (NAME-first-grading/): they are what shows why it went wrong."""
+    whole = name == "reference" or targets is None  # graded on every criterion
+    only = () if whole else _criteria_for(rubric, targets or [], name, full)
+
+    def quiet(_: str) -> None:
+        return None
+
+    # The reference has every timed section: two at once; a chaff usually has one.
+    first = GradeRequest(
+        folder, outs / name, only=only, seed=seed, echo=quiet, sandboxes=2 if whole else 1, with_variants=variants
+    )
+    finding = _judge(name, grade(first), targets)
+    if finding.ok:
+        return finding
+    _set_aside(outs / name, outs / f"{name}-first-grading")
+    again = _judge(
+        name,
+        grade(GradeRequest(folder, outs / name, only=only, seed=seed, echo=quiet, with_variants=variants)),
+        targets,
+    )
+    if again.ok:
+        again.unstable = [f"first grading: {line}" for line in finding.lines]
+        again.lines = again.unstable + again.lines
+    return again
+
+
 def selftest(
     *,
     full: bool = False,
@@ -168,9 +208,6 @@ def selftest(
     lock = threading.Lock()
     findings: list[Finding] = []
 
-    def quiet(_: str) -> None:
-        return None
-
     with tempfile.TemporaryDirectory(prefix="grader-selftest-") as tmp:
 
         def one(name: str, folder: Path | None, targets: list[str] | None, variants: bool) -> None:
@@ -180,38 +217,8 @@ def selftest(
             except ChaffError as exc:
                 finding = Finding(name, False, [f"does not build: {exc}"])
             else:
-                whole = name == "reference" or targets is None  # graded on every criterion
-                only = () if whole else _criteria_for(rubric, targets or [], name, full)
-                # The reference has every timed section: two at once; a chaff usually has one.
                 outs = keep if keep is not None else Path(tmp) / "out"
-                run = GradeRequest(
-                    folder,
-                    outs / name,
-                    only=only,
-                    seed=seed,
-                    echo=quiet,
-                    sandboxes=2 if whole else 1,
-                    with_variants=variants,
-                )
-                result = grade(run)
-                finding = _judge(name, result, targets)
-                if not finding.ok:
-                    # Graded wrong once: grade it again. Wrong twice is wrong; right the second time
-                    # is listed as unstable, with what the first grading said, for a person to follow up.
-                    # The first grading's records stay beside the second's (NAME-first-grading/): they are
-                    # what shows why it went wrong.
-                    _set_aside(outs / name, outs / f"{name}-first-grading")
-                    again = _judge(
-                        name,
-                        grade(
-                            GradeRequest(folder, outs / name, only=only, seed=seed, echo=quiet, with_variants=variants)
-                        ),
-                        targets,
-                    )
-                    if again.ok:
-                        again.unstable = [f"first grading: {line}" for line in finding.lines]
-                        again.lines = again.unstable + again.lines
-                    finding = again
+                finding = _graded(name, folder, targets, variants, rubric=rubric, full=full, seed=seed, outs=outs)
             with lock:
                 findings.append(finding)
                 mark = "ok  " if finding.ok else "FAIL"
