@@ -96,7 +96,7 @@ def missing_content(front: dict[str, Any], sizing_output: Any) -> list[str]:
     refs = [r for f in figures for r in _refs(f)]
     out = []
     if not any(r in ("sizing:replicas", "sizing:replicas_for_load") for r in refs):
-        out.append("the replicas for the load (a figure derived from sizing:replicas)")
+        out.append("the replicas for the load (a figure derived from sizing:replicas or sizing:replicas_for_load)")
     rows = {int(m.group(1)) for r in refs if (m := _COST_ROW.match(r))}
     table = sizing_output.get("cost_per_million_output_tokens") if isinstance(sizing_output, dict) else None
     if isinstance(table, list):

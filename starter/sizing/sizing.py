@@ -37,7 +37,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--gpu-memory-utilization", type=float, default=0.92)
     p.add_argument("--weights-gb", type=float, help="REQUIRED; the replica's weights, all its GPUs together")
     p.add_argument("--overhead-gb", type=float, help="REQUIRED; non-KV memory on each GPU")
-    p.add_argument("--kv-bytes-per-token", type=float, help="REQUIRED; at 16 bits")
+    p.add_argument("--kv-bytes-per-token", type=int, help="REQUIRED; at 16 bits")
     p.add_argument("--kv-cache-dtype", choices=["auto", "fp8", "fp8_e4m3", "fp8_e5m2"], default="auto")
     p.add_argument("--context-tokens", type=int, help="REQUIRED")
     p.add_argument("--batch-output-tokens", type=int, default=None)
