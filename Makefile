@@ -73,8 +73,8 @@ fixtures: $(STAMP) debs-demo
 # The quality gate, run by CI before the tests: fake_server/ and grader/ are linted, formatted and
 # type-checked strictly, and so is the stub client (the settings are in pyproject.toml).
 check: $(STAMP)
-	$(BIN)/python -m ruff check fake_server grader
-	$(BIN)/python -m ruff format --check fake_server grader
+	$(BIN)/python -m ruff check fake_server grader tests bench
+	$(BIN)/python -m ruff format --check fake_server grader tests bench
 	$(BIN)/python -m mypy fake_server grader
 	$(BIN)/python -m mypy starter/api_client.py
 

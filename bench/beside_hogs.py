@@ -56,13 +56,24 @@ def one(checkout: Path, label: str, seed: int, args: argparse.Namespace, out: Pa
     else:
         argv = [*_grader(checkout, args.kit), "grade", str(reference), "--out", str(out), "--seed", str(seed)]
     started = time.monotonic()
-    done = subprocess.run([*argv, *only, "--sandboxes", str(args.sandboxes)], cwd=checkout, capture_output=True,
-                          text=True, timeout=3600, check=False)
+    done = subprocess.run(
+        [*argv, *only, "--sandboxes", str(args.sandboxes)],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
     took = time.monotonic() - started
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").is_file() else None
     if report is None:
-        return {"checkout": label, "seed": seed, "exit": done.returncode, "seconds": round(took, 1),
-                "error": (done.stdout + done.stderr)[-2000:]}
+        return {
+            "checkout": label,
+            "seed": seed,
+            "exit": done.returncode,
+            "seconds": round(took, 1),
+            "error": (done.stdout + done.stderr)[-2000:],
+        }
     criteria = report["extra_data"]["kit"]["criteria"]
     total = next((line for line in done.stdout.splitlines() if line.startswith("public criteria only:")), "")
     return {
@@ -104,8 +115,12 @@ def main() -> None:
     parser.add_argument("--kit", type=Path, help="the virtual environment of an installed kit to run")
     parser.add_argument("--against", type=Path, metavar="CHECKOUT", help="another checkout, graded alternately")
     parser.add_argument("--out", type=Path, default=None, help="where to write the figures")
-    parser.add_argument("--keep", type=Path, default=Path(tempfile.gettempdir()) / "bench-hogs-kept",
-                        help="where a grade that did not pass every criterion keeps its reports and run records")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "bench-hogs-kept",
+        help="where a grade that did not pass every criterion keeps its reports and run records",
+    )
     args = parser.parse_args()
     if args.against is not None and not (args.against / "grader").is_dir():
         parser.error(f"--against {args.against}: not a checkout of the kit (no grader/ in it)")
@@ -116,13 +131,17 @@ def main() -> None:
             for tree, label in trees:
                 row = one(tree, label, 1000 + i, args, Path(tmp) / f"{label}-{i}")
                 rows.append(row)
-                print(f"{label} #{i + 1}: {row.get('score', '?')}/{row.get('max_score', '?')} in {row['seconds']} s, "
-                      f"wrong {sorted(row.get('wrong', {})) or 'none'}, undecided {sorted(row.get('undecided', {})) or 'none'}",
-                      flush=True)
+                print(
+                    f"{label} #{i + 1}: {row.get('score', '?')}/{row.get('max_score', '?')} in {row['seconds']} s, "
+                    f"wrong {sorted(row.get('wrong', {})) or 'none'}, undecided {sorted(row.get('undecided', {})) or 'none'}",
+                    flush=True,
+                )
     summary = {
         label: {
             "grades": sum(1 for r in rows if r["checkout"] == label),
-            "with_a_wrong_criterion": sum(1 for r in rows if r["checkout"] == label and (r.get("wrong") or "error" in r)),
+            "with_a_wrong_criterion": sum(
+                1 for r in rows if r["checkout"] == label and (r.get("wrong") or "error" in r)
+            ),
             "with_an_undecided_criterion": sum(1 for r in rows if r["checkout"] == label and r.get("undecided")),
             "full_marks": sum(1 for r in rows if r["checkout"] == label and r.get("score") == r.get("max_score")),
         }
@@ -134,11 +153,23 @@ def main() -> None:
     out = args.out or results_dir() / ("beside_hogs_check.json" if args.check else "beside_hogs.json")
     other = ""
     if args.against is not None:
-        other = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=args.against, capture_output=True,
-                               text=True, check=False).stdout.strip()
-    out.write_text(json.dumps({"command": command, "machine": f"{platform.machine()}, {platform.python_version()}",
-                               "cores": os.cpu_count(), "other": other, "summary": summary, "runs": rows},
-                              indent=1) + "\n")
+        other = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=args.against, capture_output=True, text=True, check=False
+        ).stdout.strip()
+    out.write_text(
+        json.dumps(
+            {
+                "command": command,
+                "machine": f"{platform.machine()}, {platform.python_version()}",
+                "cores": os.cpu_count(),
+                "other": other,
+                "summary": summary,
+                "runs": rows,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     print(json.dumps(summary, indent=1))
 
 

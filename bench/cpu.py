@@ -41,8 +41,17 @@ import httpx
 
 from fake_server import serve_subprocess
 
-from .fidelity import (BUSY_LIMIT, RESULTS, TRIES, OtherLoad, _cpu_seconds, _step_timer, measured, nearest_rank,
-                       tries_option)
+from .fidelity import (
+    BUSY_LIMIT,
+    RESULTS,
+    TRIES,
+    OtherLoad,
+    _cpu_seconds,
+    _step_timer,
+    measured,
+    nearest_rank,
+    tries_option,
+)
 
 MODES = ("loop", "auto")
 
@@ -91,8 +100,14 @@ asyncio.run(main())
 def floor_percent(rate: float, seconds: float) -> float:
     """CPU share of a bare asyncio loop waking `rate` times a second, pinned like the server."""
     pin = (lambda: os.sched_setaffinity(0, {0})) if (os.cpu_count() or 1) >= 2 else None
-    out = subprocess.run([sys.executable, "-c", _FLOOR, f"{rate:g}", f"{seconds:g}"], capture_output=True,
-                         text=True, check=True, timeout=seconds * 4 + 30, preexec_fn=pin)
+    out = subprocess.run(
+        [sys.executable, "-c", _FLOOR, f"{rate:g}", f"{seconds:g}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=seconds * 4 + 30,
+        preexec_fn=pin,
+    )
     return round(100 * float(out.stdout), 1)
 
 
@@ -109,11 +124,18 @@ def measure(timing: str, rate: float, seconds: float) -> Row:
         pid = server.process.pid
         _pin(pid, 0)
         _pin(0, 1)
-        body = {"model": "fake-model", "messages": [{"role": "user", "content": "cpu"}], "max_tokens": tokens,
-                "ignore_eos": True, "stream": True}
+        body = {
+            "model": "fake-model",
+            "messages": [{"role": "user", "content": "cpu"}],
+            "max_tokens": tokens,
+            "ignore_eos": True,
+            "stream": True,
+        }
         cpu0 = wall0 = None
-        with httpx.Client(timeout=seconds * 4 + 30) as client, \
-                client.stream("POST", server.openai_base_url + "/chat/completions", json=body) as r:
+        with (
+            httpx.Client(timeout=seconds * 4 + 30) as client,
+            client.stream("POST", server.openai_base_url + "/chat/completions", json=body) as r,
+        ):
             for _ in r.iter_raw():
                 if cpu0 is None:
                     cpu0, wall0, others = _cpu_seconds(pid), time.perf_counter(), OtherLoad(pid)
@@ -126,8 +148,18 @@ def measure(timing: str, rate: float, seconds: float) -> Row:
     gap = 1.0 / rate
     errors = [abs((b - a) - gap) for a, b in itertools.pairwise(times)]
     wall, cpu = wall1 - wall0, cpu1 - cpu0
-    return Row(timing, step_timer, rate, tokens, round(wall, 2), round(cpu, 3), round(100 * cpu / wall, 1),
-               round(nearest_rank(errors, 50) * 1e3, 3), round(nearest_rank(errors, 99) * 1e3, 3), other)
+    return Row(
+        timing,
+        step_timer,
+        rate,
+        tokens,
+        round(wall, 2),
+        round(cpu, 3),
+        round(100 * cpu / wall, 1),
+        round(nearest_rank(errors, 50) * 1e3, 3),
+        round(nearest_rank(errors, 99) * 1e3, 3),
+        other,
+    )
 
 
 def _median(values: list[float]) -> float:
@@ -137,10 +169,12 @@ def _median(values: list[float]) -> float:
 def table(rows: list[Row], floors: dict[float, list[float]]) -> str:
     """One line per rate; each mode's CPU and gap error (medians over repeats), its timer, the floor."""
     rates = sorted({r.token_rate for r in rows})
-    out = ["| tok/s (one stream) | "
-           + " | ".join(f"{m}: timer | {m}: % of a core | {m}: gap err p50 / p99 ms" for m in MODES)
-           + " | floor: bare asyncio loop, % of a core | others, % of a core (max of the runs counted) |",
-           "|---|" + "---|---|---|" * len(MODES) + "---|---|"]
+    out = [
+        "| tok/s (one stream) | "
+        + " | ".join(f"{m}: timer | {m}: % of a core | {m}: gap err p50 / p99 ms" for m in MODES)
+        + " | floor: bare asyncio loop, % of a core | others, % of a core (max of the runs counted) |",
+        "|---|" + "---|---|---|" * len(MODES) + "---|---|",
+    ]
     for rate in rates:
         cells = []
         for mode in MODES:
@@ -151,8 +185,10 @@ def table(rows: list[Row], floors: dict[float, list[float]]) -> str:
             cpu = _median([x.cpu_percent_of_core for x in runs])
             p50, p99 = _median([x.gap_error_p50_ms for x in runs]), _median([x.gap_error_p99_ms for x in runs])
             cells.append(f"{timers} | {cpu:g} | {p50:g} / {p99:g}")
-        others = max((x.others_percent_of_core for x in rows if x.token_rate == rate
-                      and x.others_percent_of_core <= BUSY_LIMIT), default=math.nan)
+        others = max(
+            (x.others_percent_of_core for x in rows if x.token_rate == rate and x.others_percent_of_core <= BUSY_LIMIT),
+            default=math.nan,
+        )
         out.append(f"| {rate:g} | " + " | ".join(cells) + f" | {_median(floors[rate]):g} | {others:g} |")
     return "\n".join(out)
 
@@ -160,8 +196,13 @@ def table(rows: list[Row], floors: dict[float, list[float]]) -> str:
 @click.command()
 @click.option("--rates", default="20,200,1000", show_default=True, help="Comma-separated tokens per second.")
 @click.option("--seconds", default=4.0, type=float, show_default=True, help="How long each stream lasts.")
-@click.option("--repeat", default=1, type=click.IntRange(1, 20), show_default=True,
-              help="Runs of every mode at every rate; the table shows medians.")
+@click.option(
+    "--repeat",
+    default=1,
+    type=click.IntRange(1, 20),
+    show_default=True,
+    help="Runs of every mode at every rate; the table shows medians.",
+)
 @tries_option
 def main(rates: str, seconds: float, repeat: int, tries: int) -> None:
     rows = []
@@ -171,17 +212,22 @@ def main(rates: str, seconds: float, repeat: int, tries: int) -> None:
         for n in range(repeat):
             # The modes of one rate run back to back, so they see the same machine; the order
             # rotates from one repeat to the next, so no mode always comes first.
-            for mode in MODES[n % len(MODES):] + MODES[:n % len(MODES)]:
+            for mode in MODES[n % len(MODES) :] + MODES[: n % len(MODES)]:
                 rows.append(measured(measure, mode, rate, seconds, tries=tries))
                 click.echo(json.dumps(asdict(rows[-1])), err=True)
             floors.setdefault(rate, []).append(floor_percent(rate, seconds))
         load.append(os.getloadavg()[0])
-    command = (f"python -m bench.cpu --rates {rates} --seconds {seconds:g} --repeat {repeat}"
-               + (f" --tries {tries}" if tries != TRIES else ""))
-    result = {"command": command, "date": time.strftime("%Y-%m-%d"),
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-              "load_average_1min": {"start": load[0], "after_each_rate": load[1:]},
-              "rows": [asdict(r) for r in rows], "floor_percent_of_core": {f"{k:g}": v for k, v in floors.items()}}
+    command = f"python -m bench.cpu --rates {rates} --seconds {seconds:g} --repeat {repeat}" + (
+        f" --tries {tries}" if tries != TRIES else ""
+    )
+    result = {
+        "command": command,
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "load_average_1min": {"start": load[0], "after_each_rate": load[1:]},
+        "rows": [asdict(r) for r in rows],
+        "floor_percent_of_core": {f"{k:g}": v for k, v in floors.items()},
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "cpu.json").write_text(json.dumps(result, indent=2) + "\n")
     click.echo(table(rows, floors))

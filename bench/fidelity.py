@@ -73,8 +73,11 @@ class OtherLoad:
 
     def _readings(self) -> tuple[float, float, float, float]:
         busy = _busy_seconds()
-        own = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-                  for f in ("ru_utime", "ru_stime"))
+        own = sum(
+            getattr(resource.getrusage(who), f)
+            for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+            for f in ("ru_utime", "ru_stime")
+        )
         return busy, _cpu_seconds(self.server_pid), own, time.perf_counter()
 
     def percent(self) -> float:
@@ -116,15 +119,22 @@ def measured(run: Any, *args: Any, busy_limit: float = BUSY_LIMIT, tries: int = 
         row.attempts = attempt
         if row.others_percent_of_core <= busy_limit or attempt == tries:
             break
-        click.echo(f"the machine was busy ({row.others_percent_of_core}% of a core elsewhere): "
-                   "waiting for it to be quiet, then measuring again", err=True)
+        click.echo(
+            f"the machine was busy ({row.others_percent_of_core}% of a core elsewhere): "
+            "waiting for it to be quiet, then measuring again",
+            err=True,
+        )
         wait_for_quiet(busy_limit)
     return row
 
 
 tries_option = click.option(
-    "--tries", default=TRIES, type=click.IntRange(1, 10), show_default=True,
-    help="Times a measurement is taken while the rest of the machine is busy (1: once, busy or not).")
+    "--tries",
+    default=TRIES,
+    type=click.IntRange(1, 10),
+    show_default=True,
+    help="Times a measurement is taken while the rest of the machine is busy (1: once, busy or not).",
+)
 
 
 def _pin(cpu: int) -> Any:
@@ -136,7 +146,7 @@ def _pin(cpu: int) -> Any:
 
 
 def _start(cmd: list[str]) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, preexec_fn=_pin(0))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, preexec_fn=_pin(0))  # noqa: PLW1509 - one syscall in the child, no lock
     assert proc.stdout is not None
     line = proc.stdout.readline()
     match = re.search(r"(http://\S+)", line)
@@ -146,7 +156,11 @@ def _start(cmd: list[str]) -> tuple[subprocess.Popen[str], str]:
     url = match.group(1)
     for _ in range(200):
         try:
-            httpx.post(url + "/v1/chat/completions", json={"model": "fake-model", "messages": [{"role": "user", "content": "warm"}], "max_tokens": 1}, timeout=5)
+            httpx.post(
+                url + "/v1/chat/completions",
+                json={"model": "fake-model", "messages": [{"role": "user", "content": "warm"}], "max_tokens": 1},
+                timeout=5,
+            )
             break
         except httpx.TransportError:
             time.sleep(0.05)
@@ -154,9 +168,24 @@ def _start(cmd: list[str]) -> tuple[subprocess.Popen[str], str]:
 
 
 def _drive(url: str, streams: int, max_tokens: int) -> list[dict[str, Any]]:
-    out = subprocess.run([sys.executable, "-m", "bench.load_client", "--url", url, "--streams", str(streams),
-                          "--max-tokens", str(max_tokens)], capture_output=True, text=True, check=True, timeout=600,
-                         preexec_fn=_pin(1))
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.load_client",
+            "--url",
+            url,
+            "--streams",
+            str(streams),
+            "--max-tokens",
+            str(max_tokens),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+        preexec_fn=_pin(1),
+    )
     return json.loads(out.stdout)
 
 
@@ -190,12 +219,13 @@ def _gap_errors(series: list[list[float]], gap: float, since: float = -math.inf)
     """|gap - set gap| for consecutive chunk times of each stream, counting gaps that start at `since` or later."""
     errors = []
     for times in series:
-        errors.extend(abs((b - a) - gap) for a, b in zip(times, times[1:]) if a >= since)
+        errors.extend(abs((b - a) - gap) for a, b in itertools.pairwise(times) if a >= since)
     return errors
 
 
 def _step_lag_p99(metrics_text: str) -> float | None:
     from prometheus_client.parser import text_string_to_metric_families
+
     for family in text_string_to_metric_families(metrics_text):
         if family.name == "fake_server:step_lag_seconds":
             buckets = [(float(s.labels["le"]), s.value) for s in family.samples if s.name.endswith("_bucket")]
@@ -233,16 +263,38 @@ def _bursts(series: list[list[float]], gap: float, since: float) -> tuple[float,
     spreads = [s[-1] - s[0] for s in steps]
     starts = [s[0] for s in steps]
     errors = [abs((b - a) - gap) for a, b in itertools.pairwise(starts)]
-    return (round(nearest_rank(spreads, 50) * 1e3, 3), round(nearest_rank(spreads, 99) * 1e3, 3),
-            round(nearest_rank(errors, 99) * 1e3, 3))
+    return (
+        round(nearest_rank(spreads, 50) * 1e3, 3),
+        round(nearest_rank(spreads, 99) * 1e3, 3),
+        round(nearest_rank(errors, 99) * 1e3, 3),
+    )
 
 
 def measure_fake(streams: int, rate: float, max_tokens: int, timing: str = "auto") -> Row:
     # No prefill cost, so every step lasts exactly the set gap and any deviation is the server's error.
-    cmd = [sys.executable, "-m", "fake_server", "serve", "--port", "0", "--admin", "--token-rate", str(rate), "--timing", timing,
-           "--prefill-overhead", "0", "--prefill-rate", "1000000000",
-           "--max-num-seqs", str(max(streams, 256)), "--max-num-batched-tokens", "65536",
-           "--kv-cache-tokens", str(max(streams * (max_tokens + 64), 1_000_000))]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fake_server",
+        "serve",
+        "--port",
+        "0",
+        "--admin",
+        "--token-rate",
+        str(rate),
+        "--timing",
+        timing,
+        "--prefill-overhead",
+        "0",
+        "--prefill-rate",
+        "1000000000",
+        "--max-num-seqs",
+        str(max(streams, 256)),
+        "--max-num-batched-tokens",
+        "65536",
+        "--kv-cache-tokens",
+        str(max(streams * (max_tokens + 64), 1_000_000)),
+    ]
     proc, url = _start(cmd)
     try:
         httpx.post(url + "/admin/reset", timeout=10)
@@ -269,11 +321,27 @@ def measure_fake(streams: int, rate: float, max_tokens: int, timing: str = "auto
     errors = _gap_errors(content_series, 1.0 / rate, steady)
     every = _gap_errors(content_series, 1.0 / rate)
     span = max(r["finished"] for r in ledger) - min(r["arrival"] for r in ledger)
-    return Row("fake_server", timing, step_timer, streams, rate, events, round(cpu, 3), round(events / cpu, 1),
-               round(nearest_rank(errors, 50) * 1e3, 3), round(nearest_rank(errors, 99) * 1e3, 3),
-               round(nearest_rank(every, 99) * 1e3, 3), "ledger", _client_gap_p99(client, rate, 2),
-               *_bursts(content_series, 1.0 / rate, steady), round(100 * cpu / span, 1), other, round(nearest_rank(lateness, 99) * 1e3, 3),
-               None if lag is None else lag * 1e3, round(wall, 2))
+    return Row(
+        "fake_server",
+        timing,
+        step_timer,
+        streams,
+        rate,
+        events,
+        round(cpu, 3),
+        round(events / cpu, 1),
+        round(nearest_rank(errors, 50) * 1e3, 3),
+        round(nearest_rank(errors, 99) * 1e3, 3),
+        round(nearest_rank(every, 99) * 1e3, 3),
+        "ledger",
+        _client_gap_p99(client, rate, 2),
+        *_bursts(content_series, 1.0 / rate, steady),
+        round(100 * cpu / span, 1),
+        other,
+        round(nearest_rank(lateness, 99) * 1e3, 3),
+        None if lag is None else lag * 1e3,
+        round(wall, 2),
+    )
 
 
 def measure_naive(streams: int, rate: float, max_tokens: int) -> Row:
@@ -290,10 +358,29 @@ def measure_naive(streams: int, rate: float, max_tokens: int) -> Row:
     steady = max(s[0] for s in series if s)
     errors = _gap_errors(series, 1.0 / rate, steady)
     every = _gap_errors(series, 1.0 / rate)
-    return Row("naive_baseline", "-", "-", streams, rate, events, round(cpu, 3), round(events / cpu, 1),
-               round(nearest_rank(errors, 50) * 1e3, 3), round(nearest_rank(errors, 99) * 1e3, 3),
-               round(nearest_rank(every, 99) * 1e3, 3), "client", round(nearest_rank(errors, 99) * 1e3, 3),
-               None, None, None, round(100 * cpu / wall, 1), other, None, None, round(wall, 2))
+    return Row(
+        "naive_baseline",
+        "-",
+        "-",
+        streams,
+        rate,
+        events,
+        round(cpu, 3),
+        round(events / cpu, 1),
+        round(nearest_rank(errors, 50) * 1e3, 3),
+        round(nearest_rank(errors, 99) * 1e3, 3),
+        round(nearest_rank(every, 99) * 1e3, 3),
+        "client",
+        round(nearest_rank(errors, 99) * 1e3, 3),
+        None,
+        None,
+        None,
+        round(100 * cpu / wall, 1),
+        other,
+        None,
+        None,
+        round(wall, 2),
+    )
 
 
 def timer_lateness(steps: int = 200, period: float = 0.02) -> dict[str, float]:
@@ -324,17 +411,21 @@ MODES = ("auto", "loop")
 
 
 def table(rows: list[Row]) -> str:
-    head = ("| server | timing | timer | streams | events | server CPU s | events per CPU-s | % of a core | gap err p50 ms "
-            "| gap err p99 ms | p99 incl. arrivals | burst p50 / p99 ms | burst start gap err p99 ms "
-            "| client-seen gap err p99 ms | client − ledger p99 ms | step lag p99 ms | wall s | others, % of a core "
-            "| attempts |")
+    head = (
+        "| server | timing | timer | streams | events | server CPU s | events per CPU-s | % of a core | gap err p50 ms "
+        "| gap err p99 ms | p99 incl. arrivals | burst p50 / p99 ms | burst start gap err p99 ms "
+        "| client-seen gap err p99 ms | client − ledger p99 ms | step lag p99 ms | wall s | others, % of a core "
+        "| attempts |"
+    )
     out = [head, "|" + "---|" * 19]
     for r in rows:
-        out.append(f"| {r.server} | {r.timing} | {r.step_timer} | {r.streams} | {r.events} | {r.cpu_seconds} "
-                   f"| {r.events_per_cpu_second} | {r.cpu_percent_of_core} | {r.gap_error_p50_ms} | {r.gap_error_p99_ms} "
-                   f"| {r.gap_error_p99_all_ms} | {r.burst_p50_ms} / {r.burst_p99_ms} | {r.burst_start_gap_error_p99_ms} "
-                   f"| {r.client_gap_error_p99_ms} | {r.lateness_p99_ms} | {r.step_lag_p99_ms} | {r.wall_seconds} "
-                   f"| {r.others_percent_of_core} | {r.attempts} |")
+        out.append(
+            f"| {r.server} | {r.timing} | {r.step_timer} | {r.streams} | {r.events} | {r.cpu_seconds} "
+            f"| {r.events_per_cpu_second} | {r.cpu_percent_of_core} | {r.gap_error_p50_ms} | {r.gap_error_p99_ms} "
+            f"| {r.gap_error_p99_all_ms} | {r.burst_p50_ms} / {r.burst_p99_ms} | {r.burst_start_gap_error_p99_ms} "
+            f"| {r.client_gap_error_p99_ms} | {r.lateness_p99_ms} | {r.step_lag_p99_ms} | {r.wall_seconds} "
+            f"| {r.others_percent_of_core} | {r.attempts} |"
+        )
     return "\n".join(out)
 
 
@@ -343,14 +434,35 @@ def table(rows: list[Row]) -> str:
 @click.option("--token-rate", default=20.0, type=float, show_default=True, help="Set tokens per second per stream.")
 @click.option("--max-tokens", default=40, type=int, show_default=True, help="Tokens per stream.")
 @click.option("--loads", default=None, help="Comma-separated stream counts (default 16,256,1024; --quick: 16,128).")
-@click.option("--modes", default=",".join(MODES), show_default=True,
-              help="The fake server's timing modes, each measured at every load, side by side.")
-@click.option("--repeat", default=1, type=click.IntRange(1, 20), show_default=True,
-              help="Runs of every mode (and of the baseline) at every load, in a rotating order.")
+@click.option(
+    "--modes",
+    default=",".join(MODES),
+    show_default=True,
+    help="The fake server's timing modes, each measured at every load, side by side.",
+)
+@click.option(
+    "--repeat",
+    default=1,
+    type=click.IntRange(1, 20),
+    show_default=True,
+    help="Runs of every mode (and of the baseline) at every load, in a rotating order.",
+)
 @tries_option
-@click.option("--out", default=None, help="Result file name in bench/results (default fidelity.json; fidelity-quick.json with --quick).")
-def main(quick: bool, token_rate: float, max_tokens: int, loads: str | None, modes: str, repeat: int,
-         tries: int, out: str | None) -> None:
+@click.option(
+    "--out",
+    default=None,
+    help="Result file name in bench/results (default fidelity.json; fidelity-quick.json with --quick).",
+)
+def main(
+    quick: bool,
+    token_rate: float,
+    max_tokens: int,
+    loads: str | None,
+    modes: str,
+    repeat: int,
+    tries: int,
+    out: str | None,
+) -> None:
     counts = tuple(int(x) for x in loads.split(",")) if loads else (16, 128) if quick else (16, 256, 1024)
     chosen = tuple(m.strip() for m in modes.split(",") if m.strip())
     timers = timer_lateness()
@@ -361,7 +473,7 @@ def main(quick: bool, token_rate: float, max_tokens: int, loads: str | None, mod
         for n in range(repeat):
             # The modes of one load back to back, so they see the same machine; the order rotates
             # from one repeat to the next, so no mode always comes first.
-            for mode in chosen[n % len(chosen):] + chosen[:n % len(chosen)]:
+            for mode in chosen[n % len(chosen) :] + chosen[: n % len(chosen)]:
                 rows.append(measured(measure_fake, streams, token_rate, max_tokens, mode, tries=tries))
                 click.echo(table(rows[-1:]).splitlines()[-1], err=True)
             rows.append(measured(measure_naive, streams, token_rate, max_tokens, tries=tries))
@@ -369,26 +481,47 @@ def main(quick: bool, token_rate: float, max_tokens: int, loads: str | None, mod
         load.append(os.getloadavg()[0])
     ratios: dict[str, dict[str, float]] = {}
     for streams in counts:  # medians over the repeats
-        naive = statistics.median(r.events_per_cpu_second for r in rows
-                                  if r.server == "naive_baseline" and r.streams == streams)
+        naive = statistics.median(
+            r.events_per_cpu_second for r in rows if r.server == "naive_baseline" and r.streams == streams
+        )
         ratios[str(streams)] = {
-            mode: round(statistics.median(r.events_per_cpu_second for r in rows if r.server == "fake_server"
-                                          and r.streams == streams and r.timing == mode) / naive, 2)
+            mode: round(
+                statistics.median(
+                    r.events_per_cpu_second
+                    for r in rows
+                    if r.server == "fake_server" and r.streams == streams and r.timing == mode
+                )
+                / naive,
+                2,
+            )
             for mode in chosen
         }
-    command = ("python -m bench.fidelity" + (" --quick" if quick else "") + (f" --loads {loads}" if loads else "")
-               + f" --token-rate {token_rate:g} --max-tokens {max_tokens} --modes {','.join(chosen)}"
-               + (f" --repeat {repeat}" if repeat > 1 else "") + (f" --tries {tries}" if tries != TRIES else "")
-               + (f" --out {out}" if out else ""))
-    result = {"command": command, "date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-              "load_average_1min": {"start": load[0], "after_each_load": load[1:]},
-              "timer_lateness": timers, "rows": [asdict(r) for r in rows], "efficiency_ratio_fake_over_naive": ratios}
+    command = (
+        "python -m bench.fidelity"
+        + (" --quick" if quick else "")
+        + (f" --loads {loads}" if loads else "")
+        + f" --token-rate {token_rate:g} --max-tokens {max_tokens} --modes {','.join(chosen)}"
+        + (f" --repeat {repeat}" if repeat > 1 else "")
+        + (f" --tries {tries}" if tries != TRIES else "")
+        + (f" --out {out}" if out else "")
+    )
+    result = {
+        "command": command,
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "load_average_1min": {"start": load[0], "after_each_load": load[1:]},
+        "timer_lateness": timers,
+        "rows": [asdict(r) for r in rows],
+        "efficiency_ratio_fake_over_naive": ratios,
+    }
     RESULTS.mkdir(exist_ok=True)
     name = out or ("fidelity-quick.json" if quick else "fidelity.json")
     (RESULTS / name).write_text(json.dumps(result, indent=2) + "\n")
     click.echo(table(rows))
-    click.echo(f"\nevents per CPU-second, fake / naive: {ratios}\ntimer lateness: {timers}\n1-min load average: {load}"
-               f"\ncommand: {command}")
+    click.echo(
+        f"\nevents per CPU-second, fake / naive: {ratios}\ntimer lateness: {timers}\n1-min load average: {load}"
+        f"\ncommand: {command}"
+    )
 
 
 if __name__ == "__main__":

@@ -39,11 +39,18 @@ RESULTS = results_dir() / "grade_time.json"
 
 def measure(jobs: int, variants: bool, only: tuple[str, ...] = ()) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as out:
-        result = grade(GradeRequest(REFERENCE, Path(out), only=only, sandboxes=jobs, echo=lambda _: None,
-                                   with_variants=variants))
-    return {"jobs": jobs, "variants": variants, "score": result.score, "max_score": result.max_score,
-            "total_s": result.duration_s, "inherent_s": result.inherent_s,
-            "total_over_inherent": round(result.duration_s / result.inherent_s, 3) if result.inherent_s else None}
+        result = grade(
+            GradeRequest(REFERENCE, Path(out), only=only, sandboxes=jobs, echo=lambda _: None, with_variants=variants)
+        )
+    return {
+        "jobs": jobs,
+        "variants": variants,
+        "score": result.score,
+        "max_score": result.max_score,
+        "total_s": result.duration_s,
+        "inherent_s": result.inherent_s,
+        "total_over_inherent": round(result.duration_s / result.inherent_s, 3) if result.inherent_s else None,
+    }
 
 
 def measure_cli(checkout: Path, label: str) -> dict[str, float | str]:
@@ -56,11 +63,20 @@ def measure_cli(checkout: Path, label: str) -> dict[str, float | str]:
     helped = subprocess.run([*cli, "--help"], cwd=checkout, capture_output=True, text=True, check=True)
     at_once = "--sandboxes" if "--sandboxes" in helped.stdout else "--jobs"
     with tempfile.TemporaryDirectory() as out:
-        subprocess.run([*cli, str(checkout / "submissions" / "reference"), "--out", out, "--seed", "0", at_once, "2"],
-                       cwd=checkout, capture_output=True, text=True, check=True)
+        subprocess.run(
+            [*cli, str(checkout / "submissions" / "reference"), "--out", out, "--seed", "0", at_once, "2"],
+            cwd=checkout,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         report = json.loads((Path(out) / "report.json").read_text())
-    return {"checkout": label, "score": report["score"], "max_score": report["max_score"],
-            "total_s": report["execution_time"]}
+    return {
+        "checkout": label,
+        "score": report["score"],
+        "max_score": report["max_score"],
+        "total_s": report["execution_time"],
+    }
 
 
 def against(other: Path, repeat: int) -> None:
@@ -73,11 +89,23 @@ def against(other: Path, repeat: int) -> None:
         print(f"{row['checkout']}: {row['score']:g}/{row['max_score']:g}, total {float(row['total_s']):.1f} s")
     ratio = statistics.mean(mine) / statistics.mean(theirs)
     print(f"this checkout's grade over the other's: {ratio:.2f}")
-    revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=other, capture_output=True, text=True)
-    (results_dir() / "grade_time_against.json").write_text(json.dumps({
-        "command": f"python -m bench.grade_time --against CHECKOUT --repeat {repeat}",
-        "other": revision.stdout.strip() or other.name, "machine": f"{platform.machine()}, {platform.python_version()}",
-        "load_average_at_end": os.getloadavg()[0], "this_over_other": round(ratio, 3), "runs": rows}, indent=1) + "\n")
+    revision = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=other, capture_output=True, text=True, check=False
+    )
+    (results_dir() / "grade_time_against.json").write_text(
+        json.dumps(
+            {
+                "command": f"python -m bench.grade_time --against CHECKOUT --repeat {repeat}",
+                "other": revision.stdout.strip() or other.name,
+                "machine": f"{platform.machine()}, {platform.python_version()}",
+                "load_average_at_end": os.getloadavg()[0],
+                "this_over_other": round(ratio, 3),
+                "runs": rows,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 def main() -> None:
@@ -94,15 +122,25 @@ def main() -> None:
     only = tuple(args.only)
     rows = [measure(jobs, variants, only) for _ in range(args.repeat) for jobs in (1, 2) for variants in (False, True)]
     for row in rows:
-        print(f"jobs {row['jobs']}, variants {'on' if row['variants'] else 'off'}: {row['score']:g}/{row['max_score']:g}, "
-              f"total {row['total_s']:.1f} s, "
-              f"candidate's own commands {row['inherent_s']:.1f} s, ratio "
-              + (f"{row['total_over_inherent']:.2f}" if row["total_over_inherent"] is not None else "n/a (none ran)"))
+        print(
+            f"jobs {row['jobs']}, variants {'on' if row['variants'] else 'off'}: {row['score']:g}/{row['max_score']:g}, "
+            f"total {row['total_s']:.1f} s, "
+            f"candidate's own commands {row['inherent_s']:.1f} s, ratio "
+            + (f"{row['total_over_inherent']:.2f}" if row["total_over_inherent"] is not None else "n/a (none ran)")
+        )
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({"command": f"python -m bench.grade_time --repeat {args.repeat}" + "".join(f" --only {o}" for o in only),
-                                   "machine": f"{platform.machine()}, {platform.python_version()}",
-                                   "load_average_at_end": os.getloadavg()[0],
-                                   "runs": rows}, indent=1) + "\n")
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "command": f"python -m bench.grade_time --repeat {args.repeat}" + "".join(f" --only {o}" for o in only),
+                "machine": f"{platform.machine()}, {platform.python_version()}",
+                "load_average_at_end": os.getloadavg()[0],
+                "runs": rows,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

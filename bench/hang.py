@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = results_dir() / "hang.json"
 sys.path.insert(0, str(ROOT / "tests"))
 
-from slow_and_hung import REFERENCE, hung  # noqa: E402
+from slow_and_hung import REFERENCE, hung
 
 
 def _grade(folder: Path, out: Path, only: tuple[str, ...] = ()) -> dict[str, object]:
@@ -34,8 +34,12 @@ def _grade(folder: Path, out: Path, only: tuple[str, ...] = ()) -> dict[str, obj
     result = grade(GradeRequest(folder, out, only=only, sandboxes=2, echo=lambda _: None))
     took = time.perf_counter() - started
     hung_findings = sum("hung" in c.output for c in result.criteria)
-    return {"score": result.score, "max_score": result.max_score, "seconds": round(took, 1),
-            "criteria_saying_hung": hung_findings}
+    return {
+        "score": result.score,
+        "max_score": result.max_score,
+        "seconds": round(took, 1),
+        "criteria_saying_hung": hung_findings,
+    }
 
 
 def main() -> None:
@@ -43,19 +47,31 @@ def main() -> None:
     parser.add_argument("--only", action="append", default=[], help="grade this part only (a quick try; repeatable)")
     only = tuple(parser.parse_args().only)
     with tempfile.TemporaryDirectory(prefix="bench-hang-") as tmp:
-        rows = {"reference": _grade(REFERENCE, Path(tmp) / "reference", only),
-                "hung": _grade(hung(Path(tmp) / "hung"), Path(tmp) / "hung-report", only)}
+        rows = {
+            "reference": _grade(REFERENCE, Path(tmp) / "reference", only),
+            "hung": _grade(hung(Path(tmp) / "hung"), Path(tmp) / "hung-report", only),
+        }
     ratio = float(rows["hung"]["seconds"]) / float(rows["reference"]["seconds"])  # type: ignore[arg-type]
     for name, row in rows.items():
-        print(f"{name:>9}: {row['score']:g}/{row['max_score']:g} in {row['seconds']} s "
-              f"({row['criteria_saying_hung']} criteria say what hung)")
+        print(
+            f"{name:>9}: {row['score']:g}/{row['max_score']:g} in {row['seconds']} s "
+            f"({row['criteria_saying_hung']} criteria say what hung)"
+        )
     print(f"hung / reference: {ratio:.2f} (target <= 2)")
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "command": "python -m bench.hang" + "".join(f" --only {o}" for o in only),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "load_average_at_start": os.getloadavg()[0], "grades": rows, "hung_over_reference": round(ratio, 2)},
-        indent=1) + "\n")
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "command": "python -m bench.hang" + "".join(f" --only {o}" for o in only),
+                "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+                "load_average_at_start": os.getloadavg()[0],
+                "grades": rows,
+                "hung_over_reference": round(ratio, 2),
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

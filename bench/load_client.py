@@ -55,10 +55,19 @@ class _Stream(asyncio.Protocol):
 
 async def run(url: str, streams: int, max_tokens: int, model: str, timeout: float) -> list[dict[str, object]]:
     parts = urlsplit(url)
-    body = json.dumps({"model": model, "messages": [{"role": "user", "content": "Tell me a story."}],
-                       "max_tokens": max_tokens, "ignore_eos": True, "stream": True}).encode()
-    request = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {parts.hostname}\r\nContent-Type: application/json\r\n"
-               f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
+    body = json.dumps(
+        {
+            "model": model,
+            "messages": [{"role": "user", "content": "Tell me a story."}],
+            "max_tokens": max_tokens,
+            "ignore_eos": True,
+            "stream": True,
+        }
+    ).encode()
+    request = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: {parts.hostname}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode() + body
     loop = asyncio.get_running_loop()
     protocols, waits = [], []
     for _ in range(streams):

@@ -30,11 +30,13 @@ from bench import results_dir
 from grader.grading.grade import GradeRequest, grade
 
 ROOT = Path(__file__).resolve().parents[1]
-_BURN = ("import multiprocessing as mp, sys, time\n"
-         "def spin(until):\n    while time.monotonic() < until: pass\n"
-         "until = time.monotonic() + float(sys.argv[1])\n"
-         "procs = [mp.Process(target=spin, args=(until,)) for _ in range(int(sys.argv[2]))]\n"
-         "[p.start() for p in procs]; [p.join() for p in procs]\n")
+_BURN = (
+    "import multiprocessing as mp, sys, time\n"
+    "def spin(until):\n    while time.monotonic() < until: pass\n"
+    "until = time.monotonic() + float(sys.argv[1])\n"
+    "procs = [mp.Process(target=spin, args=(until,)) for _ in range(int(sys.argv[2]))]\n"
+    "[p.start() for p in procs]; [p.join() for p in procs]\n"
+)
 
 
 @contextlib.contextmanager
@@ -54,9 +56,16 @@ def busy_cores(cores: int | None = None, *, max_s: float = 3600) -> Iterator[int
 def margins(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """criterion id -> status, attempts, margin (None for a criterion without a timing check) and
     why the machine was judged too busy, if it was, all as the report records them."""
-    return {c["id"]: {"status": c["status"], "attempts": c["attempts"], "tolerance": c["tolerance"],
-                      "margin": c.get("margin"), "busy": c.get("busy")}
-            for c in report["extra_data"]["kit"]["criteria"]}
+    return {
+        c["id"]: {
+            "status": c["status"],
+            "attempts": c["attempts"],
+            "tolerance": c["tolerance"],
+            "margin": c.get("margin"),
+            "busy": c.get("busy"),
+        }
+        for c in report["extra_data"]["kit"]["criteria"]
+    }
 
 
 def grade_reference(out: Path, only: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -67,8 +76,11 @@ def grade_reference(out: Path, only: tuple[str, ...] = ()) -> dict[str, Any]:
 
 def wrong_on_reference(report: dict[str, Any]) -> list[str]:
     """Criteria the reference did not pass and that are not `inconclusive`: a wrong answer."""
-    return [f"{c['id']}: {c['status']}: " + " / ".join(c["output"].splitlines()[:6])
-            for c in report["extra_data"]["kit"]["criteria"] if c["status"] not in ("passed", "inconclusive")]
+    return [
+        f"{c['id']}: {c['status']}: " + " / ".join(c["output"].splitlines()[:6])
+        for c in report["extra_data"]["kit"]["criteria"]
+        if c["status"] not in ("passed", "inconclusive")
+    ]
 
 
 def main() -> None:
@@ -89,17 +101,24 @@ def main() -> None:
     rows = {cid: {"idle": idle_m[cid], "loaded": loaded_m[cid]} for cid in idle_m}
     wrong_loaded = wrong_on_reference(loaded)
     result: dict[str, Any] = {
-        "command": "python -m bench.loaded" + " --no-selftest" * args.no_selftest + "".join(f" --only {o}" for o in only), "cores": os.cpu_count(),
-        "reference_wrong_idle": wrong_on_reference(idle), "reference_wrong_loaded": wrong_loaded,
+        "command": "python -m bench.loaded"
+        + " --no-selftest" * args.no_selftest
+        + "".join(f" --only {o}" for o in only),
+        "cores": os.cpu_count(),
+        "reference_wrong_idle": wrong_on_reference(idle),
+        "reference_wrong_loaded": wrong_loaded,
         "criteria": rows,
-        "selftest_loaded": [{"name": f.name, "ok": f.ok, "inconclusive": f.inconclusive, "lines": f.lines}
-                            for f in findings],
+        "selftest_loaded": [
+            {"name": f.name, "ok": f.ok, "inconclusive": f.inconclusive, "lines": f.lines} for f in findings
+        ],
     }
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"{'criterion':<34} {'idle':>22} {'loaded':>22}")
     for cid, row in rows.items():
         if row["idle"]["margin"] is not None or row["loaded"]["margin"] is not None:
-            cells = [f"{r['status']} {r['margin']}{' x2' if r['attempts'] > 1 else ''}" for r in (row["idle"], row["loaded"])]
+            cells = [
+                f"{r['status']} {r['margin']}{' x2' if r['attempts'] > 1 else ''}" for r in (row["idle"], row["loaded"])
+            ]
             print(f"{cid:<34} {cells[0]:>22} {cells[1]:>22}")
     wrong = wrong_loaded + [f.name for f in findings if not f.ok]
     print("wrong under load: " + (", ".join(wrong) if wrong else "none"))

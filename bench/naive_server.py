@@ -34,12 +34,19 @@ def make_app(token_rate: float) -> Starlette:
         cid = f"chatcmpl-{time.time_ns()}"
 
         async def events() -> AsyncIterator[str]:
-            base = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": body.get("model")}
+            base = {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": body.get("model"),
+            }
             yield json.dumps({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
             for i in range(max_tokens):
                 await asyncio.sleep(gap)
                 finish = "length" if i == max_tokens - 1 else None
-                yield json.dumps({**base, "choices": [{"index": 0, "delta": {"content": " word"}, "finish_reason": finish}]})
+                yield json.dumps(
+                    {**base, "choices": [{"index": 0, "delta": {"content": " word"}, "finish_reason": finish}]}
+                )
             yield "[DONE]"
 
         return EventSourceResponse(events(), ping=15)

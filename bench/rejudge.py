@@ -28,10 +28,10 @@ import time
 from pathlib import Path
 
 from bench import results_dir
-from grader.records.book import RecordBook
 from grader.grading.rejudge import grade_of
-from grader.rubric import load_rubric
+from grader.records.book import RecordBook
 from grader.reports import write_reports
+from grader.rubric import load_rubric
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
@@ -64,14 +64,39 @@ def measure(sources: list[Path], grades: int, *, command_jobs: int = 0) -> dict[
         command: dict[str, float] = {}
         if command_jobs:
             started = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "grader.cli", "grade-many", "--rejudge", tmp, "--out",
-                            str(Path(tmp) / "rejudged"), "--jobs", str(command_jobs)], check=True, capture_output=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "grader.cli",
+                    "grade-many",
+                    "--rejudge",
+                    tmp,
+                    "--out",
+                    str(Path(tmp) / "rejudged"),
+                    "--jobs",
+                    str(command_jobs),
+                ],
+                check=True,
+                capture_output=True,
+            )
             took = time.perf_counter() - started
             command = {"jobs": command_jobs, "round_s": round(took, 3), "per_grade_s": round(took / grades, 4)}
-    per_grade = {name: {"median_s": round(statistics.median(v), 4), "mean_s": round(statistics.fmean(v), 4),
-                        "max_s": round(max(v), 4)} for name, v in parts.items()}
-    return {"grades": grades, "distinct_recordings": len(sources), "round_s": round(round_s, 3), "per_grade": per_grade,
-            **({"grade_many_rejudge": command} if command else {})}
+    per_grade = {
+        name: {
+            "median_s": round(statistics.median(v), 4),
+            "mean_s": round(statistics.fmean(v), 4),
+            "max_s": round(max(v), 4),
+        }
+        for name, v in parts.items()
+    }
+    return {
+        "grades": grades,
+        "distinct_recordings": len(sources),
+        "round_s": round(round_s, 3),
+        "per_grade": per_grade,
+        **({"grade_many_rejudge": command} if command else {}),
+    }
 
 
 def main() -> None:
@@ -81,22 +106,38 @@ def main() -> None:
     mixed = sorted(p for p in FIXTURES.iterdir() if (p / "index.json").is_file()) if FIXTURES.is_dir() else []
     if not mixed:
         raise SystemExit(f"no recorded runs in {FIXTURES}: run `make fixtures` first")
-    rounds = {"full": measure([FIXTURES / "reference"], args.grades, command_jobs=2), "mixed": measure(mixed, args.grades)}
+    rounds = {
+        "full": measure([FIXTURES / "reference"], args.grades, command_jobs=2),
+        "mixed": measure(mixed, args.grades),
+    }
     for label, result in rounds.items():
-        print(f"{label}: {result['grades']} grades ({result['distinct_recordings']} distinct recordings) "
-              f"re-judged in {result['round_s']:.2f} s")
+        print(
+            f"{label}: {result['grades']} grades ({result['distinct_recordings']} distinct recordings) "
+            f"re-judged in {result['round_s']:.2f} s"
+        )
         for name, row in result["per_grade"].items():  # type: ignore[attr-defined]
-            print(f"  {name:>5}: median {row['median_s'] * 1000:.1f} ms, mean {row['mean_s'] * 1000:.1f} ms, "
-                  f"max {row['max_s'] * 1000:.1f} ms a grade")
+            print(
+                f"  {name:>5}: median {row['median_s'] * 1000:.1f} ms, mean {row['mean_s'] * 1000:.1f} ms, "
+                f"max {row['max_s'] * 1000:.1f} ms a grade"
+            )
         if "grade_many_rejudge" in result:
             cmd = result["grade_many_rejudge"]
-            print(f"  grader grade-many --rejudge --jobs {cmd['jobs']}: {cmd['round_s']:.2f} s, "  # type: ignore[index]
-                  f"{cmd['per_grade_s'] * 1000:.1f} ms a grade")  # type: ignore[index]
+            print(
+                f"  grader grade-many --rejudge --jobs {cmd['jobs']}: {cmd['round_s']:.2f} s, "  # type: ignore[index]
+                f"{cmd['per_grade_s'] * 1000:.1f} ms a grade"
+            )  # type: ignore[index]
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "command": f"python -m bench.rejudge --grades {args.grades}",
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "rounds": rounds}, indent=1) + "\n")
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "command": f"python -m bench.rejudge --grades {args.grades}",
+                "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+                "rounds": rounds,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

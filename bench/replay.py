@@ -27,10 +27,10 @@ import tempfile
 from pathlib import Path
 
 from bench import results_dir
-from grader.records.book import RecordBook
 from grader.grading.replay import SPREAD, failing_in, failing_runs, on_runs_of, replay
-from grader.rubric import Criterion, load_rubric, Rubric
 from grader.kit.chaff import list_chaff, materialize
+from grader.records.book import RecordBook
+from grader.rubric import Criterion, Rubric, load_rubric
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
@@ -67,51 +67,83 @@ def main() -> None:
                 deliverable = rubric.criterion(target).deliverable
                 done = replay(folder, target, Path(tmp) / "out" / chaff.name / target, seed=0, sandboxes=args.sandboxes)
                 book, status, failing = recorded(chaff.name, target)
-                same = done.status == status and (deliverable not in ("loadgen", "gateway")
-                                                  or on_runs_of(book, done.failing) == failing)
-                row = {"chaff": chaff.name, "criterion": target, "deliverable": deliverable,
-                       "replayed": done.status, "graded": status, "same": same, "seconds": round(done.seconds, 2)}
+                same = done.status == status and (
+                    deliverable not in ("loadgen", "gateway") or on_runs_of(book, done.failing) == failing
+                )
+                row = {
+                    "chaff": chaff.name,
+                    "criterion": target,
+                    "deliverable": deliverable,
+                    "replayed": done.status,
+                    "graded": status,
+                    "same": same,
+                    "seconds": round(done.seconds, 2),
+                }
                 mark = "same" if same else f"DIFFERENT (graded {status} on {failing}, replayed {done.failing})"
                 if of_every_run(rubric.criterion(target), rubric) and args.sandboxes > 1:
                     one = replay(folder, target, Path(tmp) / "one" / chaff.name / target, seed=0, sandboxes=1)
-                    row.update(one_at_a_time_s=round(one.seconds, 2),
-                               one_at_a_time_same=one.status == status and on_runs_of(book, one.failing) == failing)
+                    row.update(
+                        one_at_a_time_s=round(one.seconds, 2),
+                        one_at_a_time_same=one.status == status and on_runs_of(book, one.failing) == failing,
+                    )
                     mark += f"; one at a time {one.seconds:.1f} s" + ("" if row["one_at_a_time_same"] else " DIFFERENT")
                 if done.seconds > LIMITS_S.get(deliverable, float("inf")):
                     runs = failing_runs(RecordBook.read(FIXTURES / chaff.name), rubric, target)
-                    again = replay(folder, target, Path(tmp) / "narrowed" / chaff.name / target, seed=0, runs=runs,
-                                   sandboxes=args.sandboxes)
-                    row.update(narrowed_to=list(runs), narrowed_s=round(again.seconds, 2),
-                               narrowed_same=again.status == status and on_runs_of(book, again.failing) == failing)
-                    mark += (f"; on the {len(runs)} that failed it: {again.seconds:.1f} s, "
-                             + ("same" if row["narrowed_same"] else f"DIFFERENT ({again.failing})"))
+                    again = replay(
+                        folder,
+                        target,
+                        Path(tmp) / "narrowed" / chaff.name / target,
+                        seed=0,
+                        runs=runs,
+                        sandboxes=args.sandboxes,
+                    )
+                    row.update(
+                        narrowed_to=list(runs),
+                        narrowed_s=round(again.seconds, 2),
+                        narrowed_same=again.status == status and on_runs_of(book, again.failing) == failing,
+                    )
+                    mark += f"; on the {len(runs)} that failed it: {again.seconds:.1f} s, " + (
+                        "same" if row["narrowed_same"] else f"DIFFERENT ({again.failing})"
+                    )
                 rows.append(row)
                 print(f"{chaff.name:<36} {target:<32} {done.status:<12} {done.seconds:5.1f} s  {mark}", flush=True)
     by_section: dict[str, dict[str, float]] = {}
     for deliverable in sorted({r["deliverable"] for r in rows}):
         times = [r["seconds"] for r in rows if r["deliverable"] == deliverable]
         narrowed = [r.get("narrowed_s", r["seconds"]) for r in rows if r["deliverable"] == deliverable]
-        by_section[deliverable] = {"replays": len(times), "median_s": round(statistics.median(times), 2),
-                                   "max_s": max(times), "limit_s": LIMITS_S.get(deliverable, 0.0),
-                                   "over_limit": sum(t > LIMITS_S.get(deliverable, float("inf")) for t in times),
-                                   "max_from_report_s": max(narrowed)}
-        pairs = [(r["one_at_a_time_s"], r["seconds"]) for r in rows if r["deliverable"] == deliverable
-                 and "one_at_a_time_s" in r]
+        by_section[deliverable] = {
+            "replays": len(times),
+            "median_s": round(statistics.median(times), 2),
+            "max_s": max(times),
+            "limit_s": LIMITS_S.get(deliverable, 0.0),
+            "over_limit": sum(t > LIMITS_S.get(deliverable, float("inf")) for t in times),
+            "max_from_report_s": max(narrowed),
+        }
+        pairs = [
+            (r["one_at_a_time_s"], r["seconds"])
+            for r in rows
+            if r["deliverable"] == deliverable and "one_at_a_time_s" in r
+        ]
         if pairs:
             by_section[deliverable]["of_every_run"] = {
-                "replays": len(pairs), "one_at_a_time_median_s": statistics.median(one for one, _ in pairs),
+                "replays": len(pairs),
+                "one_at_a_time_median_s": statistics.median(one for one, _ in pairs),
                 "at_once_median_s": statistics.median(now for _, now in pairs),
-                "speedup_median": round(statistics.median(one / now for one, now in pairs), 2)}
+                "speedup_median": round(statistics.median(one / now for one, now in pairs), 2),
+            }
     result = {
-        "command": "python -m bench.replay" + (f" --sandboxes {args.sandboxes}" if args.sandboxes != SPREAD else "")
+        "command": "python -m bench.replay"
+        + (f" --sandboxes {args.sandboxes}" if args.sandboxes != SPREAD else "")
         + (f" --only {' '.join(args.only)}" if args.only else ""),
         "jobs": args.sandboxes,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "load_average_at_end": os.getloadavg()[0],
-        "replays": len(rows), "same": sum(r["same"] for r in rows),
+        "replays": len(rows),
+        "same": sum(r["same"] for r in rows),
         "narrowed_same": sum(r.get("narrowed_same", True) for r in rows),
         "one_at_a_time_same": sum(r.get("one_at_a_time_same", True) for r in rows),
-        "by_section": by_section, "rows": rows,
+        "by_section": by_section,
+        "rows": rows,
     }
     if not args.only or os.environ.get("BENCH_RESULTS"):  # a part alone never overwrites the recorded whole
         RESULTS.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

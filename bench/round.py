@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 from bench import results_dir
-from grader.round.summary import read_rows, write_index
 from grader.round.analysis import analyse
+from grader.round.summary import read_rows, write_index
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = results_dir() / "round.json"
@@ -50,8 +50,12 @@ def measure(size: int, jobs: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="bench-round-") as tmp:
         root = Path(tmp) / "round"
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, str(ROOT / "tests" / "round_builder.py"), str(root), "--size", str(size)],
-                       check=True, capture_output=True, cwd=ROOT)
+        subprocess.run(
+            [sys.executable, str(ROOT / "tests" / "round_builder.py"), str(root), "--size", str(size)],
+            check=True,
+            capture_output=True,
+            cwd=ROOT,
+        )
         built = time.perf_counter() - t0
         members = json.loads((root / "members.json").read_text())
         out = root / "grades"
@@ -73,8 +77,10 @@ def measure(size: int, jobs: int) -> dict[str, object]:
         copies: dict[str, float] = {}
         honest: dict[str, float] = {}
         for p in analysis.similarity.pairs:
-            if p.deliverable == "memo" and "independent" in (members.get(p.a, {}).get("runs"),
-                                                            members.get(p.b, {}).get("runs")):
+            if p.deliverable == "memo" and "independent" in (
+                members.get(p.a, {}).get("runs"),
+                members.get(p.b, {}).get("runs"),
+            ):
                 continue  # the independent submission's memo is its load generator's code, read as prose
             fa, fb = _family(members.get(p.a), p.deliverable), _family(members.get(p.b), p.deliverable)
             if fa == fb and fa != "S":
@@ -82,13 +88,20 @@ def measure(size: int, jobs: int) -> dict[str, object]:
             else:
                 honest[p.deliverable] = max(honest.get(p.deliverable, 0.0), p.score)
         pages = len(list((out / "similarity").glob("*.html")))
-        return {"size": size, "pairs_in_round": size * (size - 1) // 2,
-                "pairs_scored": len(analysis.similarity.pairs), "flagged": len(analysis.similarity.flagged()),
-                "pages": pages, "build_s": round(built, 2), "ranking_s": round(ranking, 3),
-                "with_items_s": round(items, 3), "similarity_compare_s": round(compared, 2),
-                "with_items_and_similarity_s": round(full, 2),
-                "lowest_copy": {d: round(v, 4) for d, v in sorted(copies.items())},
-                "highest_honest": {d: round(v, 4) for d, v in sorted(honest.items())}}
+        return {
+            "size": size,
+            "pairs_in_round": size * (size - 1) // 2,
+            "pairs_scored": len(analysis.similarity.pairs),
+            "flagged": len(analysis.similarity.flagged()),
+            "pages": pages,
+            "build_s": round(built, 2),
+            "ranking_s": round(ranking, 3),
+            "with_items_s": round(items, 3),
+            "similarity_compare_s": round(compared, 2),
+            "with_items_and_similarity_s": round(full, 2),
+            "lowest_copy": {d: round(v, 4) for d, v in sorted(copies.items())},
+            "highest_honest": {d: round(v, 4) for d, v in sorted(honest.items())},
+        }
 
 
 def main() -> None:
@@ -101,9 +114,19 @@ def main() -> None:
         result = measure(size, args.jobs)
         print(json.dumps(result), flush=True)
         runs.append(result)
-    RESULTS.write_text(json.dumps({
-        "command": "python -m bench.round " + " ".join(sys.argv[1:]), "python": platform.python_version(),
-        "machine": platform.machine(), "cpus": os.cpu_count(), "runs": runs}, indent=1) + "\n")
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "command": "python -m bench.round " + " ".join(sys.argv[1:]),
+                "python": platform.python_version(),
+                "machine": platform.machine(),
+                "cpus": os.cpu_count(),
+                "runs": runs,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     print(RESULTS)
 
 

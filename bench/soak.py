@@ -43,8 +43,9 @@ MODEL = "fake-model"
 RSS_MARGIN_MIB = 8.0  # growth allowed after the warm-up: allocator noise, not a per-request leak
 LEDGER_KEEP = 2000  # records the server keeps in memory (--ledger-keep), so its memory is bounded early
 FD_MARGIN = 8  # descriptors: a few keep-alive connections may be open at a sampling instant
-_GAUGE = re.compile(r"^(vllm:num_requests_running|vllm:num_requests_waiting|vllm:kv_cache_usage_perc)\{[^}]*\} (\S+)$",
-                    re.MULTILINE)
+_GAUGE = re.compile(
+    r"^(vllm:num_requests_running|vllm:num_requests_waiting|vllm:kv_cache_usage_perc)\{[^}]*\} (\S+)$", re.MULTILINE
+)
 
 
 @dataclass
@@ -95,7 +96,11 @@ class _Client:
     def run(self, *, max_requests: int) -> None:
         while not self.stop.is_set() and self.sent < max_requests:
             kind = self.rng.choices(["stream", "drop", "whole", "completion"], weights=[5, 2, 2, 1])[0]
-            body: dict[str, Any] = {"model": MODEL, "max_tokens": self.rng.randint(4, 24), "seed": self.rng.randint(0, 9)}
+            body: dict[str, Any] = {
+                "model": MODEL,
+                "max_tokens": self.rng.randint(4, 24),
+                "seed": self.rng.randint(0, 9),
+            }
             try:
                 self.sent += 1  # counted before sending: a request that reached the server must be in its ledger
                 self.kinds[kind] += 1
@@ -135,13 +140,16 @@ def _controller(server: Any, rng: random.Random, stop: threading.Event, every_s:
     """Change faults and slots until stopped; returns how many changes were made."""
     changes = 0
     while not stop.wait(every_s):
-        rules = rng.sample([
-            {"kind": "cut", "after_tokens": rng.randint(1, 6), "rate": 0.1},
-            {"kind": "stream_error", "after_tokens": rng.randint(1, 6), "rate": 0.05},
-            {"kind": "no_done", "after_tokens": rng.randint(1, 6), "rate": 0.05},
-            {"kind": "http_error", "status": 429, "retry_after": 1, "rate": 0.05},
-            {"kind": "http_error", "status": 503, "rate": 0.05},
-        ], k=rng.randint(0, 3))
+        rules = rng.sample(
+            [
+                {"kind": "cut", "after_tokens": rng.randint(1, 6), "rate": 0.1},
+                {"kind": "stream_error", "after_tokens": rng.randint(1, 6), "rate": 0.05},
+                {"kind": "no_done", "after_tokens": rng.randint(1, 6), "rate": 0.05},
+                {"kind": "http_error", "status": 429, "retry_after": 1, "rate": 0.05},
+                {"kind": "http_error", "status": 503, "rate": 0.05},
+            ],
+            k=rng.randint(0, 3),
+        )
         server.set_faults(rules)
         server.configure(max_num_seqs=rng.choice([2, 4, 8, 16]))
         changes += 1
@@ -149,21 +157,49 @@ def _controller(server: Any, rng: random.Random, stop: threading.Event, every_s:
     return changes
 
 
-def run_soak(seconds: float, *, ledger: Path, workers: int = 4, seed: int = 1, max_requests: int = 400_000,
-             reconfigure_every_s: float = 2.0, ledger_keep: int = LEDGER_KEEP) -> SoakResult:
+def run_soak(
+    seconds: float,
+    *,
+    ledger: Path,
+    workers: int = 4,
+    seed: int = 1,
+    max_requests: int = 400_000,
+    reconfigure_every_s: float = 2.0,
+    ledger_keep: int = LEDGER_KEEP,
+) -> SoakResult:
     """Soak one server for `seconds` (bounded also by `max_requests` in all) and check it. A short soak keeps
     fewer records in memory (`ledger_keep`), so that its memory is bounded, and measured, early."""
-    args = ("--token-rate", "2000", "--max-num-seqs", "8", "--output-len-min", "4", "--output-len-max", "24",
-            "--max-model-len", "1024", "--seed", str(seed), "--ledger", str(ledger), "--ledger-keep", str(ledger_keep))
+    args = (
+        "--token-rate",
+        "2000",
+        "--max-num-seqs",
+        "8",
+        "--output-len-min",
+        "4",
+        "--output-len-max",
+        "24",
+        "--max-model-len",
+        "1024",
+        "--seed",
+        str(seed),
+        "--ledger",
+        str(ledger),
+        "--ledger-keep",
+        str(ledger_keep),
+    )
     with serve_subprocess(*args) as server:
         pid = server.process.pid
         stop = threading.Event()
         clients = [_Client(server.base_url, seed * 1000 + i, stop) for i in range(workers)]
-        threads = [threading.Thread(target=c.run, kwargs={"max_requests": max_requests // workers}, daemon=True)
-                   for c in clients]
+        threads = [
+            threading.Thread(target=c.run, kwargs={"max_requests": max_requests // workers}, daemon=True)
+            for c in clients
+        ]
         changes: list[int] = []
-        control = threading.Thread(target=lambda: changes.append(_controller(server, random.Random(seed), stop,
-                                                                              reconfigure_every_s)), daemon=True)
+        control = threading.Thread(
+            target=lambda: changes.append(_controller(server, random.Random(seed), stop, reconfigure_every_s)),
+            daemon=True,
+        )
         started = time.monotonic()
         for thread in [*threads, control]:
             thread.start()
@@ -186,17 +222,24 @@ def run_soak(seconds: float, *, ledger: Path, workers: int = 4, seed: int = 1, m
     ids = [i for c in clients for i in c.ids]
     problems: list[str] = []
     if "Traceback" in log:  # the server's own failure: its first traceback says where
-        problems.append("the server logged: " + log[log.index("Traceback"):][:3000])
+        problems.append("the server logged: " + log[log.index("Traceback") :][:3000])
     by_id = Counter(r["id"] for r in records)
     problems += [f"id {i} is in the ledger {by_id[i]} times" for i in ids if by_id[i] != 1][:10]
     if len(records) != sent:
         problems.append(f"the client sent {sent} requests; the ledger has {len(records)}")
-    unended = [r["id"] for r in records if r.get("finished") is None
-               or not (r["finish_reason"] if r["status"] == 200 else r["status"] >= 400 and r["error"])]
+    unended = [
+        r["id"]
+        for r in records
+        if r.get("finished") is None
+        or not (r["finish_reason"] if r["status"] == 200 else r["status"] >= 400 and r["error"])
+    ]
     problems += [f"record {i} has no finish reason or error" for i in unended[:10]]
     # a 5xx is right only where a fault rule asked for it (stream_error on a whole answer is a 500)
-    problems += [f"record {r['id']}: {r['status']} with no fault asked for" for r in records
-                 if r["status"] >= 500 and not r.get("fault")][:10]
+    problems += [
+        f"record {r['id']}: {r['status']} with no fault asked for"
+        for r in records
+        if r["status"] >= 500 and not r.get("fault")
+    ][:10]
     if gauges != {"vllm:num_requests_running": 0.0, "vllm:num_requests_waiting": 0.0, "vllm:kv_cache_usage_perc": 0.0}:
         problems.append(f"left in the engine after the soak: {gauges}")
     full = next((i for i, n in enumerate(sent_at) if n >= ledger_keep + 500), len(rss))
@@ -214,8 +257,23 @@ def run_soak(seconds: float, *, ledger: Path, workers: int = 4, seed: int = 1, m
     kinds: Counter[str] = Counter()
     for c in clients:
         kinds.update(c.kinds)
-    return SoakResult(round(took, 1), sent, dict(kinds), len(ids), len(records), problems, rss, fds, sent_at,
-                      warm, rss_growth, per_request, fd_growth, gauges, changes[0] if changes else 0)
+    return SoakResult(
+        round(took, 1),
+        sent,
+        dict(kinds),
+        len(ids),
+        len(records),
+        problems,
+        rss,
+        fds,
+        sent_at,
+        warm,
+        rss_growth,
+        per_request,
+        fd_growth,
+        gauges,
+        changes[0] if changes else 0,
+    )
 
 
 def main() -> None:
@@ -224,23 +282,39 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-requests", type=int, default=400_000, help="Stop when this many were sent.")
-    parser.add_argument("--ledger-keep", type=int, default=LEDGER_KEEP,
-                        help="Records the server keeps in memory; fewer bound its memory sooner (a short soak).")
+    parser.add_argument(
+        "--ledger-keep",
+        type=int,
+        default=LEDGER_KEEP,
+        help="Records the server keeps in memory; fewer bound its memory sooner (a short soak).",
+    )
     parser.add_argument("--out", type=Path, default=results_dir() / "soak.json")
     args = parser.parse_args()
     if args.ledger_keep < 1:  # the server would refuse it at start, after the soak had begun
         parser.error(f"--ledger-keep {args.ledger_keep}: keep at least one record")
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
-        result = run_soak(args.minutes * 60, ledger=Path(tmp) / "ledger.jsonl", workers=args.workers, seed=args.seed,
-                          max_requests=args.max_requests, ledger_keep=args.ledger_keep)
-    command = (f"python -m bench.soak --minutes {args.minutes:g} --workers {args.workers} --seed {args.seed} "
-               f"--max-requests {args.max_requests}"
-               + (f" --ledger-keep {args.ledger_keep}" if args.ledger_keep != LEDGER_KEEP else ""))
+        result = run_soak(
+            args.minutes * 60,
+            ledger=Path(tmp) / "ledger.jsonl",
+            workers=args.workers,
+            seed=args.seed,
+            max_requests=args.max_requests,
+            ledger_keep=args.ledger_keep,
+        )
+    command = (
+        f"python -m bench.soak --minutes {args.minutes:g} --workers {args.workers} --seed {args.seed} "
+        f"--max-requests {args.max_requests}"
+        + (f" --ledger-keep {args.ledger_keep}" if args.ledger_keep != LEDGER_KEEP else "")
+    )
     args.out.write_text(json.dumps({**asdict(result), "ok": result.ok, "command": command}, indent=2) + "\n")
-    print(f"{result.sent} requests in {result.seconds} s ({result.kinds}); ledger {result.records} records; "
-          f"{result.reconfigurations} reconfigurations")
-    print(f"RSS {result.rss_mib[0]} -> {result.rss_mib[-1]} MiB (after a {result.warm_up_s} s warm-up: "
-          f"{result.rss_growth_mib} MiB, {result.kib_per_request} KiB per request; margin {RSS_MARGIN_MIB} MiB); fds {result.fds[0]} -> {result.fds[-1]} (growth {result.fd_growth}, margin {FD_MARGIN})")
+    print(
+        f"{result.sent} requests in {result.seconds} s ({result.kinds}); ledger {result.records} records; "
+        f"{result.reconfigurations} reconfigurations"
+    )
+    print(
+        f"RSS {result.rss_mib[0]} -> {result.rss_mib[-1]} MiB (after a {result.warm_up_s} s warm-up: "
+        f"{result.rss_growth_mib} MiB, {result.kib_per_request} KiB per request; margin {RSS_MARGIN_MIB} MiB); fds {result.fds[0]} -> {result.fds[-1]} (growth {result.fd_growth}, margin {FD_MARGIN})"
+    )
     print("OK" if result.ok else "PROBLEMS:\n  " + "\n  ".join(result.problems))
     raise SystemExit(0 if result.ok else 1)
 

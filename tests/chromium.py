@@ -14,14 +14,24 @@ import pytest
 __all__ = ["CHROMIUM", "needs_chromium", "png_pixels", "render_with_chromium"]
 
 CHROMIUM = shutil.which("chromium")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed "
-                                    "(apt-get install chromium; .ci/run and make install it)")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian chromium is not installed (apt-get install chromium; .ci/run and make install it)"
+)
 
 
 def render_with_chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-               "--no-first-run", "--disable-extensions", "--disable-background-networking",
-               f"--user-data-dir={tmp_path / 'profile'}", *args]
+    command = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-extensions",
+        "--disable-background-networking",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        *args,
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=90, check=True)
 
 
@@ -31,8 +41,8 @@ def png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     pos, idat, header = 8, b"", b""
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        chunk = data[pos + 8:pos + 8 + length]
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        chunk = data[pos + 8 : pos + 8 + length]
         if kind == b"IHDR":
             header = chunk
         elif kind == b"IDAT":
@@ -44,7 +54,7 @@ def png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     raw, stride, rows = zlib.decompress(idat), width * bpp, []
     previous = bytearray(stride)
     for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             left = line[i - bpp] if i >= bpp else 0
             up, corner = previous[i], previous[i - bpp] if i >= bpp else 0

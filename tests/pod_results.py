@@ -35,22 +35,30 @@ def record(**figures: Any) -> None:
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 def _commit() -> str:
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], capture_output=True, text=True, check=False, cwd=ROOT).stdout.strip()
 
-    return git("rev-parse", "--short", "HEAD") + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+    return git("rev-parse", "--short", "HEAD") + (
+        "+changes" if git("status", "--porcelain", "--untracked-files=no") else ""
+    )
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """A real run that collected pod tests starts a new result."""
     if _real() and any("pods" in item.path.parts for item in session.items):
         RESULTS.unlink(missing_ok=True)
-        record(command="make test-image", date=datetime.date.today().isoformat(), commit=_commit(), started=_now(),
-               outcomes={}, seconds={})
+        record(
+            command="make test-image",
+            date=datetime.date.today().isoformat(),
+            commit=_commit(),
+            started=_now(),
+            outcomes={},
+            seconds={},
+        )
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -61,5 +69,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         known = json.loads(RESULTS.read_text())
-        record(outcomes={**known.get("outcomes", {}), item.name: report.outcome},
-               seconds={**known.get("seconds", {}), item.name: round(report.duration, 1)}, ended=_now())
+        record(
+            outcomes={**known.get("outcomes", {}), item.name: report.outcome},
+            seconds={**known.get("seconds", {}), item.name: round(report.duration, 1)},
+            ended=_now(),
+        )

@@ -36,8 +36,10 @@ AS_GRADED = {"frameworks": (ROOT / "tests" / "fixtures" / "frameworks_submission
 #: Every deliverable; a correct submission recorded whole implements them all.
 DELIVERABLES = ("loadgen", "tests", "gateway", "manifests", "sizing", "memo")
 #: The correct submissions held to full marks, and the deliverables each implements.
-CORRECT = {name: parts or DELIVERABLES
-           for name, parts in {**{n: p for n, (_, p) in {**INDEPENDENT, **AS_GRADED}.items()}, **BUILT}.items()}
+CORRECT = {
+    name: parts or DELIVERABLES
+    for name, parts in {**{n: p for n, (_, p) in {**INDEPENDENT, **AS_GRADED}.items()}, **BUILT}.items()
+}
 _SKIPPED = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache")
 
 
@@ -125,7 +127,9 @@ def record(names: tuple[str, ...] = ()) -> int:
                     ok = False
                     print(f"not recorded: {finding.name} was not graded as expected", file=sys.stderr)
         whole = {name: (folder, parts) for name, (folder, parts) in INDEPENDENT.items()}
-        whole |= {name: (source_of(name, scratch), parts) for name, parts in BUILT.items() if not names or name in names}
+        whole |= {
+            name: (source_of(name, scratch), parts) for name, parts in BUILT.items() if not names or name in names
+        }
         for name, (folder, parts) in whole.items():
             if names and name not in names:
                 continue

@@ -46,8 +46,18 @@ STARTER = ROOT / "starter"
 CODE_FOLDERS = ("loadgen", "gateway", "sizing")
 
 FIRST = ["Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", "Frances", "John", "Margaret", "Ken"]
-LAST = ["Okonkwo", "Lindqvist", "Marchetti", "Takahashi", "Dubois", "Kowalczyk", "Haddad", "Oyelaran", "Novak",
-        "Castellanos"]
+LAST = [
+    "Okonkwo",
+    "Lindqvist",
+    "Marchetti",
+    "Takahashi",
+    "Dubois",
+    "Kowalczyk",
+    "Haddad",
+    "Oyelaran",
+    "Novak",
+    "Castellanos",
+]
 
 
 @dataclass(frozen=True)
@@ -86,8 +96,11 @@ def defined_names(texts: list[str]) -> set[str]:
                 names.add(node.id)
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
                 names.add(node.attr)
-    return {n for n in names if not (n.startswith("__") or keyword.iskeyword(n) or n in _BUILTIN_NAMES
-                                     or n in ("self", "cls", "_"))}
+    return {
+        n
+        for n in names
+        if not (n.startswith("__") or keyword.iskeyword(n) or n in _BUILTIN_NAMES or n in ("self", "cls", "_"))
+    }
 
 
 def rename(text: str, mapping: dict[str, str]) -> str:
@@ -96,19 +109,43 @@ def rename(text: str, mapping: dict[str, str]) -> str:
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
-    edits = [(starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1], mapping[t.string])
-             for t in tokenize.generate_tokens(io.StringIO(text).readline)
-             if t.type == tokenize.NAME and t.string in mapping]
+    edits = [
+        (starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1], mapping[t.string])
+        for t in tokenize.generate_tokens(io.StringIO(text).readline)
+        if t.type == tokenize.NAME and t.string in mapping
+    ]
     for start, end, new in reversed(edits):
         text = text[:start] + new + text[end:]
     return text
 
 
-_SYNONYMS = {"record": "entry", "result": "outcome", "request": "call", "response": "answer", "value": "item",
-             "chunk": "piece", "route": "path", "count": "tally", "event": "message", "line": "row",
-             "stats": "tallies", "health": "liveness", "time": "clock", "start": "begin", "end": "finish",
-             "error": "fault", "status": "state", "config": "settings", "tokens": "pieces", "local": "onprem",
-             "api": "cloud", "cost": "price", "summary": "digest", "data": "payload", "text": "body"}
+_SYNONYMS = {
+    "record": "entry",
+    "result": "outcome",
+    "request": "call",
+    "response": "answer",
+    "value": "item",
+    "chunk": "piece",
+    "route": "path",
+    "count": "tally",
+    "event": "message",
+    "line": "row",
+    "stats": "tallies",
+    "health": "liveness",
+    "time": "clock",
+    "start": "begin",
+    "end": "finish",
+    "error": "fault",
+    "status": "state",
+    "config": "settings",
+    "tokens": "pieces",
+    "local": "onprem",
+    "api": "cloud",
+    "cost": "price",
+    "summary": "digest",
+    "data": "payload",
+    "text": "body",
+}
 
 
 def synonyms(name: str) -> str:
@@ -135,7 +172,9 @@ def reorder(text: str) -> str:
         return text
     head = lines[: blocks[0][0]]
     inside = set().union(*(range(a, b) for a, b in blocks))
-    rest = [line for i, line in enumerate(lines[blocks[0][0]:], start=blocks[0][0]) if i not in inside and line.strip()]
+    rest = [
+        line for i, line in enumerate(lines[blocks[0][0] :], start=blocks[0][0]) if i not in inside and line.strip()
+    ]
     moved = ["".join(lines[a:b]).rstrip("\n") + "\n\n\n" for a, b in reversed(blocks)]
     return "".join(head) + "".join(rest) + ("\n\n" if rest else "") + "".join(moved)
 
@@ -161,7 +200,9 @@ def recomment(text: str) -> str:
 
 
 NEW_FUNCTIONS = {
-    "loadgen/percentiles.py": ("nearest_rank", '''def nearest_rank(values, p):
+    "loadgen/percentiles.py": (
+        "nearest_rank",
+        """def nearest_rank(values, p):
     if p <= 0 or p > 100:
         raise ValueError("bad percentile: " + repr(p))
     data = list(values)
@@ -172,8 +213,11 @@ NEW_FUNCTIONS = {
     while (k + 1) * 100 < p * len(data):
         k += 1
     return data[k]
-'''),
-    "gateway/router.py": ("_no_route", '''    def _no_route(self, request, trace):
+""",
+    ),
+    "gateway/router.py": (
+        "_no_route",
+        """    def _no_route(self, request, trace):
         reasons = trace.notes if trace.notes else ["nothing could be tried"]
         joined = " / ".join(reasons)
         if request.require != "local":
@@ -183,8 +227,11 @@ NEW_FUNCTIONS = {
             return error_reply(502, "all routes failed: " + joined, "gateway_error", "upstream_failed")
         return error_reply(503, "local only, and local failed: " + joined, "service_unavailable",
                            "local_route_failed")
-'''),
-    "sizing/arithmetic.py": ("size", '''def size(i):
+""",
+    ),
+    "sizing/arithmetic.py": (
+        "size",
+        """def size(i):
     out = {"contract": 3, "inputs": i.to_dict()}
     peak = peak_output_tokens_per_s(i)
     needed = replicas_for_load(peak, i.throughput)
@@ -223,7 +270,8 @@ NEW_FUNCTIONS = {
     hours = batch_hours(i.batch_output_tokens, i.throughput)
     out["batch_hours"] = _num(hours) if hours is not None else None
     return out
-'''),
+""",
+    ),
 }
 
 
@@ -234,7 +282,7 @@ def reimplement(path: str, text: str) -> str:
     name, new = NEW_FUNCTIONS[path]
     (node,) = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == name]
     lines = text.splitlines(keepends=True)
-    return "".join(lines[: node.lineno - 1]) + new + "".join(lines[node.end_lineno:])
+    return "".join(lines[: node.lineno - 1]) + new + "".join(lines[node.end_lineno :])
 
 
 DISGUISES: dict[str, tuple[str, ...]] = {
@@ -246,8 +294,13 @@ DISGUISES: dict[str, tuple[str, ...]] = {
 }
 
 
-def disguise(folder: Path, steps: tuple[str, ...], *, rename_with: Callable[[str], str] = synonyms,
-             folders: tuple[str, ...] = CODE_FOLDERS) -> None:
+def disguise(
+    folder: Path,
+    steps: tuple[str, ...],
+    *,
+    rename_with: Callable[[str], str] = synonyms,
+    folders: tuple[str, ...] = CODE_FOLDERS,
+) -> None:
     files = sorted(p for f in folders for p in (folder / f).rglob("*.py")) if folders else sorted(folder.glob("*.py"))
     mapping = {n: rename_with(n) for n in sorted(defined_names([p.read_text() for p in files]))}
     for path in files:
@@ -267,6 +320,7 @@ def disguise(folder: Path, steps: tuple[str, ...], *, rename_with: Callable[[str
 
 # ---- the members ---------------------------------------------------------------------------------------
 
+
 def members(size: int, chaff: list[str]) -> list[Member]:
     plan: list[tuple[str, str, str, str, str]] = [  # kind, copied, disguise, runs, source
         ("reference", "", "", "reference", "reference"),
@@ -281,12 +335,21 @@ def members(size: int, chaff: list[str]) -> list[Member]:
     extra = 0
     while len(plan) < size:
         d = list(DISGUISES)[extra % len(DISGUISES)]
-        plan.append(("disguised", "reference", d, "reference", "reference") if extra % 3 else
-                    ("independent-copy", "independent", "synonyms" if extra % 2 else "suffixed", "independent",
-                     "independent"))
+        plan.append(
+            ("disguised", "reference", d, "reference", "reference")
+            if extra % 3
+            else (
+                "independent-copy",
+                "independent",
+                "synonyms" if extra % 2 else "suffixed",
+                "independent",
+                "independent",
+            )
+        )
         extra += 1
-    return [Member(slug(person(i)), person(i), kind, copied, d, runs)
-            for i, (kind, copied, d, runs, _) in enumerate(plan)]
+    return [
+        Member(slug(person(i)), person(i), kind, copied, d, runs) for i, (kind, copied, d, runs, _) in enumerate(plan)
+    ]
 
 
 def _write_submission(member: Member, dest: Path) -> None:
@@ -299,8 +362,9 @@ def _write_submission(member: Member, dest: Path) -> None:
     elif member.kind == "gateway-copy":
         shutil.copytree(STARTER, dest, ignore=shutil.ignore_patterns("__pycache__"))
         shutil.rmtree(dest / "gateway")
-        shutil.copytree(SUBMISSIONS / "reference" / "gateway", dest / "gateway",
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            SUBMISSIONS / "reference" / "gateway", dest / "gateway", ignore=shutil.ignore_patterns("__pycache__")
+        )
         disguise(dest, ("rename",), folders=("gateway",))
     else:
         source = INDEPENDENT if member.runs == "independent" else SUBMISSIONS / "reference"
@@ -308,8 +372,7 @@ def _write_submission(member: Member, dest: Path) -> None:
         if member.kind == "disguised":
             disguise(dest, DISGUISES[member.disguise])
         elif member.kind == "independent-copy":
-            disguise(dest, ("rename",), rename_with=suffixed if member.disguise == "suffixed" else synonyms,
-                     folders=())
+            disguise(dest, ("rename",), rename_with=suffixed if member.disguise == "suffixed" else synonyms, folders=())
     _sign(member, dest)
 
 
@@ -365,15 +428,19 @@ def _report_folder(member: Member, submission: Path, dest: Path) -> None:
     write_sources(snapshot(submission), dest)
 
 
-def build_round(dest: Path, *, size: int = 20, chaff: list[str] | None = None,
-                first: int | None = None) -> dict[str, Member]:
+def build_round(
+    dest: Path, *, size: int = 20, chaff: list[str] | None = None, first: int | None = None
+) -> dict[str, Member]:
     """Write `dest/submissions/<name>/` and `dest/grades/<name>/` for a round of `size` members; return them by name.
 
     `chaff` (default: every chaff, by name) is the order chaff join the round in; `first` keeps only the first
     members (the reference, the independent submission, a renamed copy of the reference, ...) for a quick round."""
     if chaff is None:
-        chaff = sorted(p.name for p in (SUBMISSIONS / "chaff").iterdir()
-                       if (p / "chaff.yaml").is_file() and (RUNS / p.name / "index.json").is_file())
+        chaff = sorted(
+            p.name
+            for p in (SUBMISSIONS / "chaff").iterdir()
+            if (p / "chaff.yaml").is_file() and (RUNS / p.name / "index.json").is_file()
+        )
     found = {m.name: m for m in members(size, chaff)[:first]}
     for member in found.values():
         submission = dest / "submissions" / member.name
@@ -411,24 +478,47 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-def write_report(folder: Path, candidate: str, criteria: list[tuple[str, str, float, float, str]],
-                 human: list[tuple[str, float | None, float]] = ()) -> Path:  # type: ignore[assignment]
+def write_report(
+    folder: Path,
+    candidate: str,
+    criteria: list[tuple[str, str, float, float, str]],
+    human: list[tuple[str, float | None, float]] = (),
+) -> Path:  # type: ignore[assignment]
     """A minimal report.json as the grader writes it: (id, deliverable, weight, points, status) per criterion."""
     folder.mkdir(parents=True, exist_ok=True)
     checklist = [{"id": hid, "item": f"item {hid}", "score": score, "max_score": most} for hid, score, most in human]
     score = sum(points for _, _, _, points, status in criteria if status in ("passed", "failed"))
     score += sum(s for _, s, _ in human if s is not None)
     report = {
-        "score": score, "max_score": sum(w for _, _, w, _, _ in criteria) + sum(m for _, _, m in human),
-        "tests": [{"name": cid, "score": p if st in ("passed", "failed") else 0.0, "max_score": w, "tags": []}
-                  for cid, _, w, p, st in criteria],
+        "score": score,
+        "max_score": sum(w for _, _, w, _, _ in criteria) + sum(m for _, _, m in human),
+        "tests": [
+            {"name": cid, "score": p if st in ("passed", "failed") else 0.0, "max_score": w, "tags": []}
+            for cid, _, w, p, st in criteria
+        ],
         "extra_data": {
-            "kit": {"candidate": candidate, "sandboxed": True, "contract_problems": [], "seed": 0,
-                    "submission": f"/returns/{folder.name}",
-                    "criteria": [{"id": cid, "deliverable": d, "weight": w, "score": p, "status": st,
-                                  "title": f"{cid} holds", "output": f"checked for {candidate}"}
-                                 for cid, d, w, p, st in criteria]},
-            "human": {"checklist": checklist}}}
+            "kit": {
+                "candidate": candidate,
+                "sandboxed": True,
+                "contract_problems": [],
+                "seed": 0,
+                "submission": f"/returns/{folder.name}",
+                "criteria": [
+                    {
+                        "id": cid,
+                        "deliverable": d,
+                        "weight": w,
+                        "score": p,
+                        "status": st,
+                        "title": f"{cid} holds",
+                        "output": f"checked for {candidate}",
+                    }
+                    for cid, d, w, p, st in criteria
+                ],
+            },
+            "human": {"checklist": checklist},
+        },
+    }
     (folder / "report.json").write_text(json.dumps(report, indent=1))
     (folder / "junit.xml").write_text(f'<testsuite name="{candidate}"/>\n')
     (folder / "report.html").write_text(f"<html><body><h1>{candidate}</h1><mark>x</mark></body></html>\n")

@@ -44,7 +44,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "sampled(n): run n of this parametrized test's parameters, drawn by SUITE_SEED (all: SUITE_FULL=1)"
     )
     config.addinivalue_line(
-        "markers", "rotating(seconds): one of the heaviest tests, its file run in one run of the suite in six",
+        "markers",
+        "rotating(seconds): one of the heaviest tests, its file run in one run of the suite in six",
     )
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist) chooses for every worker
         os.environ.setdefault(SEED, str(secrets.randbelow(2**31)))
@@ -123,8 +124,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     if os.environ.get(FULL) == "1":
         terminalreporter.write_line(f"every parameter of the sampled tests was run ({FULL}=1)")
         return
-    ran = sorted({value for reports in terminalreporter.stats.values() for report in reports
-                  for key, value in getattr(report, "user_properties", ()) if key == "sampled"})
+    ran = sorted(
+        {
+            value
+            for reports in terminalreporter.stats.values()
+            for report in reports
+            for key, value in getattr(report, "user_properties", ())
+            if key == "sampled"
+        }
+    )
     terminalreporter.write_line(f"drawn with {SEED}={suite_seed()} (every parameter: {FULL}=1):")
     for nodeid in ran:
         terminalreporter.write_line(f"  {nodeid}")

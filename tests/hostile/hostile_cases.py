@@ -114,20 +114,41 @@ SLOW = [  # only the CPU limit (120 s) or the 90 s wall clock ends them
 ]
 BY_ID = {case.id: case for case in [*NEVER_ENDING, *CASES, *SLOW]}
 
-_EVERY_ROW = ["CPU 120 s by rlimit (RLIMIT_CPU", "disk 512 MiB by a tmpfs of that size",
-              "open files 1024 by rlimit (RLIMIT_NOFILE)", "output 8 MiB and wall clock by the harness"]
+_EVERY_ROW = [
+    "CPU 120 s by rlimit (RLIMIT_CPU",
+    "disk 512 MiB by a tmpfs of that size",
+    "open files 1024 by rlimit (RLIMIT_NOFILE)",
+    "output 8 MiB and wall clock by the harness",
+]
 # where RLIMIT_NPROC holds the process limit, the candidate has a uid of its own (65000-65533)
 _RLIMITS = ["candidate as uid 650", "processes 256 by rlimit (RLIMIT_NPROC", "memory 2048 MiB by rlimit (RLIMIT_AS"]
 # What the report's sandbox line must say in each row (and so what each row must enforce).
 ROW_LINES = {
-    "cgroup-v1": [*_EVERY_ROW, "candidate as uid 65534", "processes 256 by cgroup v1", "memory 2048 MiB by cgroup v1",
-                  "killed at its end by cgroup v1"],
-    "cgroup-v2": [*_EVERY_ROW, *_RLIMITS, "killed at its end by cgroup v2 (cgroup.kill)",
-                  "cgroup v2 has no pids or memory controller"],
-    "cgroups-ro": [*_EVERY_ROW, *_RLIMITS, "killed at its end by a sweep of the candidate's uid",
-                   "(Read-only file system)"],
-    "userns-65536": [*_EVERY_ROW, *_RLIMITS, "killed at its end by a sweep of the candidate's uid",
-                     "(Permission denied)"],
+    "cgroup-v1": [
+        *_EVERY_ROW,
+        "candidate as uid 65534",
+        "processes 256 by cgroup v1",
+        "memory 2048 MiB by cgroup v1",
+        "killed at its end by cgroup v1",
+    ],
+    "cgroup-v2": [
+        *_EVERY_ROW,
+        *_RLIMITS,
+        "killed at its end by cgroup v2 (cgroup.kill)",
+        "cgroup v2 has no pids or memory controller",
+    ],
+    "cgroups-ro": [
+        *_EVERY_ROW,
+        *_RLIMITS,
+        "killed at its end by a sweep of the candidate's uid",
+        "(Read-only file system)",
+    ],
+    "userns-65536": [
+        *_EVERY_ROW,
+        *_RLIMITS,
+        "killed at its end by a sweep of the candidate's uid",
+        "(Permission denied)",
+    ],
 }
 REFUSED = {"userns-root": ["uid and gid 65534 are not mapped in this user namespace", "hostUsers: false"]}
 
@@ -159,13 +180,18 @@ def _grade_case(case: Case, row: str, base: Path, owner: int) -> tuple[str, dict
     outside.mkdir(parents=True)
     (outside / "submission.yaml").write_text("contract: 1\n")
     secrets = {
-        "read": [str(ROOT / "submissions" / "reference" / "submission.yaml"), str(ROOT / "submissions" / "chaff"),
-                 str(ROOT / "grader" / "rubric.yaml"), str(ROOT / "grader" / "hidden" / "sizing_sets.yaml"),
-                 str(ROOT / "grader" / "criteria" / "truth.py"), str(outside / "submission.yaml"), str(out)],
+        "read": [
+            str(ROOT / "submissions" / "reference" / "submission.yaml"),
+            str(ROOT / "submissions" / "chaff"),
+            str(ROOT / "grader" / "rubric.yaml"),
+            str(ROOT / "grader" / "hidden" / "sizing_sets.yaml"),
+            str(ROOT / "grader" / "criteria" / "truth.py"),
+            str(outside / "submission.yaml"),
+            str(out),
+        ],
         "write": [str(ROOT / "hostile-was-here"), str(outside / "hostile-was-here"), str(base / "hostile-was-here")],
     }
-    submission, marker = make_submission(base / "subs", case.behaviour, part=case.part, args=case.args,
-                                         secrets=secrets)
+    submission, marker = make_submission(base / "subs", case.behaviour, part=case.part, args=case.args, secrets=secrets)
     secrets["write"].append(str(submission / "hostile-was-here"))
     tmpdir = base / "grader-tmp"
     before = Snapshot.take(tmpdir)

@@ -28,8 +28,9 @@ GRADER = [sys.executable, "-m", "grader.cli"]
 _HARMLESS = ["python", "-c", "pass"]
 
 
-def make_submission(parent: Path, behaviour: str, *, part: str, args: tuple[str, ...] = (),
-                    secrets: dict[str, list[str]] | None = None) -> tuple[Path, str]:
+def make_submission(
+    parent: Path, behaviour: str, *, part: str, args: tuple[str, ...] = (), secrets: dict[str, list[str]] | None = None
+) -> tuple[Path, str]:
     """A submission folder whose `part` command runs behaviours/<behaviour>.py; returns it and its marker."""
     marker = f"hostile-{behaviour}-{uuid.uuid4().hex[:10]}"
     folder = parent / marker
@@ -37,11 +38,17 @@ def make_submission(parent: Path, behaviour: str, *, part: str, args: tuple[str,
     shutil.copy(BEHAVIOURS / f"{behaviour}.py", folder / "hostile.py")
     command = ["python", "hostile.py", *args, "--marker", marker]
     data: dict[str, Any] = {
-        "contract": 1, "candidate": f"hostile {behaviour}",
-        "loadgen": {"command": command if part == "loadgen" else _HARMLESS, "test_command": _HARMLESS,
-                    "percentile": "hostile:percentile"},
+        "contract": 1,
+        "candidate": f"hostile {behaviour}",
+        "loadgen": {
+            "command": command if part == "loadgen" else _HARMLESS,
+            "test_command": _HARMLESS,
+            "percentile": "hostile:percentile",
+        },
         "gateway": {"command": command if part == "gateway" else _HARMLESS},
-        "manifests": {"values": "values.yaml"}, "sizing": {"command": _HARMLESS}, "memo": "MEMO.md",
+        "manifests": {"values": "values.yaml"},
+        "sizing": {"command": _HARMLESS},
+        "memo": "MEMO.md",
     }
     (folder / "submission.yaml").write_text(json.dumps(data, indent=2) + "\n")
     (folder / "values.yaml").write_text("{}\n")
@@ -64,8 +71,16 @@ class Graded:
         return next(c for c in self.report["extra_data"]["kit"]["criteria"] if c["id"] == cid)
 
 
-def grade(submission: Path, out: Path, *, only: tuple[str, ...], tmpdir: Path, timeout_s: float = 600,
-          wrap: Callable[[list[str]], list[str]] | None = None, seed: int = 0) -> Graded:
+def grade(
+    submission: Path,
+    out: Path,
+    *,
+    only: tuple[str, ...],
+    tmpdir: Path,
+    timeout_s: float = 600,
+    wrap: Callable[[list[str]], list[str]] | None = None,
+    seed: int = 0,
+) -> Graded:
     """`grader grade SUBMISSION --out OUT --seed SEED --only ...` as a subprocess with its own TMPDIR.
 
     The seed is given, as a test must: left out, a grade draws its own, and with it other unseen variants.
@@ -102,6 +117,7 @@ def findings(criterion: dict[str, Any]) -> dict[str, Any]:
 
 # -- what is left behind -----------------------------------------------------------------------
 
+
 def _cmdline(pid: str) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
@@ -119,8 +135,11 @@ def _state(pid: str) -> str:
 def processes_with(marker: str) -> list[str]:
     """Live (not zombie) processes whose command line names the marker: the script, its forks,
     and the sandbox (bubblewrap's command line holds the submission's path)."""
-    return [f"{pid}: {_cmdline(pid)[:200]}" for pid in os.listdir("/proc")
-            if pid.isdigit() and marker in _cmdline(pid) and _state(pid) not in ("Z", "X")]
+    return [
+        f"{pid}: {_cmdline(pid)[:200]}"
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and marker in _cmdline(pid) and _state(pid) not in ("Z", "X")
+    ]
 
 
 def listening_sockets() -> dict[str, int]:

@@ -51,12 +51,49 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
 MNT_DETACH = 0x2
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 24, 38
-CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "SETPCAP",
-                "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW", "IPC_LOCK", "IPC_OWNER",
-                "SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT", "SYS_ADMIN", "SYS_BOOT", "SYS_NICE",
-                "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD", "LEASE", "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP",
-                "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF",
-                "CHECKPOINT_RESTORE"]
+CAPABILITIES = [
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "DAC_READ_SEARCH",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "SETGID",
+    "SETUID",
+    "SETPCAP",
+    "LINUX_IMMUTABLE",
+    "NET_BIND_SERVICE",
+    "NET_BROADCAST",
+    "NET_ADMIN",
+    "NET_RAW",
+    "IPC_LOCK",
+    "IPC_OWNER",
+    "SYS_MODULE",
+    "SYS_RAWIO",
+    "SYS_CHROOT",
+    "SYS_PTRACE",
+    "SYS_PACCT",
+    "SYS_ADMIN",
+    "SYS_BOOT",
+    "SYS_NICE",
+    "SYS_RESOURCE",
+    "SYS_TIME",
+    "SYS_TTY_CONFIG",
+    "MKNOD",
+    "LEASE",
+    "AUDIT_WRITE",
+    "AUDIT_CONTROL",
+    "SETFCAP",
+    "MAC_OVERRIDE",
+    "MAC_ADMIN",
+    "SYSLOG",
+    "WAKE_ALARM",
+    "BLOCK_SUSPEND",
+    "AUDIT_READ",
+    "PERFMON",
+    "BPF",
+    "CHECKPOINT_RESTORE",
+]
 CGROUP = Path("/sys/fs/cgroup")
 HERE = Path(__file__).resolve()
 
@@ -69,14 +106,21 @@ class Row:
     uid_map: str = ""  # written for the row's user namespace; none when empty
 
 
-ROWS = {row.name: row for row in [
-    Row("cgroup-v1", "root with cgroup v1 (pids and memory controllers writable)"),
-    Row("cgroup-v2", "root with a cgroup2 mount at /sys/fs/cgroup (no pids or memory controller in it here)"),
-    Row("cgroups-ro", "root with every cgroup mount read-only (rlimits only)"),
-    Row("userns-65536", "an unprivileged user namespace mapping 65,536 uids (a pod with hostUsers: false)",
-        owner=100000, uid_map="0 100000 65536"),
-    Row("userns-root", "an unprivileged user namespace mapping root alone", uid_map="0 0 1"),
-]}
+ROWS = {
+    row.name: row
+    for row in [
+        Row("cgroup-v1", "root with cgroup v1 (pids and memory controllers writable)"),
+        Row("cgroup-v2", "root with a cgroup2 mount at /sys/fs/cgroup (no pids or memory controller in it here)"),
+        Row("cgroups-ro", "root with every cgroup mount read-only (rlimits only)"),
+        Row(
+            "userns-65536",
+            "an unprivileged user namespace mapping 65,536 uids (a pod with hostUsers: false)",
+            owner=100000,
+            uid_map="0 100000 65536",
+        ),
+        Row("userns-root", "an unprivileged user namespace mapping root alone", uid_map="0 0 1"),
+    ]
+}
 
 
 def command(row: str, argv: list[str], *, caps: list[str] | None = None, masked_proc: bool = False) -> list[str]:
@@ -97,8 +141,12 @@ print(json.dumps({"bwrap": why if not ok else "", "uid_map": " ".join(Path("/pro
                   "cgroups": [made.version, sorted(made.controllers), made.why]}))
 """
 # What the sandbox must find in each row: (cgroup version, controllers that limit).
-_CGROUPS = {"cgroup-v1": [1, ["memory", "pids"]], "cgroup-v2": [2, []], "cgroups-ro": [None, []],
-            "userns-65536": [None, []]}
+_CGROUPS = {
+    "cgroup-v1": [1, ["memory", "pids"]],
+    "cgroup-v2": [2, []],
+    "cgroups-ro": [None, []],
+    "userns-65536": [None, []],
+}
 
 
 @functools.cache
@@ -109,8 +157,14 @@ def unavailable(row: str) -> str:
     if os.geteuid() != 0:
         return "the rows are made by root (mount and user namespaces, uid maps)"
     try:
-        done = subprocess.run(command(row, [sys.executable, "-c", _PROBE]), capture_output=True, text=True, timeout=60,
-                              check=False, cwd=HERE.parents[2])
+        done = subprocess.run(
+            command(row, [sys.executable, "-c", _PROBE]),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd=HERE.parents[2],
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"the {row} row could not be made ({exc})"
     if done.returncode != 0:
@@ -123,8 +177,10 @@ def unavailable(row: str) -> str:
         return f"the {row} row maps {seen['uid_map']!r}, not {wanted!r}"
     if row in _CGROUPS and seen["cgroups"][:2] != _CGROUPS[row]:
         version, controllers, why = seen["cgroups"]
-        return (f"the sandbox finds cgroup v{version} with {controllers or 'no'} controllers in the {row} row "
-                f"({why or 'no reason given'}), not what the row stands for")
+        return (
+            f"the sandbox finds cgroup v{version} with {controllers or 'no'} controllers in the {row} row "
+            f"({why or 'no reason given'}), not what the row stands for"
+        )
     return ""
 
 
@@ -158,8 +214,11 @@ def _cgroup_mounts() -> list[tuple[str, int]]:
         fields = left.split()
         if right.split()[0] in ("cgroup", "cgroup2"):
             options = fields[5].split(",")
-            flags = sum(bit for name, bit in (("nosuid", MS_NOSUID), ("nodev", MS_NODEV), ("noexec", MS_NOEXEC))
-                        if name in options)
+            flags = sum(
+                bit
+                for name, bit in (("nosuid", MS_NOSUID), ("nodev", MS_NODEV), ("noexec", MS_NOEXEC))
+                if name in options
+            )
             out.append((fields[4], flags))
     return out
 
@@ -255,7 +314,7 @@ def main(args: list[str]) -> None:
     if "--" not in args or not args or args[0] not in ROWS:
         raise SystemExit(f"usage: hosts.py {{{','.join(ROWS)}}} [--caps CAP,...] [--masked-proc] -- COMMAND...")
     split = args.index("--")
-    row, options, argv = ROWS[args[0]], args[1:split], args[split + 1:]
+    row, options, argv = ROWS[args[0]], args[1:split], args[split + 1 :]
     caps = options[options.index("--caps") + 1].split(",") if "--caps" in options else None
     if row.name == "cgroup-v2":
         _cgroup_v2()

@@ -41,9 +41,14 @@ def _cell(case: Case, output: str, found: dict[str, Any] | None) -> str:
     }
     if case.behaviour in by_behaviour and found is not None:
         return by_behaviour[case.behaviour]()
-    for words, said in [("MemoryError", "MemoryError (RLIMIT_AS)"), ("memory limit", "killed: memory limit"),
-                        ("output cap", "killed: output cap"), ("cpu limit", "killed: CPU limit"),
-                        ("wall timeout", "killed: wall timeout"), ("nothing listened", "nothing listened in 20 s")]:
+    for words, said in [
+        ("MemoryError", "MemoryError (RLIMIT_AS)"),
+        ("memory limit", "killed: memory limit"),
+        ("output cap", "killed: output cap"),
+        ("cpu limit", "killed: CPU limit"),
+        ("wall timeout", "killed: wall timeout"),
+        ("nothing listened", "nothing listened in 20 s"),
+    ]:
         if words in output:
             return said
     if case.behaviour == "daemon":

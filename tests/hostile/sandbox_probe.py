@@ -72,18 +72,25 @@ def main(folder: Path, marker: str) -> dict[str, object]:
     try:
         with Sandbox(folder, limits=LIMITS, isolate=True) as box:
             assert box.enforcement is not None
-            seen.update(isolated=box.isolated, note=box.note, holders=box.enforcement.holders(),
-                        cgroups=[str(p) for p in box._cgroups.values()])
-            script = ("id -u; grep -E '^0::|pids' /proc/self/cgroup; grep -E 'processes|address' /proc/self/limits; "
-                      "grep -E '^(Cap|NoNewPrivs)' /proc/self/status")
+            seen.update(
+                isolated=box.isolated,
+                note=box.note,
+                holders=box.enforcement.holders(),
+                cgroups=[str(p) for p in box._cgroups.values()],
+            )
+            script = (
+                "id -u; grep -E '^0::|pids' /proc/self/cgroup; grep -E 'processes|address' /proc/self/limits; "
+                "grep -E '^(Cap|NoNewPrivs)' /proc/self/status"
+            )
             who = box.run(["sh", "-c", script], timeout_s=20)
             seen["who"] = [" ".join(line.split()) for line in who.stdout_tail.splitlines()]
             late = box.run(["sleep", "6"], timeout_s=1)
             seen["wall_timeout"] = [late.killed, late.wall_s < 4]
             box.write_file("given.txt", "an earlier config")  # given to the candidate's uid, then
             box.write_file("given.txt", "from the grader")  # replaced (a pod's root has no CAP_FOWNER)
-            files = box.run(["sh", "-c", "cat given.txt > back.txt && chmod 600 back.txt"], timeout_s=20,
-                            files_back=["back.txt"])
+            files = box.run(
+                ["sh", "-c", "cat given.txt > back.txt && chmod 600 back.txt"], timeout_s=20, files_back=["back.txt"]
+            )
             seen["files"] = files.files.get("back.txt")
             sleeper = box.spawn(["sleep", "15"], timeout_s=60)
             loop = box.run(["python", "-c", FORK_LOOP, marker], timeout_s=60)

@@ -18,13 +18,22 @@ from pathlib import Path
 import pytest
 from hostile_grading import grade
 
-SUBMISSION_YAML = json.dumps({"contract": 1, "candidate": "archive", "loadgen": {
-    "command": ["python", "-c", "pass"], "test_command": ["python", "-c", "pass"], "percentile": "m:f"},
-    "gateway": {"command": ["python", "-c", "pass"]}, "manifests": {"values": "v.yaml"},
-    "sizing": {"command": ["python", "-c", "pass"]}, "memo": "MEMO.md"}).encode()
+SUBMISSION_YAML = json.dumps(
+    {
+        "contract": 1,
+        "candidate": "archive",
+        "loadgen": {"command": ["python", "-c", "pass"], "test_command": ["python", "-c", "pass"], "percentile": "m:f"},
+        "gateway": {"command": ["python", "-c", "pass"]},
+        "manifests": {"values": "v.yaml"},
+        "sizing": {"command": ["python", "-c", "pass"]},
+        "memo": "MEMO.md",
+    }
+).encode()
 
 
-def _tar_member(name: str, *, data: bytes = b"", kind: bytes = tarfile.REGTYPE, link: str = "") -> tuple[tarfile.TarInfo, bytes]:
+def _tar_member(
+    name: str, *, data: bytes = b"", kind: bytes = tarfile.REGTYPE, link: str = ""
+) -> tuple[tarfile.TarInfo, bytes]:
     info = tarfile.TarInfo(name)
     info.type, info.linkname, info.size = kind, link, len(data) if kind == tarfile.REGTYPE else 0
     return info, data
@@ -80,16 +89,26 @@ def _many(path: Path) -> Path:
 ARCHIVES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "dotdot": (lambda d: _tar(d / "a.tar.gz", [_tar_member("sub/../../evil", data=b"x")]), "'..'"),
     "absolute": (lambda d: _tar(d / "a.tar.gz", [_tar_member(str(d / "abs-evil"), data=b"x")]), "absolute path"),
-    "symlink-out": (lambda d: _tar(d / "a.tar.gz", [_tar_member("sub/up", kind=tarfile.SYMTYPE, link="../../..")]),
-                    "leaves the folder"),
-    "symlink-abs": (lambda d: _tar(d / "a.tar.gz", [_tar_member("sub/etc", kind=tarfile.SYMTYPE, link="/etc")]),
-                    "absolute"),
-    "hardlink-abs": (lambda d: _tar(d / "a.tar.gz", [_tar_member("sub/pw", kind=tarfile.LNKTYPE, link="/etc/passwd")]),
-                     "absolute path"),
-    "hardlink-up": (lambda d: _tar(d / "a.tar.gz", [_tar_member("sub/h", kind=tarfile.LNKTYPE, link="../outside")]),
-                    "'..'"),
-    "zip-symlink": (lambda d: _zip(d / "a.zip", {"sub/ln": b"../../../etc/shadow"}, {"sub/ln": stat.S_IFLNK | 0o777}),
-                    "leaves the folder"),
+    "symlink-out": (
+        lambda d: _tar(d / "a.tar.gz", [_tar_member("sub/up", kind=tarfile.SYMTYPE, link="../../..")]),
+        "leaves the folder",
+    ),
+    "symlink-abs": (
+        lambda d: _tar(d / "a.tar.gz", [_tar_member("sub/etc", kind=tarfile.SYMTYPE, link="/etc")]),
+        "absolute",
+    ),
+    "hardlink-abs": (
+        lambda d: _tar(d / "a.tar.gz", [_tar_member("sub/pw", kind=tarfile.LNKTYPE, link="/etc/passwd")]),
+        "absolute path",
+    ),
+    "hardlink-up": (
+        lambda d: _tar(d / "a.tar.gz", [_tar_member("sub/h", kind=tarfile.LNKTYPE, link="../outside")]),
+        "'..'",
+    ),
+    "zip-symlink": (
+        lambda d: _zip(d / "a.zip", {"sub/ln": b"../../../etc/shadow"}, {"sub/ln": stat.S_IFLNK | 0o777}),
+        "leaves the folder",
+    ),
     "zip-bomb": (lambda d: _zip(d / "a.zip", {"sub/big.bin": b"\0" * (160 * 1024 * 1024)}), "bytes uncompressed"),
     "zip-bomb-liar": (lambda d: _liar(d / "a.zip"), "'sub/big.bin'"),
     "many-files": (lambda d: _many(d / "a.tar"), "more than"),

@@ -30,8 +30,14 @@ ROWS = ["cgroup-v2", "cgroups-ro", "userns-65536", "userns-root"]
 CHEAP = {
     "cgroup-v2": ["fork_bomb-loadgen", "daemon-loadgen", "kill_parent-loadgen"],
     "cgroups-ro": ["fork_bomb-loadgen", "memory_hog-loadgen", "daemon-loadgen", "read_secrets-loadgen"],
-    "userns-65536": ["fork_bomb-loadgen", "daemon-loadgen", "kill_parent-loadgen", "signal_all-loadgen",
-                     "read_secrets-loadgen", "write_outside-loadgen"],
+    "userns-65536": [
+        "fork_bomb-loadgen",
+        "daemon-loadgen",
+        "kill_parent-loadgen",
+        "signal_all-loadgen",
+        "read_secrets-loadgen",
+        "write_outside-loadgen",
+    ],
     "userns-root": ["read_secrets-loadgen"],  # nothing runs there: one grade shows it
 }
 

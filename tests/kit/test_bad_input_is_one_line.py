@@ -14,8 +14,8 @@ import httpx
 import jsonschema
 import pytest
 import yaml
-
 from kit_paths import ROOT
+
 from fake_server import serve
 from grader.manifests import check_manifests
 from grader.shared.schema_words import explain
@@ -24,8 +24,9 @@ BIN = Path(sys.executable).parent
 
 
 def _cli(*argv: str, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        [str(BIN / argv[0]), *argv[1:]], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def _one_line_error(done: subprocess.CompletedProcess[str]) -> str:
@@ -100,12 +101,15 @@ def test_both_clis_have_version():
         assert done.returncode == 0 and done.stdout.strip() == f"{name} {version}", done.stdout
 
 
-@pytest.mark.parametrize(("schema", "value", "bad_words", "said"), [
-    ({"type": "object", "maxProperties": 1}, {"a": 1, "b": 2}, "has too many properties", "at most 1 key"),
-    ({"type": "string", "not": {"pattern": "^x"}}, "xy", "should not be valid under", "not allowed"),
-    ({"type": "integer"}, "two", "is not of type", "must be an integer"),
-    ({"type": "array", "minItems": 2}, [1], "is too short", "at least 2 items"),
-])
+@pytest.mark.parametrize(
+    ("schema", "value", "bad_words", "said"),
+    [
+        ({"type": "object", "maxProperties": 1}, {"a": 1, "b": 2}, "has too many properties", "at most 1 key"),
+        ({"type": "string", "not": {"pattern": "^x"}}, "xy", "should not be valid under", "not allowed"),
+        ({"type": "integer"}, "two", "is not of type", "must be an integer"),
+        ({"type": "array", "minItems": 2}, [1], "is too short", "at least 2 items"),
+    ],
+)
 def test_jsonschema_wording_becomes_a_sentence(schema, value, bad_words, said):
     (error,) = jsonschema.Draft202012Validator(schema).iter_errors(value)
     assert bad_words in error.message  # what jsonschema itself says
@@ -137,7 +141,10 @@ def test_grader_check_says_what_the_grade_runs_that_it_does_not(tmp_path):
     shutil.copytree(ROOT / "submissions" / "reference", sub, ignore=shutil.ignore_patterns("__pycache__"))
     done = _cli("grader", "check", str(sub), "--only", "manifests", "--out", str(tmp_path / "out"), timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    before, after = done.stdout.index("The grade also runs what this check does not"), done.stdout.index("Not run here:")
+    before, after = (
+        done.stdout.index("The grade also runs what this check does not"),
+        done.stdout.index("Not run here:"),
+    )
     assert before < done.stdout.index("TOTAL") < after
     assert "unseen variants of each scenario" in done.stdout and "unseen sizing input sets" in done.stdout
     assert "(public criteria only)" in (tmp_path / "out" / "report.html").read_text()
@@ -156,15 +163,18 @@ def test_grader_contract_checks_scripts_and_names_the_file_it_checked(tmp_path):
     assert "gateway.command: gateway/missing.py does not exist" in done.stderr
 
 
-@pytest.mark.parametrize("argv", [
-    ("grader", "contract", "/nonexistent-sub"),
-    ("grader", "manifests", "/nonexistent-chart"),
-    ("grader", "manifests", "chart", "--schemas", "/nonexistent-schemas"),
-    ("grader", "grade", "/nonexistent-sub"),
-    ("grader", "check", "/nonexistent-sub"),
-    ("grader", "memo", "/nonexistent-memo.md"),
-    ("grader", "contract", "starter", "--output", "loadgen-results", "/nonexistent-out.json"),
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("grader", "contract", "/nonexistent-sub"),
+        ("grader", "manifests", "/nonexistent-chart"),
+        ("grader", "manifests", "chart", "--schemas", "/nonexistent-schemas"),
+        ("grader", "grade", "/nonexistent-sub"),
+        ("grader", "check", "/nonexistent-sub"),
+        ("grader", "memo", "/nonexistent-memo.md"),
+        ("grader", "contract", "starter", "--output", "loadgen-results", "/nonexistent-out.json"),
+    ],
+)
 def test_usage_errors_and_missing_paths_exit_2_with_one_line(argv):
     line = _one_line_error(_cli(*argv, cwd=ROOT))
     assert "nonexistent" in line

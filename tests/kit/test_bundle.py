@@ -32,7 +32,7 @@ BIN = Path(sys.executable).parent
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 PLATFORM = {"x86_64": "linux-x86_64", "aarch64": "linux-aarch64"}.get(platform.machine(), "linux-x86_64")
 
-_STREAM = r'''
+_STREAM = r"""
 import json, subprocess, sys, time
 import httpx
 server = subprocess.Popen(["fake-server", "serve", "--port", "0", "--token-rate", "200"], stdout=subprocess.PIPE, text=True)
@@ -49,9 +49,9 @@ try:
 finally:
     server.terminate()
     server.wait(timeout=10)
-'''
+"""
 
-_OFFLINE = r'''
+_OFFLINE = r"""
 set -eu
 ip link set lo up
 cd "$1"
@@ -72,7 +72,7 @@ cd "$3"
 rc=0; grader check . --out "$3/../reference-report" --sandboxes 2 $4 || rc=$?
 echo "REFERENCE-CHECK-EXIT $rc"
 python -c "import aiohttp, fastapi, numpy, openai; print('FRAMEWORKS-IMPORT', numpy.percentile([1, 2, 3, 4], 50))"
-'''
+"""
 
 
 # The reference's self-check from the installed kit: in `make test`, the parts graded from its files and from the
@@ -86,11 +86,18 @@ _ONLY = "" if os.environ.get("SUITE_FULL") == "1" else " ".join(f"--only {part}"
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bundle") / "takehome.tar.gz"
     started = time.monotonic()
-    done = subprocess.run([str(BIN / "grader"), "bundle", "--out", str(out), "--python", PYTHON, "--platform", PLATFORM],
-                          capture_output=True, text=True, timeout=1200, check=False)
+    done = subprocess.run(
+        [str(BIN / "grader"), "bundle", "--out", str(out), "--python", PYTHON, "--platform", PLATFORM],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    print(f"\nbundle for Python {PYTHON} on {PLATFORM}: {out.stat().st_size / 1e6:.1f} MB, "
-          f"built in {time.monotonic() - started:.0f} s")
+    print(
+        f"\nbundle for Python {PYTHON} on {PLATFORM}: {out.stat().st_size / 1e6:.1f} MB, "
+        f"built in {time.monotonic() - started:.0f} s"
+    )
     return out
 
 
@@ -114,9 +121,12 @@ def _members(path: Path) -> dict[str, bytes]:
 def _reference_phrases() -> list[str]:
     """Lines of the reference memo's text that no shipped file of the repository has."""
     body = (ROOT / "submissions/reference/memo/MEMO.md").read_text(encoding="utf-8").split("\n---", 2)[-1]
-    shipped = "".join(p.read_text(encoding="utf-8", errors="replace")
-                      for folder in ("starter", "docs", "schemas/contract", "chart") for p in (ROOT / folder).rglob("*")
-                      if p.is_file())
+    shipped = "".join(
+        p.read_text(encoding="utf-8", errors="replace")
+        for folder in ("starter", "docs", "schemas/contract", "chart")
+        for p in (ROOT / folder).rglob("*")
+        if p.is_file()
+    )
     phrases = [line.strip() for line in body.splitlines() if len(line.strip()) >= 40 and line.strip() not in shipped]
     assert len(phrases) >= 5, "the reference memo should have phrases of its own"
     return phrases
@@ -125,10 +135,18 @@ def _reference_phrases() -> list[str]:
 @pytest.mark.rotating(67)
 def test_the_bundle_holds_the_candidates_kit(bundle):
     names = set(_members(bundle))
-    for needed in ("takehome/install.sh", "takehome/install.ps1", "takehome/README.md", "takehome/starter/TASK.md",
-                   "takehome/starter/submission.yaml", "takehome/starter/api_client.py", "takehome/chart/Chart.yaml",
-                   "takehome/schemas/contract/submission.schema.json", "takehome/docs/architecture.md",
-                   "takehome/wheels/COVERAGE.txt"):
+    for needed in (
+        "takehome/install.sh",
+        "takehome/install.ps1",
+        "takehome/README.md",
+        "takehome/starter/TASK.md",
+        "takehome/starter/submission.yaml",
+        "takehome/starter/api_client.py",
+        "takehome/chart/Chart.yaml",
+        "takehome/schemas/contract/submission.schema.json",
+        "takehome/docs/architecture.md",
+        "takehome/wheels/COVERAGE.txt",
+    ):
         assert needed in names, needed
     wheels = [n.rsplit("/", 1)[-1] for n in names if n.startswith("takehome/wheels/") and n.endswith(".whl")]
     for dist in ("serving_takehome_kit-", "pytest-", "openai-", "helm_python_sdk-", "httpx-", "uvicorn-", "pyyaml-"):
@@ -156,7 +174,7 @@ def test_the_bundle_holds_no_reference_chaff_or_unseen_material(bundle):
     # the unseen variants and input sets, the interview's question bank and the live exercises' pool
     for listed in ("variants.yaml", "sizing_sets.yaml", "questions.yaml", "live.yaml"):
         assert f"grader/unseen/{listed}" in unseen_files, f"{listed} is where this test looks for it"
-        assert not any(n.endswith(f"/unseen/{listed}") or n.endswith(f"/{listed}") for n in members), listed
+        assert not any(n.endswith((f"/unseen/{listed}", f"/{listed}")) for n in members), listed
     unseen = [(ROOT / f).read_text(encoding="utf-8") for f in unseen_files]
     bank = yaml.safe_load((ROOT / "grader/unseen/questions.yaml").read_text(encoding="utf-8"))["questions"]
     pool = yaml.safe_load((ROOT / "grader/unseen/live.yaml").read_text(encoding="utf-8"))["exercises"]
@@ -190,15 +208,23 @@ def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tm
     unshare = ["unshare", "--net"] + ([] if os.geteuid() == 0 else ["--map-root-user"])
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "PYTHONPATH", "VIRTUAL_ENV"))}
     env["PATH"] = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
-    done = subprocess.run([*unshare, "sh", "-c", _OFFLINE, "offline", str(top), str(stream), str(work), _ONLY],
-                          env=env, capture_output=True, text=True, timeout=1500, check=False)
+    done = subprocess.run(
+        [*unshare, "sh", "-c", _OFFLINE, "offline", str(top), str(stream), str(work), _ONLY],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        check=False,
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     assert "NETWORK-BLOCKED" in output and "NETWORK-REACHABLE" not in output
     first = float(re.search(r"FIRST-TOKEN (\d+\.\d+)", output).group(1))
     print(f"\nunpack to first streamed token, offline: {first - started:.1f} s")
     # the bundle says what made it, and the check prints it: edition, kit version, contract, rubric digest
-    stamp = re.search(r"follows contract 3; its bundle: name default, kit (\S+), contract 3, rubric ([0-9a-f]{16})", output)
+    stamp = re.search(
+        r"follows contract 3; its bundle: name default, kit (\S+), contract 3, rubric ([0-9a-f]{16})", output
+    )
     assert "== contract" in output and stamp, output[-4000:]
     assert stamp.group(1) == metadata.version("serving-takehome-kit")
     assert "public criteria only" in output

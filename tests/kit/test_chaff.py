@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 import yaml
-
 from kit_paths import ROOT
-from grader.kit.chaff import ChaffError, list_chaff, materialize, read_chaff
+
 from grader.contract import ContractError, load_submission
+from grader.kit.chaff import ChaffError, list_chaff, materialize, read_chaff
 from grader.runs.tests import CANDIDATE_PLUGINS
 
 SUBMISSIONS = ROOT / "submissions"
@@ -74,6 +74,7 @@ def test_a_chaff_differs_from_its_base_only_in_the_files_its_edits_name(built):
 
 # --- bad chaff are refused with the chaff, the field and the edit named ---------------------------
 
+
 def _chaff(tmp_path: Path, text: str) -> Path:
     base = tmp_path / "subs" / "base"
     base.mkdir(parents=True, exist_ok=True)
@@ -89,25 +90,36 @@ GOOD_HEAD = "base: base\ndefect: x is two\ntargets: [loadgen.ttft]\n"
 
 
 def test_edits_apply_in_order_to_a_copy(tmp_path):
-    folder = _chaff(tmp_path, GOOD_HEAD + textwrap.dedent("""\
+    folder = _chaff(
+        tmp_path,
+        GOOD_HEAD
+        + textwrap.dedent("""\
         edits:
           - {file: a.py, find: "x = 1", replace: "x = 2"}
           - {file: a.py, find: "x = 2\\ny", replace: "x = 3\\ny"}
-        """))
+        """),
+    )
     out = materialize(folder, tmp_path / "out")
     assert (out / "a.py").read_text() == "x = 3\ny = 1\n"
     assert (tmp_path / "subs" / "base" / "a.py").read_text() == "x = 1\ny = 1\n"
     assert read_chaff(folder).targets == ("loadgen.ttft",)
 
 
-@pytest.mark.parametrize(("edits", "message"), [
-    ('[{file: a.py, find: "z = 1", replace: ""}]',
-     "chaff bad: edits[0] (a.py): `find` occurs 0 times, must occur exactly once (it begins 'z = 1')"),
-    ('[{file: a.py, find: "x = 1", replace: "x = 2"}, {file: a.py, find: "x = 1", replace: ""}]',
-     "chaff bad: edits[1] (a.py): `find` occurs 0 times"),  # the first edit changed it
-    ('[{file: a.py, find: "= 1", replace: ""}]', "chaff bad: edits[0] (a.py): `find` occurs 2 times"),
-    ('[{file: b.py, find: "x", replace: ""}]', "chaff bad: edits[0] (b.py): no such file in base base"),
-])
+@pytest.mark.parametrize(
+    ("edits", "message"),
+    [
+        (
+            '[{file: a.py, find: "z = 1", replace: ""}]',
+            "chaff bad: edits[0] (a.py): `find` occurs 0 times, must occur exactly once (it begins 'z = 1')",
+        ),
+        (
+            '[{file: a.py, find: "x = 1", replace: "x = 2"}, {file: a.py, find: "x = 1", replace: ""}]',
+            "chaff bad: edits[1] (a.py): `find` occurs 0 times",
+        ),  # the first edit changed it
+        ('[{file: a.py, find: "= 1", replace: ""}]', "chaff bad: edits[0] (a.py): `find` occurs 2 times"),
+        ('[{file: b.py, find: "x", replace: ""}]', "chaff bad: edits[0] (b.py): no such file in base base"),
+    ],
+)
 def test_an_edit_that_does_not_apply_exactly_once_is_named_and_leaves_nothing(tmp_path, edits, message):
     folder = _chaff(tmp_path, GOOD_HEAD + f"edits: {edits}\n")
     with pytest.raises(ChaffError) as caught:
@@ -116,18 +128,26 @@ def test_an_edit_that_does_not_apply_exactly_once_is_named_and_leaves_nothing(tm
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    (GOOD_HEAD + 'edits: [{file: ../a.py, find: "x", replace: ""}]', "edits[0]: file: '../a.py' must stay inside"),
-    (GOOD_HEAD + 'edits: [{file: a.py, find: "x"}]', "edits[0]: must have exactly the keys file, find, replace"),
-    (GOOD_HEAD + 'edits: [{file: a.py, find: "", replace: "y"}]', "edits[0] (a.py): find: must be non-empty"),
-    (GOOD_HEAD + "edits: []", "edits: must be a non-empty list"),
-    ("base: base\ndefect: d\ntargets: [TTFT]\nedits: [{file: a.py, find: x, replace: y}]",
-     "targets[0]: 'TTFT' is not a criterion id"),
-    ("base: base\ndefect: d\nedits: []\ncolour: red\n", "unknown key(s) colour; missing key(s) targets"),
-    ("base: ../x\ndefect: d\ntargets: [a.b]\nedits: [{file: a.py, find: x, replace: y}]", "base: must name a folder"),
-    ("base: base\ndefect: [unclosed\n", "line 3: not valid YAML"),
-    (GOOD_HEAD + 'unseen: "yes"\nedits: [{file: a.py, find: "x", replace: ""}]', "unseen: must be true or false"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (GOOD_HEAD + 'edits: [{file: ../a.py, find: "x", replace: ""}]', "edits[0]: file: '../a.py' must stay inside"),
+        (GOOD_HEAD + 'edits: [{file: a.py, find: "x"}]', "edits[0]: must have exactly the keys file, find, replace"),
+        (GOOD_HEAD + 'edits: [{file: a.py, find: "", replace: "y"}]', "edits[0] (a.py): find: must be non-empty"),
+        (GOOD_HEAD + "edits: []", "edits: must be a non-empty list"),
+        (
+            "base: base\ndefect: d\ntargets: [TTFT]\nedits: [{file: a.py, find: x, replace: y}]",
+            "targets[0]: 'TTFT' is not a criterion id",
+        ),
+        ("base: base\ndefect: d\nedits: []\ncolour: red\n", "unknown key(s) colour; missing key(s) targets"),
+        (
+            "base: ../x\ndefect: d\ntargets: [a.b]\nedits: [{file: a.py, find: x, replace: y}]",
+            "base: must name a folder",
+        ),
+        ("base: base\ndefect: [unclosed\n", "line 3: not valid YAML"),
+        (GOOD_HEAD + 'unseen: "yes"\nedits: [{file: a.py, find: "x", replace: ""}]', "unseen: must be true or false"),
+    ],
+)
 def test_a_malformed_chaff_yaml_is_named_by_field(tmp_path, text, message):
     folder = _chaff(tmp_path, text)
     with pytest.raises(ChaffError) as caught:
@@ -155,16 +175,36 @@ def test_a_failed_build_into_an_empty_folder_leaves_it_empty(tmp_path):
 
 # --- each load-generator defect is real: the figure it gets wrong, against the ledger -------------
 
-def _loadgen(folder: Path, server: Any, out: Path, requests: int, concurrency: int,
-             max_tokens: int, *flags: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "loadgen", "--base-url", server.openai_base_url, "--model", "fake-model",
-            "--requests", str(requests), "--concurrency", str(concurrency), "--prompt-tokens", "16",
-            "--max-tokens", str(max_tokens), "--output", str(out), *flags]
+
+def _loadgen(
+    folder: Path, server: Any, out: Path, requests: int, concurrency: int, max_tokens: int, *flags: str
+) -> subprocess.CompletedProcess[str]:
+    argv = [
+        sys.executable,
+        "-m",
+        "loadgen",
+        "--base-url",
+        server.openai_base_url,
+        "--model",
+        "fake-model",
+        "--requests",
+        str(requests),
+        "--concurrency",
+        str(concurrency),
+        "--prompt-tokens",
+        "16",
+        "--max-tokens",
+        str(max_tokens),
+        "--output",
+        str(out),
+        *flags,
+    ]
     return subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=60, check=False)
 
 
-def _run(folder: Path, server: Any, out: Path, requests: int, concurrency: int, max_tokens: int,
-         *flags: str) -> dict[str, Any]:
+def _run(
+    folder: Path, server: Any, out: Path, requests: int, concurrency: int, max_tokens: int, *flags: str
+) -> dict[str, Any]:
     done = _loadgen(folder, server, out, requests, concurrency, max_tokens, *flags)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     return json.loads(out.read_text())
@@ -196,6 +236,7 @@ def _headers_first(results, ledger):
 def _outcomes(expected: set[tuple[Any, ...]], *keys: str) -> Callable[[Any, Any], None]:
     def check(results, ledger):
         assert {tuple(r[k] for k in keys) for r in results["requests"]} == expected
+
     return check
 
 
@@ -207,6 +248,7 @@ def _chunks_as_tokens(results, ledger):
 def _in_flight(expected: Callable[[int], bool]) -> Callable[[Any, Any], None]:
     def check(results, ledger):
         assert expected(_most_in_flight(ledger)), _most_in_flight(ledger)
+
     return check
 
 
@@ -318,8 +360,14 @@ DEFECTS: list[tuple[str, dict[str, Any], int, int, int, Callable[[Any, Any], Non
     ("stream-error-ok", {"scenario": "stream-error"}, 2, 2, 32, _outcomes({("ok",)}, "outcome")),
     ("malformed-crash", {"scenario": "malformed-chunk"}, 2, 2, 32, _outcomes({("ok",)}, "outcome")),
     ("cut-ok", {"scenario": "cut-mid-stream"}, 2, 2, 32, _outcomes({("ok",)}, "outcome")),
-    ("status-dropped", {"scenario": "not-found"}, 2, 2, 32,
-     _outcomes({("failed", "connection", None)}, "outcome", "failure", "status")),
+    (
+        "status-dropped",
+        {"scenario": "not-found"},
+        2,
+        2,
+        32,
+        _outcomes({("failed", "connection", None)}, "outcome", "failure", "status"),
+    ),
     ("tokens-by-chunks", {"scenario": "multi-token-chunks"}, 2, 2, 40, _chunks_as_tokens),
     ("unbounded-concurrency", SLOW, 6, 2, 32, _in_flight(lambda most: most > 2)),
     ("concurrency-off-by-one", SLOW, 6, 3, 32, _in_flight(lambda most: most == 2)),
@@ -336,26 +384,36 @@ DEFECTS: list[tuple[str, dict[str, Any], int, int, int, Callable[[Any, Any], Non
     ("summary-counts-failed", {"scenario": "cut-mid-stream"}, 2, 2, 32, _failed_ttft_sampled),
     ("ttft-from-reasoning", THINKS, 2, 2, 24, _ttft_at_reasoning),
     ("reasoning-tokens-as-output", THINKS, 2, 2, 24, _reasoning_in_output),
-    ("loadgen-error-statuses-listed", {"faults": [{"kind": "http_error", "status": 502}]}, 2, 2, 16,
-     _unlisted_status_missed),
+    (
+        "loadgen-error-statuses-listed",
+        {"faults": [{"kind": "http_error", "status": 502}]},
+        2,
+        2,
+        16,
+        _unlisted_status_missed,
+    ),
 ]
 
 
 @pytest.mark.sampled(5)  # a sample each run, every one over many (tests/sampling.py)
-@pytest.mark.parametrize(("name", "server_settings", "requests", "concurrency", "max_tokens", "wrong"), DEFECTS,
-                         ids=[d[0] for d in DEFECTS])
-def test_the_load_generator_defect_is_real(built, fake_server, tmp_path, name, server_settings, requests, concurrency,
-                                           max_tokens, wrong):
+@pytest.mark.parametrize(
+    ("name", "server_settings", "requests", "concurrency", "max_tokens", "wrong"), DEFECTS, ids=[d[0] for d in DEFECTS]
+)
+def test_the_load_generator_defect_is_real(
+    built, fake_server, tmp_path, name, server_settings, requests, concurrency, max_tokens, wrong
+):
     server = fake_server(**server_settings)
     results = _run(built[name], server, tmp_path / "results.json", requests, concurrency, max_tokens)
     wrong(results, server.ledger())
 
 
 @pytest.mark.sampled(5)  # a sample each run, every one over many (tests/sampling.py)
-@pytest.mark.parametrize(("name", "server_settings", "requests", "concurrency", "max_tokens", "wrong"), DEFECTS,
-                         ids=[d[0] for d in DEFECTS])
-def test_the_reference_gets_that_figure_right(fake_server, tmp_path, name, server_settings, requests, concurrency,
-                                              max_tokens, wrong):
+@pytest.mark.parametrize(
+    ("name", "server_settings", "requests", "concurrency", "max_tokens", "wrong"), DEFECTS, ids=[d[0] for d in DEFECTS]
+)
+def test_the_reference_gets_that_figure_right(
+    fake_server, tmp_path, name, server_settings, requests, concurrency, max_tokens, wrong
+):
     """The same run and check on the reference must not find the defect, or the check shows nothing."""
     server = fake_server(**server_settings)
     results = _run(REFERENCE, server, tmp_path / "results.json", requests, concurrency, max_tokens)
@@ -394,9 +452,11 @@ def test_the_timeout_is_the_flags_and_not_a_constant(built, fake_server, tmp_pat
 
 def test_a_p99_from_a_hundred_samples_or_more_is_not_the_maximum(built, fake_server, tmp_path):
     """Nearest rank over 101 samples: the p99 is the 100th, so it is labelled a p99, not the maximum."""
+
     def ttft(folder: Path, out: Path) -> dict[str, Any]:
         server = fake_server(max_num_seqs=32, token_rate=2000, output_len_min=2, output_len_max=2)
         return _run(folder, server, out, 101, 16, 2)["summary"]["ttft_s"]
+
     reference = ttft(REFERENCE, tmp_path / "reference.json")
     assert reference["n"] == 101 and reference["p99_is_max"] is False
     chaff = ttft(built["loadgen-p99-always-max"], tmp_path / "chaff.json")
@@ -404,9 +464,15 @@ def test_a_p99_from_a_hundred_samples_or_more_is_not_the_maximum(built, fake_ser
 
 
 def test_every_load_generator_chaff_has_its_defect_shown():
-    shown = {d[0] for d in DEFECTS} | {"loadgen-exits-nonzero-on-failures", "loadgen-timeout-fixed",
-                                       "loadgen-no-timeout", "loadgen-p99-always-max"}
-    assert shown == {c.name for c in list_chaff(SUBMISSIONS / "chaff") if c.targets and c.targets[0].startswith("loadgen.")}
+    shown = {d[0] for d in DEFECTS} | {
+        "loadgen-exits-nonzero-on-failures",
+        "loadgen-timeout-fixed",
+        "loadgen-no-timeout",
+        "loadgen-p99-always-max",
+    }
+    assert shown == {
+        c.name for c in list_chaff(SUBMISSIONS / "chaff") if c.targets and c.targets[0].startswith("loadgen.")
+    }
 
 
 # --- the test-suite chaff, run as the grader runs a candidate's tests -----------------------------
@@ -420,14 +486,18 @@ def _pytest(folder: Path, test_file: str, env: dict[str, str]) -> subprocess.Com
     """The candidate's test file run as the grade runs it: with the kit's pytest plugins and no others."""
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"loadgen/tests/{test_file}"]
     plugins = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_PLUGINS": ",".join(CANDIDATE_PLUGINS)}
-    return subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, **plugins, **env})
+    return subprocess.run(
+        argv, cwd=folder, capture_output=True, text=True, timeout=120, check=False, env={**os.environ, **plugins, **env}
+    )
 
 
 def _swap(marker: Path, folder: Path, method: str) -> dict[str, str]:
-    return {"GRADER_PERCENTILE": load_submission(folder).percentile.spec, "GRADER_PERCENTILE_METHOD": method,
-            "GRADER_PERCENTILE_MARKER": str(marker),
-            "PYTHONPATH": os.pathsep.join([str(INJECTED), os.environ.get("PYTHONPATH", "")])}
+    return {
+        "GRADER_PERCENTILE": load_submission(folder).percentile.spec,
+        "GRADER_PERCENTILE_METHOD": method,
+        "GRADER_PERCENTILE_MARKER": str(marker),
+        "PYTHONPATH": os.pathsep.join([str(INJECTED), os.environ.get("PYTHONPATH", "")]),
+    }
 
 
 @pytest.mark.slow

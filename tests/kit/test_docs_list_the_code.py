@@ -4,14 +4,12 @@ every generated list (the chaff table, the rooms, the brief's domains) is curren
 
 from __future__ import annotations
 
-
 import click
-
 from kit_paths import ROOT
+
 from fake_server.cli import main as fake_server_cli
 from grader.cli import main as grader_cli
 from grader.kit.generated import stale_parts
-
 
 
 def test_every_module_of_the_grader_is_named_in_its_readme() -> None:

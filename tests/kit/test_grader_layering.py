@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 from kit_paths import ROOT
-from grader.kit.rooms import FLOORS as ROOMS
 
+from grader.kit.rooms import FLOORS as ROOMS
 
 #: Lowest first. A room imports only rooms on a lower floor (and itself): grader/kit/rooms.py says which.
 FLOORS: tuple[frozenset[str], ...] = tuple(frozenset(room for room, _ in rooms) for rooms in ROOMS)

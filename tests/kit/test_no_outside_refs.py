@@ -5,15 +5,19 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
+
 from kit_paths import ROOT
 
 # Built from pieces so that this file does not match itself.
-_OUTSIDE = [re.compile(p) for p in (
-    r"DESIGN" + r"\.md",
-    r"\.\./" + r"shared",
-    r"/work" + r"/(main|shared)\b",  # the checkout and the notes it was built from
-    r"/tmp/" + r"brief",
-)]
+_OUTSIDE = [
+    re.compile(p)
+    for p in (
+        r"DESIGN" + r"\.md",
+        r"\.\./" + r"shared",
+        r"/work" + r"/(main|shared)\b",  # the checkout and the notes it was built from
+        r"/tmp/" + r"brief",
+    )
+]
 _LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
 
 

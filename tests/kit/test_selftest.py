@@ -44,9 +44,24 @@ def test_the_reference_and_a_sample_of_chaff_graded_live_agree_with_their_record
     record_property("selftest_sample", line)
     logs = [(tmp_path / name).open("w+") for name in ("selftest.out", "selftest.err")]  # never a full pipe
     grading = subprocess.Popen(
-        [sys.executable, "-m", "grader.cli", "selftest", "--jobs", "1", "--sample", str(SAMPLE),
-         "--sample-seed", str(seed), "--keep", str(tmp_path / "kept")],
-        cwd=ROOT, stdout=logs[0], stderr=logs[1], text=True,
+        [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "selftest",
+            "--jobs",
+            "1",
+            "--sample",
+            str(SAMPLE),
+            "--sample-seed",
+            str(seed),
+            "--keep",
+            str(tmp_path / "kept"),
+        ],
+        cwd=ROOT,
+        stdout=logs[0],
+        stderr=logs[1],
+        text=True,
     )
     grading.wait(timeout=1200)
     out, err = ((f.seek(0), f.read(), f.close())[1] for f in logs)
@@ -65,8 +80,11 @@ def test_the_reference_and_a_sample_of_chaff_graded_live_agree_with_their_record
 @pytest.mark.slow
 def test_a_chaff_that_keeps_its_target_is_reported_wrong(tmp_path):
     root = tmp_path / "submissions"
-    shutil.copytree(ROOT / "submissions" / "reference", root / "reference",
-                    ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    shutil.copytree(
+        ROOT / "submissions" / "reference",
+        root / "reference",
+        ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"),
+    )
     chaff = root / "chaff" / "harmless"
     chaff.mkdir(parents=True)
     (chaff / "chaff.yaml").write_text(
@@ -76,7 +94,8 @@ def test_a_chaff_that_keeps_its_target_is_reported_wrong(tmp_path):
         "edits:\n"
         "  - file: submission.yaml\n"
         "    find: 'contract: 3'\n"
-        "    replace: 'contract: 3  # unchanged'\n")
+        "    replace: 'contract: 3  # unchanged'\n"
+    )
     lines: list[str] = []
     kept = tmp_path / "kept"
     (finding,) = selftest(names=("harmless",), root=root, echo=lines.append, jobs=1, keep=kept)

@@ -39,12 +39,19 @@ def test_a_correct_submission_graded_live_on_a_deliverable_scores_full_marks_as_
     out = tmp_path / "kept" / correct
     graded = subprocess.run(
         [sys.executable, "-m", "grader.cli", "grade", str(folder), "--out", str(out), "--seed", "0", "--only", part],
-        cwd=ROOT, capture_output=True, text=True, timeout=1200, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
     )
     assert graded.returncode == 0, f"{line}\n{graded.stderr[-3000:]}"
     report = json.loads((out / "report.json").read_text())
-    lost = {c["id"]: c["output"][:300] for c in report["extra_data"]["kit"]["criteria"]
-            if c["status"] not in ("passed", "inconclusive") and c["weight"] > 0}  # weight 0: not in its brief
+    lost = {
+        c["id"]: c["output"][:300]
+        for c in report["extra_data"]["kit"]["criteria"]
+        if c["status"] not in ("passed", "inconclusive") and c["weight"] > 0
+    }  # weight 0: not in its brief
     assert not lost, f"{line}\n{correct} lost points: {lost}"
     differ = differences_from_recording(correct, live_statuses(out))
     assert not differ, f"{line}\nrecorded runs no longer what today's code makes (record again): {differ}"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.rubric import load_rubric
 from grader.kit.chaff import list_chaff
 from grader.kit.traceability import ROOT, docs_table, problems, render, rows, statements
+from grader.rubric import load_rubric
 from grader.rubric.questions import load_questions
 
 RUBRIC = load_rubric()
@@ -30,7 +30,9 @@ def test_a_broken_chain_is_named(tmp_path: Path) -> None:
     task.write_text((ROOT / "starter" / "TASK.md").read_text() + '\n- <a id="new-rule"></a>A rule nobody grades.\n')
     found = problems(RUBRIC, [c for c in CHAFF if c.name != "gateway-health-204"], task, BANK)
     assert any("new-rule: no criterion checks this statement" in p for p in found)
-    assert any("new-rule: 0 interview question(s) probe this statement; 2 at least (questions.yaml)" in p for p in found)
+    assert any(
+        "new-rule: 0 interview question(s) probe this statement; 2 at least (questions.yaml)" in p for p in found
+    )
     assert "gateway.starts: no chaff loses this criterion (submissions/chaff/*/chaff.yaml targets)" in found
 
 
@@ -44,9 +46,16 @@ def test_every_fittable_constant_is_moved_by_an_unseen_draw_and_the_docs_show_th
     )
     # the rules the fit-proof grading added each have their constant, a draw and a chaff fitted to it
     named = {c for f in constants for c in f.chaff}
-    assert {"gateway-connect-fixed", "gateway-total-fixed", "gateway-probe-fixed", "gateway-prices-published",
-            "gateway-sse-lf-only", "gateway-tokenizer-copy", "loadgen-timeout-fixed",
-            "sizing-validates-published-only"} <= named
+    assert {
+        "gateway-connect-fixed",
+        "gateway-total-fixed",
+        "gateway-probe-fixed",
+        "gateway-prices-published",
+        "gateway-sse-lf-only",
+        "gateway-tokenizer-copy",
+        "loadgen-timeout-fixed",
+        "sizing-validates-published-only",
+    } <= named
 
 
 def test_a_constant_whose_draw_is_removed_fails_the_check(tmp_path: Path) -> None:
@@ -62,12 +71,14 @@ def test_a_constant_whose_draw_is_removed_fails_the_check(tmp_path: Path) -> Non
     variants = tmp_path / "variants.yaml"
     variants.write_text(yaml.safe_dump(data))
     found = fittable_problems(fittable(), CHAFF, unseen_draws(variants, HIDDEN_SETS), ANCHORS)
-    assert found == ["connect_s (1 s): draw 'gateway.config.local.timeouts.connect_s': the unseen material makes no "
-                     "such draw"]
-    without_reason = [f for f in fittable() if f.constant.startswith("connect_s")][0]
+    assert found == [
+        "connect_s (1 s): draw 'gateway.config.local.timeouts.connect_s': the unseen material makes no such draw"
+    ]
+    without_reason = next(f for f in fittable() if f.constant.startswith("connect_s"))
     bare = type(without_reason)(without_reason.constant, without_reason.anchors, (), "", ())
     assert fittable_problems([bare], CHAFF, unseen_draws(), ANCHORS) == [
-        "connect_s (1 s): no unseen draw moves it, and no reason says it cannot be fitted"]
+        "connect_s (1 s): no unseen draw moves it, and no reason says it cannot be fitted"
+    ]
 
 
 def test_a_drawn_constant_names_its_fitted_chaff_or_says_why_none() -> None:
@@ -82,9 +93,11 @@ def test_a_drawn_constant_names_its_fitted_chaff_or_says_why_none() -> None:
     reasoned = next(f for f in constants if f.constant.startswith("tokens per chunk"))
     assert fitted.chaff and reasoned.no_chaff and not reasoned.chaff
     assert fittable_problems([replace(reasoned, no_chaff="")], CHAFF, unseen_draws(), ANCHORS) == [
-        "tokens per chunk (4) and the answer's length: no chaff is fitted to it, and no reason says why none is"]
+        "tokens per chunk (4) and the answer's length: no chaff is fitted to it, and no reason says why none is"
+    ]
     assert fittable_problems([replace(fitted, chaff=())], CHAFF, unseen_draws(), ANCHORS) == [
-        "connect_s (1 s): no chaff is fitted to it, and no reason says why none is"]
+        "connect_s (1 s): no chaff is fitted to it, and no reason says why none is"
+    ]
     # a constant no draw moves needs no chaff: its published run already moves it
     cannot = next(f for f in constants if f.cannot_fit)
     assert not cannot.chaff and fittable_problems([cannot], CHAFF, unseen_draws(), ANCHORS) == []

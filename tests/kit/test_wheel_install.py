@@ -34,9 +34,25 @@ def _build_wheel(dest: Path) -> Path:
         shutil.copytree(ROOT / name, src / name, ignore=ignore)
     (src / "starter").mkdir()
     shutil.copy2(ROOT / "starter" / "api_client.py", src / "starter" / "api_client.py")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                           "--no-index", "--wheel-dir", str(dest / "dist"), str(src)],
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--wheel-dir",
+            str(dest / "dist"),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     (wheel,) = (dest / "dist").glob("serving_takehome_kit-*.whl")
     return wheel
@@ -49,10 +65,32 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                  capture_output=True, text=True, check=True).stdout.strip())
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-                           "--target", str(purelib), str(wheel)], capture_output=True, text=True, timeout=300, check=False)
+    purelib = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            str(purelib),
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     # Console scripts: pip --target does not write them into the venv's bin/, so call the entry points.
     for name, target in (("fake-server", "fake_server.cli"), ("grader", "grader.cli")):
@@ -68,16 +106,28 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _run(installed: dict[str, Path], *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(installed["venv"] / "bin" / argv[0]), *argv[1:]], cwd=installed["cwd"],
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [str(installed["venv"] / "bin" / argv[0]), *argv[1:]],
+        cwd=installed["cwd"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def test_the_wheel_carries_schemas_chart_scenarios_and_rubric(installed):
     names = zipfile.ZipFile(installed["wheel"]).namelist()
-    for needed in ("grader/_kit/schemas/contract/submission.schema.json", "grader/_kit/chart/Chart.yaml",
-                   "grader/_kit/chart/templates/deployment.yaml", "grader/_kit/schemas/grader/rubric.schema.json",
-                   "fake_server/scenarios/baseline.yaml", "grader/rubric.yaml",
-                   "grader/runs/injected/sitecustomize.py", "grader/_kit/starter/api_client.py"):
+    for needed in (
+        "grader/_kit/schemas/contract/submission.schema.json",
+        "grader/_kit/chart/Chart.yaml",
+        "grader/_kit/chart/templates/deployment.yaml",
+        "grader/_kit/schemas/grader/rubric.schema.json",
+        "fake_server/scenarios/baseline.yaml",
+        "grader/rubric.yaml",
+        "grader/runs/injected/sitecustomize.py",
+        "grader/_kit/starter/api_client.py",
+    ):
         assert needed in names
     assert not any(n.startswith(("submissions/", "tests/", "starter/")) for n in names)
     metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
@@ -86,16 +136,31 @@ def test_the_wheel_carries_schemas_chart_scenarios_and_rubric(installed):
 
 
 def test_imports_come_from_the_installed_wheel(installed):
-    done = _run(installed, "python", "-c", "import fake_server, grader; print(fake_server.__file__); print(grader.__file__)")
+    done = _run(
+        installed, "python", "-c", "import fake_server, grader; print(fake_server.__file__); print(grader.__file__)"
+    )
     assert done.returncode == 0, done.stderr
     for line in done.stdout.split():
         assert Path(line).is_relative_to(installed["purelib"]), line
 
 
 def test_fake_server_serves_a_stream_from_an_unrelated_folder(installed):
-    proc = subprocess.Popen([str(installed["venv"] / "bin" / "fake-server"), "serve", "--scenario", "baseline",
-                             "--port", "0", "--token-rate", "500"], cwd=installed["cwd"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            str(installed["venv"] / "bin" / "fake-server"),
+            "serve",
+            "--scenario",
+            "baseline",
+            "--port",
+            "0",
+            "--token-rate",
+            "500",
+        ],
+        cwd=installed["cwd"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         assert "serving" in line, line
@@ -124,7 +189,9 @@ def test_grader_contract_and_manifests_work_from_an_unrelated_folder(installed):
     assert done.returncode == 0, done.stderr
     assert "starter/submission.yaml: follows contract 3" in done.stdout
 
-    chart = _run(installed, "python", "-c", "from grader.shared.kit_files import chart_dir; print(chart_dir())").stdout.strip()
+    chart = _run(
+        installed, "python", "-c", "from grader.shared.kit_files import chart_dir; print(chart_dir())"
+    ).stdout.strip()
     assert Path(chart).is_relative_to(installed["purelib"])
     shutil.copy2(ROOT / "submissions" / "reference" / "manifests" / "values.yaml", installed["cwd"] / "complete.yaml")
     done = _run(installed, "grader", "manifests", chart, "--values", "complete.yaml", timeout=300)
@@ -149,8 +216,10 @@ def test_demo_runs_on_the_base_dependencies(installed):
 
 
 def test_the_sandbox_shows_candidates_the_installed_chart_and_schemas(installed):
-    code = ("from grader.sandbox.layout import kit_paths; from grader.shared.kit_files import kit_dir; p = kit_paths(); "
-            "print(kit_dir('chart')); print(kit_dir('schemas')); print('\\n'.join(map(str, p.extras)))")
+    code = (
+        "from grader.sandbox.layout import kit_paths; from grader.shared.kit_files import kit_dir; p = kit_paths(); "
+        "print(kit_dir('chart')); print(kit_dir('schemas')); print('\\n'.join(map(str, p.extras)))"
+    )
     done = _run(installed, "python", "-c", code)
     assert done.returncode == 0, done.stderr
     chart, schemas, *extras = done.stdout.split()

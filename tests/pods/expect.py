@@ -22,8 +22,18 @@ IMAGE_PATHS = (
     "opt/grader/bin/grader",
 )
 #: All the image's /kit may hold at its top: the Containerfile's copies and the editable install's metadata.
-KIT_TOP = {"pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "fake_server", "grader", "starter", "chart",
-           "schemas", "serving_takehome_kit.egg-info"}
+KIT_TOP = {
+    "pyproject.toml",
+    "setup.py",
+    "MANIFEST.in",
+    "README.md",
+    "fake_server",
+    "grader",
+    "starter",
+    "chart",
+    "schemas",
+    "serving_takehome_kit.egg-info",
+}
 #: What must never be in the image: what is not the kit, and the wheels it was installed from.
 NEVER = ("kit/submissions", "kit/tests", "kit/bench", "kit/docs", "tmp/wheels")
 

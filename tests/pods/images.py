@@ -77,16 +77,17 @@ def ensure_base(tag: str = BASE) -> None:
         return
     with tempfile.TemporaryDirectory(prefix="grader-base-") as folder:
         rootfs = Path(folder) / "rootfs"
-        done = _run(["debootstrap", "--variant=minbase", "--include=" + ",".join(BASE_PACKAGES), "bookworm",
-                     str(rootfs)], timeout=900)
+        done = _run(
+            ["debootstrap", "--variant=minbase", "--include=" + ",".join(BASE_PACKAGES), "bookworm", str(rootfs)],
+            timeout=900,
+        )
         assert done.returncode == 0, f"debootstrap failed: {done.stdout[-2000:]}{done.stderr[-2000:]}"
         for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):  # what apt fetched: not part of the base
             for item in (rootfs / cache).glob("*"):
                 if item.is_file():
                     item.unlink()
         with subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE) as tar:
-            done = _run(["podman", "import", "--change", 'CMD ["/bin/bash"]', "-", tag], timeout=600,
-                        stdin=tar.stdout)
+            done = _run(["podman", "import", "--change", 'CMD ["/bin/bash"]', "-", tag], timeout=600, stdin=tar.stdout)
         assert done.returncode == 0, f"podman import failed: {_last_line(done)}"
 
 
@@ -96,8 +97,19 @@ def build_image(tag: str = IMAGE, *, base: str = BASE) -> float:
 
     started = time.monotonic()
     flags = " ".join(host_flags())
-    done = _run(["make", "--no-print-directory", "image", "ENGINE=podman", f"BASE={base}", f"IMAGE={tag}",
-                 f"BUILD_FLAGS={flags}"], timeout=1200, cwd=ROOT)
+    done = _run(
+        [
+            "make",
+            "--no-print-directory",
+            "image",
+            "ENGINE=podman",
+            f"BASE={base}",
+            f"IMAGE={tag}",
+            f"BUILD_FLAGS={flags}",
+        ],
+        timeout=1200,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, f"make image failed: {done.stdout[-3000:]}{done.stderr[-3000:]}"
     return time.monotonic() - started
 

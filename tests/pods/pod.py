@@ -68,8 +68,13 @@ INDEX_ANNOTATION = "metadata.annotations['batch.kubernetes.io/job-completion-ind
 FIELDS = {
     "pod": {"hostUsers", "restartPolicy", "activeDeadlineSeconds", "containers", "volumes"},
     "container": {"name", "image", "args", "env", "resources", "securityContext", "volumeMounts"},
-    "securityContext": {"privileged", "allowPrivilegeEscalation", "readOnlyRootFilesystem", "capabilities",
-                        "seccompProfile"},
+    "securityContext": {
+        "privileged",
+        "allowPrivilegeEscalation",
+        "readOnlyRootFilesystem",
+        "capabilities",
+        "seccompProfile",
+    },
 }
 
 
@@ -126,8 +131,12 @@ def pod_for(job: dict[str, Any], *, index: int, image: str, claims: dict[str, Pa
     argv += ["--security-opt", f"seccomp={SECCOMP_DEFAULT}"]
 
     resources = container["resources"]
-    argv += ["--memory", str(_bytes(resources["limits"]["memory"])), "--memory-reservation",
-             str(_bytes(resources["requests"]["memory"]))]
+    argv += [
+        "--memory",
+        str(_bytes(resources["limits"]["memory"])),
+        "--memory-reservation",
+        str(_bytes(resources["requests"]["memory"])),
+    ]
     argv += ["--cpu-shares", str(int(float(resources["requests"]["cpu"]) * 1024))]
     assert "cpu" not in resources["limits"], "a CPU limit would throttle the timed criteria"
 
@@ -190,8 +199,9 @@ def run(pod: Pod, *, timeout_s: float) -> Ran:
             break
     seconds = time.monotonic() - started
     try:
-        diff = subprocess.run(["podman", "diff", "--format", "json", pod.name], capture_output=True, text=True,
-                              timeout=120, check=False)
+        diff = subprocess.run(
+            ["podman", "diff", "--format", "json", pod.name], capture_output=True, text=True, timeout=120, check=False
+        )
         assert diff.returncode == 0, diff.stderr
         changed = sorted(path for paths in json.loads(diff.stdout or "{}").values() for path in paths or [])
     finally:

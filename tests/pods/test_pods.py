@@ -47,15 +47,28 @@ from grader.round.many import pick, pod_entries
 
 ROOT = images.ROOT
 FULL = os.environ.get("POD_TEST") == "1"
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not FULL, reason="about 25 minutes on two cores: make test-image (POD_TEST=1)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not FULL, reason="about 25 minutes on two cores: make test-image (POD_TEST=1)"),
+]
 CHAFF = ["gateway-retry-twice", "ttft-from-headers", "manifests-no-gpu", "sizing-no-replica-floor"]
 CLAIMS = ("grader-submissions", "grader-reports")
 # What every report's sandbox line must say inside the pod: no cgroup can be written there.
-POD_LINE = [*_EVERY_ROW, *_RLIMITS, "own network (loopback only), PID and IPC namespaces",
-            "killed at its end by a sweep of the candidate's uid", "(Read-only file system)"]
-HOSTILE = ["infinite_loop-gateway", "fork_bomb-loadgen", "memory_hog-loadgen", "daemon-loadgen", "network-loadgen",
-           "write_outside-loadgen"]
+POD_LINE = [
+    *_EVERY_ROW,
+    *_RLIMITS,
+    "own network (loopback only), PID and IPC namespaces",
+    "killed at its end by a sweep of the candidate's uid",
+    "(Read-only file system)",
+]
+HOSTILE = [
+    "infinite_loop-gateway",
+    "fork_bomb-loadgen",
+    "memory_hog-loadgen",
+    "daemon-loadgen",
+    "network-loadgen",
+    "write_outside-loadgen",
+]
 # All a pod may change in its own filesystem, which the Job makes read-only: the mount points the
 # runtime makes for its volumes and for /etc/hosts. A write anywhere else (the uid leases under
 # /run/lock, were the root writable) is in `podman diff`; a pod's scratch goes to its emptyDir.
@@ -67,8 +80,14 @@ def _unexpected_writes(changed: list[str]) -> list[str]:
 
 
 def _grader(*args: object, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "grader.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, check=False, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "grader.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=ROOT,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +98,12 @@ def image() -> str:
     images.ensure_base()
     base_s = time.monotonic() - started
     build_s = images.build_image()
-    _record(base_image_bytes=images.image_size(images.BASE), base_seconds=round(base_s, 1),
-            image_bytes=images.image_size(), image_build_seconds=round(build_s, 1))
+    _record(
+        base_image_bytes=images.image_size(images.BASE),
+        base_seconds=round(base_s, 1),
+        image_bytes=images.image_size(),
+        image_build_seconds=round(build_s, 1),
+    )
     return images.IMAGE
 
 
@@ -102,8 +125,17 @@ def _reports_volume(folder: Path) -> Path:
 
 
 def _emit(round_dir: Path, job_file: Path, *extra: str) -> dict[str, Any]:
-    done = _grader("grade-many", round_dir, "--emit-k8s-job", job_file, "--image", "registry.example/grader:0.1.0",
-                   "--job-name", "round-pods", *extra)
+    done = _grader(
+        "grade-many",
+        round_dir,
+        "--emit-k8s-job",
+        job_file,
+        "--image",
+        "registry.example/grader:0.1.0",
+        "--job-name",
+        "round-pods",
+        *extra,
+    )
     assert done.returncode == 0, done.stderr
     job: dict[str, Any] = yaml.safe_load(job_file.read_text())
     return job
@@ -113,8 +145,9 @@ def _run_pods(job: dict[str, Any], image: str, submissions: Path, reports: Path)
     claims = dict(zip(CLAIMS, (submissions, reports), strict=True))
     ran = []
     for index in range(job["spec"]["completions"]):
-        result = pod.run(pod.pod_for(job, index=index, image=image, claims=claims, scratch=reports.parent),
-                         timeout_s=900)
+        result = pod.run(
+            pod.pod_for(job, index=index, image=image, claims=claims, scratch=reports.parent), timeout_s=900
+        )
         assert result.exit_code == 0, f"pod {index}: {result.stdout[-2000:]}{result.stderr[-3000:]}"
         for path, (_, limit) in result.pod.empty_dirs.items():  # past it the kubelet would have evicted the pod
             assert result.empty_dir_peaks[path] < limit, (path, result.empty_dir_peaks[path], limit)
@@ -135,13 +168,36 @@ def test_the_image_holds_the_kit_and_bubblewrap_and_no_submissions(image: str) -
     kit = {path.split("/")[1] for path in files if path.startswith("kit/") and path.count("/") >= 1}
     assert kit <= expect.KIT_TOP, kit
     chaff = {p.name for p in (ROOT / "submissions" / "chaff").iterdir()}
-    leaked = [path for path in files if path.startswith(expect.NEVER) or "submissions/reference" in path
-              or "frameworks_submission" in path or set(path.split("/")) & chaff]
+    leaked = [
+        path
+        for path in files
+        if path.startswith(expect.NEVER)
+        or "submissions/reference" in path
+        or "frameworks_submission" in path
+        or set(path.split("/")) & chaff
+    ]
     assert leaked == [], leaked[:20]
     # Every module of the kit has its bytecode in the image, checked by hash alone: on the read-only
     # image a pod could not write it, and would compile the grader again in every process.
-    done = subprocess.run(["podman", "run", "--rm", *images.host_flags(), "--pull", "never", "--entrypoint", "python",
-                           image, "-c", _UNCOMPILED], capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [
+            "podman",
+            "run",
+            "--rm",
+            *images.host_flags(),
+            "--pull",
+            "never",
+            "--entrypoint",
+            "python",
+            image,
+            "-c",
+            _UNCOMPILED,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0 and done.stdout.startswith("modules "), done.stderr
     modules, *uncompiled = done.stdout.split()[1:]
     assert int(modules) > 100 and uncompiled == [], uncompiled[:20]
@@ -211,20 +267,31 @@ def test_the_jobs_pods_grade_a_round_as_a_local_grade_many_does(image: str, scra
         assert "by cgroup" not in line, line  # no cgroup can be written in the pod: rlimits hold, and it says so
         lines[name] = line
         assert "by cgroup v1" in _report(local / name)["extra_data"]["kit"]["sandbox_note"]  # and here they do
-    _record(pods={r.pod.name: {"graded": r.stdout.strip(), "seconds": round(r.seconds, 1)} for r in ran},
-            pod_seconds_mean=round(sum(r.seconds for r in ran) / len(ran), 1),
-            local_round_seconds=round(local_s, 1), local_seconds_per_grade=round(local_s / len(chosen), 1),
-            grades_csv=from_pods, sandbox_lines=lines,
-            pod_filesystem_changes=sorted({p for r in ran for p in r.changed}),
-            scratch_peak_bytes={r.stdout.split(":")[0]: r.empty_dir_peaks["/tmp"] for r in ran})
+    _record(
+        pods={r.pod.name: {"graded": r.stdout.strip(), "seconds": round(r.seconds, 1)} for r in ran},
+        pod_seconds_mean=round(sum(r.seconds for r in ran) / len(ran), 1),
+        local_round_seconds=round(local_s, 1),
+        local_seconds_per_grade=round(local_s / len(chosen), 1),
+        grades_csv=from_pods,
+        sandbox_lines=lines,
+        pod_filesystem_changes=sorted({p for r in ran for p in r.changed}),
+        scratch_peak_bytes={r.stdout.split(":")[0]: r.empty_dir_peaks["/tmp"] for r in ran},
+    )
 
 
 def _hostile_round(folder: Path, ids: list[str], marks: dict[str, str]) -> Path:
     """Hostile submissions of one part; their targets are the pod's paths (the kit, the volumes, the venv)."""
     folder.mkdir()
-    secrets = {"read": ["/kit/grader/rubric.yaml", "/kit/grader/hidden/sizing_sets.yaml", "/reports"],
-               "write": ["/kit/hostile-was-here", "/submissions/hostile-was-here", "/reports/hostile-was-here",
-                         "/opt/grader/hostile-was-here", "/root/hostile-was-here"]}
+    secrets = {
+        "read": ["/kit/grader/rubric.yaml", "/kit/grader/hidden/sizing_sets.yaml", "/reports"],
+        "write": [
+            "/kit/hostile-was-here",
+            "/submissions/hostile-was-here",
+            "/reports/hostile-was-here",
+            "/opt/grader/hostile-was-here",
+            "/root/hostile-was-here",
+        ],
+    }
     for case_id in ids:
         case = BY_ID[case_id]
         submission, marker = make_submission(folder, case.behaviour, part=case.part, args=case.args, secrets=secrets)
@@ -263,8 +330,11 @@ def test_the_hostile_programs_are_contained_inside_the_pod(image: str, scratch: 
             if case.check is not None:
                 found = findings(result)
                 case.check(found)
-            seen[case.id] = {"output": result["output"].splitlines()[0], "findings": found,
-                             "pod_seconds": round(ran.seconds, 1)}
+            seen[case.id] = {
+                "output": result["output"].splitlines()[0],
+                "findings": found,
+                "pod_seconds": round(ran.seconds, 1),
+            }
         assert not list(reports.glob("**/hostile-was-here")) and not list(round_dir.glob("**/hostile-was-here"))
     assert sorted(seen) == sorted(HOSTILE)
     _record(hostile=seen)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+
 from kit_paths import ROOT
 
 FRAMEWORKS = ROOT / "tests" / "fixtures" / "frameworks_submission"

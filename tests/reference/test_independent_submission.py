@@ -20,15 +20,37 @@ import sys
 import pytest
 from kit_paths import ROOT
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(os.environ.get("HOSTILE_FULL") != "1",
-                                                    reason="a live grade on a quiet machine: make hostile-full")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("HOSTILE_FULL") != "1", reason="a live grade on a quiet machine: make hostile-full"
+    ),
+]
 
 INDEPENDENT = ROOT / "tests" / "fixtures" / "independent_submission"
 
 
 def test_an_independent_load_generator_gets_every_load_generator_point(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", "--seed", "0", str(INDEPENDENT), "--only", "loadgen",
-                           "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "grade",
+            "--seed",
+            "0",
+            str(INDEPENDENT),
+            "--only",
+            "loadgen",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "report.json").read_text())
     # A machine too busy to keep time may leave a timing criterion inconclusive (a rerun, then no verdict),

@@ -24,23 +24,24 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from kit_paths import ROOT
 from api_client import SSEDecoder
+from kit_paths import ROOT
 
 from fake_server import RunningServer, serve, tokenizer
 from grader.contract import SCHEMA_DIR, schema_errors
 
 REFERENCE = ROOT / "submissions" / "reference"
-GATEWAY = ["gateway/gateway.py"]            # the submission's gateway.command, run from submissions/reference/
+GATEWAY = ["gateway/gateway.py"]  # the submission's gateway.command, run from submissions/reference/
 LOCAL_MODEL, API_MODEL, KEY = "qwen3-8b", "opus-5.5", "sk-test-gateway-0001"
 MAX_MODEL_LEN = 256
-FIRST_BYTE_S = 0.4                          # local route; every stall below is well past it
+FIRST_BYTE_S = 0.4  # local route; every stall below is well past it
 STALL_S = 1.0
 INTERVAL_S = 0.1
-WAIT_S = 5.0                                # upper bound of every polling loop
+WAIT_S = 5.0  # upper bound of every polling loop
 
 
 # -- running things ----------------------------------------------------------------------------
+
 
 @dataclass
 class Servers:
@@ -52,7 +53,7 @@ class Servers:
 class Streamed:
     status: int
     headers: httpx.Headers
-    events: list[tuple[float, str]] = field(default_factory=list)   # (receive time, data payload)
+    events: list[tuple[float, str]] = field(default_factory=list)  # (receive time, data payload)
     body: bytes = b""
 
     @property
@@ -106,20 +107,32 @@ class Gateway:
         """Wait (bounded) until the gateway's health probe has seen the local route as `healthy`."""
         deadline = time.monotonic() + WAIT_S
         while httpx.get(self.url + "/health", timeout=5).json()["local"]["healthy"] is not healthy:
-            assert time.monotonic() < deadline, \
+            assert time.monotonic() < deadline, (
                 f"the gateway never saw the local route as healthy={healthy}; its log:\n{self.log.read_text()}"
+            )
             time.sleep(0.02)
 
 
 def gateway_config(local: RunningServer | str, api: RunningServer, **local_extra: Any) -> dict[str, Any]:
     base = local.openai_base_url if isinstance(local, RunningServer) else local
-    return {"contract": 3,
-            "local": {"base_url": base, "model": LOCAL_MODEL, "health_url": base.removesuffix("/v1") + "/health",
-                      "health_interval_s": INTERVAL_S,
-                      "timeouts": {"connect_s": 0.5, "first_byte_s": FIRST_BYTE_S, "total_s": 5.0}, **local_extra},
-            "api": {"base_url": api.openai_base_url, "model": API_MODEL, "api_key": KEY,
-                    "prices": {"input_per_million_usd": 4.0, "output_per_million_usd": 20.0},
-                    "timeouts": {"connect_s": 0.5, "first_byte_s": 1.0, "total_s": 10.0}}}
+    return {
+        "contract": 3,
+        "local": {
+            "base_url": base,
+            "model": LOCAL_MODEL,
+            "health_url": base.removesuffix("/v1") + "/health",
+            "health_interval_s": INTERVAL_S,
+            "timeouts": {"connect_s": 0.5, "first_byte_s": FIRST_BYTE_S, "total_s": 5.0},
+            **local_extra,
+        },
+        "api": {
+            "base_url": api.openai_base_url,
+            "model": API_MODEL,
+            "api_key": KEY,
+            "prices": {"input_per_million_usd": 4.0, "output_per_million_usd": 20.0},
+            "timeouts": {"connect_s": 0.5, "first_byte_s": 1.0, "total_s": 10.0},
+        },
+    }
 
 
 def _start(config: dict[str, Any] | str, folder: Path) -> tuple[subprocess.Popen[bytes], Path, Path]:
@@ -130,8 +143,13 @@ def _start(config: dict[str, Any] | str, folder: Path) -> tuple[subprocess.Popen
     out, err = folder / "stdout.txt", folder / "stderr.txt"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "starter")}
     with out.open("wb") as stdout, err.open("wb") as stderr:  # files, not pipes: a chatty child never blocks
-        process = subprocess.Popen([sys.executable, *GATEWAY, "--config", str(path), "--port", "0"], cwd=REFERENCE,
-                                   stdout=stdout, stderr=stderr, env=env)
+        process = subprocess.Popen(
+            [sys.executable, *GATEWAY, "--config", str(path), "--port", "0"],
+            cwd=REFERENCE,
+            stdout=stdout,
+            stderr=stderr,
+            env=env,
+        )
     return process, out, err
 
 
@@ -157,8 +175,12 @@ def run_gateway(config: dict[str, Any], folder: Path) -> Iterator[Gateway]:
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[Servers]:
-    with serve(served_model_name=[LOCAL_MODEL], max_model_len=MAX_MODEL_LEN, kv_cache_tokens=65536,
-               token_rate=1000) as local, serve(persona="api", api_key=KEY, token_rate=1000) as api:
+    with (
+        serve(
+            served_model_name=[LOCAL_MODEL], max_model_len=MAX_MODEL_LEN, kv_cache_tokens=65536, token_rate=1000
+        ) as local,
+        serve(persona="api", api_key=KEY, token_rate=1000) as api,
+    ):
         yield Servers(local, api)
 
 
@@ -195,6 +217,7 @@ def route_of(response: httpx.Response | Streamed) -> tuple[str, str]:
 
 # -- the local route serves when it can ----------------------------------------------------------
 
+
 def test_a_healthy_local_route_serves_and_names_its_model(gw: Gateway, servers: Servers) -> None:
     whole = gw.post(chat())
     streamed = gw.stream(chat(stream_options={"include_usage": True}))
@@ -203,13 +226,16 @@ def test_a_healthy_local_route_serves_and_names_its_model(gw: Gateway, servers: 
     assert streamed.status == 200 and route_of(streamed) == ("local", "local")
     assert streamed.payloads[-1] == "[DONE]" and {c["model"] for c in streamed.chunks()} == {LOCAL_MODEL}
     local = servers.local.ledger()
-    assert [(r["status"], r["model"], r["stream"]) for r in local] == [(200, LOCAL_MODEL, False),
-                                                                       (200, LOCAL_MODEL, True)]
+    assert [(r["status"], r["model"], r["stream"]) for r in local] == [
+        (200, LOCAL_MODEL, False),
+        (200, LOCAL_MODEL, True),
+    ]
     assert len(streamed.content()) == local[1]["completion_tokens"] == 8
     assert servers.api.ledger() == []
 
 
 # -- fallback before the first byte --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 @pytest.mark.parametrize("status", [500, 502, 503])
@@ -226,8 +252,9 @@ def test_a_local_5xx_falls_back_to_the_api_once(gw: Gateway, servers: Servers, s
     assert [(r["status"], r["model"]) for r in servers.api.ledger()] == [(200, API_MODEL)]
 
 
-@pytest.mark.parametrize("kind,stream", [("stall_before_headers", False), ("stall_before_headers", True),
-                                         ("stall_after_headers", True)])
+@pytest.mark.parametrize(
+    "kind,stream", [("stall_before_headers", False), ("stall_before_headers", True), ("stall_after_headers", True)]
+)
 def test_a_local_timeout_falls_back_after_first_byte_s(gw: Gateway, servers: Servers, kind: str, stream: bool) -> None:
     servers.local.set_faults([{"kind": kind, "seconds": STALL_S}])
     started = time.monotonic()
@@ -238,10 +265,18 @@ def test_a_local_timeout_falls_back_after_first_byte_s(gw: Gateway, servers: Ser
     assert len(servers.local.ledger()) == 1 and len(servers.api.ledger()) == 1
 
 
-@pytest.mark.parametrize("fault", [{"kind": "cut", "after_tokens": 2}, {"kind": "malformed_chunk", "after_tokens": 2},
-                                   {"kind": "stream_error", "after_tokens": 2}], ids=lambda f: f["kind"])
-def test_a_broken_whole_answer_falls_back_since_nothing_reached_the_client(gw: Gateway, servers: Servers,
-                                                                          fault: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"kind": "cut", "after_tokens": 2},
+        {"kind": "malformed_chunk", "after_tokens": 2},
+        {"kind": "stream_error", "after_tokens": 2},
+    ],
+    ids=lambda f: f["kind"],
+)
+def test_a_broken_whole_answer_falls_back_since_nothing_reached_the_client(
+    gw: Gateway, servers: Servers, fault: dict[str, Any]
+) -> None:
     """Without streaming the client has received nothing when the local answer turns out broken."""
     servers.local.set_faults([fault])
     response = gw.post(chat())
@@ -269,8 +304,9 @@ def test_a_refused_local_route_falls_back_and_require_local_gets_503(servers: Se
     assert len(servers.api.ledger()) == 1
 
 
-def test_a_failed_attempt_triggers_a_probe_so_the_next_request_skips_the_dead_route(servers: Servers,
-                                                                                     tmp_path: Path) -> None:
+def test_a_failed_attempt_triggers_a_probe_so_the_next_request_skips_the_dead_route(
+    servers: Servers, tmp_path: Path
+) -> None:
     """With a 30 s probe period only the probe run on failure can notice that the server died."""
     servers.api.ledger()
     servers.api.reset()
@@ -278,7 +314,7 @@ def test_a_failed_attempt_triggers_a_probe_so_the_next_request_skips_the_dead_ro
         local = local_lifetime.enter_context(serve(served_model_name=[LOCAL_MODEL]))
         gateway = stack.enter_context(run_gateway(gateway_config(local, servers.api, health_interval_s=30.0), tmp_path))
         gateway.sees_local(True)
-        local_lifetime.close()                  # the local server stops: connections are refused, /health too
+        local_lifetime.close()  # the local server stops: connections are refused, /health too
         first = gateway.post(chat())
         assert first.status_code == 200 and route_of(first) == ("api", "local,api")
         gateway.sees_local(False)
@@ -290,10 +326,12 @@ def test_a_failed_attempt_triggers_a_probe_so_the_next_request_skips_the_dead_ro
 
 # -- never a fallback on a 4xx, never after the first byte -----------------------------------------
 
+
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 @pytest.mark.parametrize("status", [400, 404, 429])
-def test_a_local_4xx_is_passed_through_and_never_reaches_the_api(gw: Gateway, servers: Servers, status: int,
-                                                                 stream: bool) -> None:
+def test_a_local_4xx_is_passed_through_and_never_reaches_the_api(
+    gw: Gateway, servers: Servers, status: int, stream: bool
+) -> None:
     servers.local.set_faults([{"kind": "http_error", "status": status, "retry_after": 7}])
     response = gw.stream(chat()) if stream else gw.post(chat())
     body = json.loads(response.body if isinstance(response, Streamed) else response.content)
@@ -312,11 +350,19 @@ def test_a_request_the_local_server_rejects_is_its_400_not_a_fallback(gw: Gatewa
     assert [r["status"] for r in servers.local.ledger()] == [400] and servers.api.ledger() == []
 
 
-@pytest.mark.parametrize("fault", [{"kind": "cut", "after_tokens": 3}, {"kind": "no_done", "after_tokens": 3},
-                                   {"kind": "stream_error", "after_tokens": 3},
-                                   {"kind": "malformed_chunk", "after_tokens": 3}], ids=lambda f: f["kind"])
-def test_a_failure_after_the_first_byte_ends_the_stream_with_an_error(gw: Gateway, servers: Servers,
-                                                                      fault: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"kind": "cut", "after_tokens": 3},
+        {"kind": "no_done", "after_tokens": 3},
+        {"kind": "stream_error", "after_tokens": 3},
+        {"kind": "malformed_chunk", "after_tokens": 3},
+    ],
+    ids=lambda f: f["kind"],
+)
+def test_a_failure_after_the_first_byte_ends_the_stream_with_an_error(
+    gw: Gateway, servers: Servers, fault: dict[str, Any]
+) -> None:
     """The client already has content: it gets an error event and no [DONE], and the API never starts over."""
     servers.local.set_faults([fault])
     streamed = gw.stream(chat(max_tokens=12))
@@ -339,6 +385,7 @@ def test_an_api_failure_after_the_first_byte_also_ends_with_an_error(gw: Gateway
 
 # -- when no route is left ------------------------------------------------------------------------
 
+
 def test_no_route_is_tried_twice_when_both_fail(gw: Gateway, servers: Servers) -> None:
     servers.local.set_faults([{"kind": "http_error", "status": 500}])
     servers.api.set_faults([{"kind": "http_error", "status": 503}])
@@ -350,7 +397,7 @@ def test_no_route_is_tried_twice_when_both_fail(gw: Gateway, servers: Servers) -
 
 def test_an_api_timeout_after_a_local_failure_is_a_504(gw: Gateway, servers: Servers) -> None:
     servers.local.set_faults([{"kind": "http_error", "status": 500}])
-    servers.api.set_faults([{"kind": "stall_before_headers", "seconds": 1.5}])   # past the API's first_byte_s of 1
+    servers.api.set_faults([{"kind": "stall_before_headers", "seconds": 1.5}])  # past the API's first_byte_s of 1
     response = gw.post(chat())
     assert response.status_code == 504 and route_of(response) == ("none", "local,api")
     assert len(servers.local.ledger()) == 1 and len(servers.api.ledger()) == 1
@@ -371,13 +418,15 @@ REQUIRE_LOCAL_CASES = {  # case: (local fault, status, x-gateway-attempts)
     "unhealthy": (None, 503, ""),
     "5xx": ({"kind": "http_error", "status": 500}, 503, "local"),
     "timeout": ({"kind": "stall_before_headers", "seconds": STALL_S}, 503, "local"),
-    "cut": ({"kind": "cut", "after_tokens": 1}, 503, "local"),   # whole answers only: a streamed cut comes later
+    "cut": ({"kind": "cut", "after_tokens": 1}, 503, "local"),  # whole answers only: a streamed cut comes later
     "too long": (None, 400, ""),
 }
 
 
-@pytest.mark.parametrize("case,stream", [(case, stream) for case in REQUIRE_LOCAL_CASES for stream in (False, True)
-                                         if not (case == "cut" and stream)])
+@pytest.mark.parametrize(
+    "case,stream",
+    [(case, stream) for case in REQUIRE_LOCAL_CASES for stream in (False, True) if not (case == "cut" and stream)],
+)
 def test_require_local_never_reaches_the_api(gw: Gateway, servers: Servers, case: str, stream: bool) -> None:
     fault, status, attempts = REQUIRE_LOCAL_CASES[case]
     if fault is not None:
@@ -419,12 +468,13 @@ def test_require_any_is_the_default_and_may_be_said(gw: Gateway, servers: Server
 
 # -- the checks before the local route -------------------------------------------------------------
 
+
 def test_the_context_check_sends_too_long_prompts_straight_to_the_api(gw: Gateway, servers: Servers) -> None:
     fits = chat("word " * 100, max_tokens=None)
-    exact = {**fits, "max_tokens": MAX_MODEL_LEN - prompt_tokens(fits)}           # prompt + max_tokens == limit
+    exact = {**fits, "max_tokens": MAX_MODEL_LEN - prompt_tokens(fits)}  # prompt + max_tokens == limit
     over = {**fits, "max_tokens": MAX_MODEL_LEN - prompt_tokens(fits) + 1}
     assert route_of(gw.post(exact)) == ("local", "local")
-    assert route_of(gw.post(fits)) == ("local", "local")                           # no max_tokens: prompt < limit
+    assert route_of(gw.post(fits)) == ("local", "local")  # no max_tokens: prompt < limit
     too_long = gw.post(over)
     assert too_long.status_code == 200 and route_of(too_long) == ("api", "api")
     streamed = gw.stream(chat("word " * MAX_MODEL_LEN))
@@ -451,10 +501,11 @@ def test_an_unhealthy_local_route_is_skipped_without_a_timeout(gw: Gateway, serv
 
 # -- streaming passes through as it arrives --------------------------------------------------------
 
+
 @pytest.mark.parametrize("route", ["local", "api"])
 def test_streaming_passes_each_chunk_through_as_it_arrives(gw: Gateway, servers: Servers, route: str) -> None:
     server = servers.local if route == "local" else servers.api
-    server.configure(token_rate=40)                       # 16 tokens over ~0.4 s
+    server.configure(token_rate=40)  # 16 tokens over ~0.4 s
     if route == "api":
         servers.local.set_faults([{"kind": "http_error", "status": 500}])
     streamed = gw.stream(chat(max_tokens=16, ignore_eos=True))
@@ -470,25 +521,39 @@ def test_streaming_passes_each_chunk_through_as_it_arrives(gw: Gateway, servers:
 
 # -- /stats agrees with the ledgers ----------------------------------------------------------------
 
+
 def test_stats_count_every_attempt_and_cost_what_the_api_billed(servers: Servers, tmp_path: Path) -> None:
     for server in (servers.local, servers.api):
         server.ledger()
         server.reset()
     with run_gateway(gateway_config(servers.local, servers.api), tmp_path) as gateway:
-        assert gateway.stats() == {"contract": 3, "routes": {name: {
-            "requests": 0, "failures": 0, "fallbacks": 0, "cost_usd": 0.0,
-            "latency_s": {"n": 0, "p50": None, "p90": None, "p99": None, "max": None, "p99_is_max": True}}
-            for name in ("local", "api")}}
+        assert gateway.stats() == {
+            "contract": 3,
+            "routes": {
+                name: {
+                    "requests": 0,
+                    "failures": 0,
+                    "fallbacks": 0,
+                    "cost_usd": 0.0,
+                    "latency_s": {"n": 0, "p50": None, "p90": None, "p99": None, "max": None, "p99_is_max": True},
+                }
+                for name in ("local", "api")
+            },
+        }
         gateway.post(chat())
         gateway.stream(chat(max_tokens=5))
-        gateway.post(chat("word " * MAX_MODEL_LEN))                                  # too long: api only
-        servers.local.set_faults([{"kind": "http_error", "status": 500, "requests": [3, 4]},
-                                  {"kind": "http_error", "status": 404, "requests": [5]}])
-        gateway.post(chat(max_tokens=6))                                             # local 500 -> api
-        gateway.stream(chat(max_tokens=7))                                           # local 500 -> api
-        gateway.post(chat())                                                         # local 404, passed through
+        gateway.post(chat("word " * MAX_MODEL_LEN))  # too long: api only
+        servers.local.set_faults(
+            [
+                {"kind": "http_error", "status": 500, "requests": [3, 4]},
+                {"kind": "http_error", "status": 404, "requests": [5]},
+            ]
+        )
+        gateway.post(chat(max_tokens=6))  # local 500 -> api
+        gateway.stream(chat(max_tokens=7))  # local 500 -> api
+        gateway.post(chat())  # local 404, passed through
         servers.local.set_faults([{"kind": "http_error", "status": 500}])
-        gateway.post(chat(require="local"))                                          # local 500 -> 503
+        gateway.post(chat(require="local"))  # local 500 -> 503
         stats = gateway.stats()["routes"]
     local, api = servers.local.ledger(), servers.api.ledger()
     assert stats["local"]["requests"] == len(local) == 6
@@ -530,13 +595,25 @@ def test_an_api_stream_cut_half_way_is_still_costed(servers: Servers, tmp_path: 
 
 # -- the config, and the freshness rule of the health probe ----------------------------------------
 
+
 def _valid_config() -> dict[str, Any]:
-    return {"contract": 3,
-            "local": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "health_url": "http://127.0.0.1:9/health",
-                      "health_interval_s": 1.0, "timeouts": {"connect_s": 1, "first_byte_s": 2, "total_s": 30}},
-            "api": {"base_url": "http://127.0.0.1:9/v1", "model": "o", "api_key": "sk",
-                    "prices": {"input_per_million_usd": 4, "output_per_million_usd": 20},
-                    "timeouts": {"connect_s": 1, "first_byte_s": 5, "total_s": 60}}}
+    return {
+        "contract": 3,
+        "local": {
+            "base_url": "http://127.0.0.1:9/v1",
+            "model": "m",
+            "health_url": "http://127.0.0.1:9/health",
+            "health_interval_s": 1.0,
+            "timeouts": {"connect_s": 1, "first_byte_s": 2, "total_s": 30},
+        },
+        "api": {
+            "base_url": "http://127.0.0.1:9/v1",
+            "model": "o",
+            "api_key": "sk",
+            "prices": {"input_per_million_usd": 4, "output_per_million_usd": 20},
+            "timeouts": {"connect_s": 1, "first_byte_s": 5, "total_s": 60},
+        },
+    }
 
 
 def _broken(change: Callable[[dict[str, Any]], None]) -> str:
@@ -548,8 +625,10 @@ def _broken(change: Callable[[dict[str, Any]], None]) -> str:
 CONFIG_ERRORS = {
     "missing field": (_broken(lambda c: c["local"].pop("model")), "local.model"),
     "unknown key": (_broken(lambda c: c["api"].update(retries=3)), "retries"),
-    "negative timeout": (_broken(lambda c: c["local"]["timeouts"].update(first_byte_s=-1)),
-                         "local.timeouts.first_byte_s"),
+    "negative timeout": (
+        _broken(lambda c: c["local"]["timeouts"].update(first_byte_s=-1)),
+        "local.timeouts.first_byte_s",
+    ),
     "missing prices": (_broken(lambda c: c["api"].pop("prices")), "api.prices"),
     "missing timeout": (_broken(lambda c: c["api"]["timeouts"].pop("total_s")), "api.timeouts.total_s"),
     "string for a number": (_broken(lambda c: c["local"].update(health_interval_s="1s")), "local.health_interval_s"),
@@ -580,11 +659,25 @@ def test_a_bad_config_stops_the_gateway_with_exit_2_and_the_field_named(case: st
 
 def test_a_missing_config_file_or_port_is_exit_2(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "starter")}
-    missing = subprocess.run([sys.executable, *GATEWAY, "--config", str(tmp_path / "none.yaml"), "--port", "0"],
-                             cwd=REFERENCE, capture_output=True, text=True, env=env, timeout=15, check=False)
+    missing = subprocess.run(
+        [sys.executable, *GATEWAY, "--config", str(tmp_path / "none.yaml"), "--port", "0"],
+        cwd=REFERENCE,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=15,
+        check=False,
+    )
     assert missing.returncode == 2 and "cannot read" in missing.stderr and "Traceback" not in missing.stderr
-    no_port = subprocess.run([sys.executable, *GATEWAY, "--config", "x.yaml"], cwd=REFERENCE, capture_output=True,
-                             text=True, env=env, timeout=15, check=False)
+    no_port = subprocess.run(
+        [sys.executable, *GATEWAY, "--config", "x.yaml"],
+        cwd=REFERENCE,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=15,
+        check=False,
+    )
     assert no_port.returncode == 2 and "--port" in no_port.stderr
 
 
@@ -610,11 +703,11 @@ def test_a_stale_health_result_is_not_trusted_and_concurrent_askers_share_one_pr
 
     async def scenario() -> None:
         monitor = health.HealthMonitor(probe, interval_s=1.0, probe_timeout_s=0.5, clock=lambda: now[0])
-        assert monitor.fresh() is None                       # never probed: unknown, not healthy
+        assert monitor.fresh() is None  # never probed: unknown, not healthy
         assert await monitor.healthy() is True and len(calls) == 1
-        now[0] += 2.5                                        # two periods plus one probe timeout: still fresh
+        now[0] += 2.5  # two periods plus one probe timeout: still fresh
         assert monitor.fresh() is True and await monitor.healthy() is True and len(calls) == 1
-        now[0] += 0.01                                       # now stale: the next asker probes again
+        now[0] += 0.01  # now stale: the next asker probes again
         assert monitor.fresh() is None
         results = await asyncio.gather(*(monitor.healthy() for _ in range(5)))
         assert results == [False] * 5 and len(calls) == 2, "five askers, one probe"

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import tomllib
 
+from kit_paths import ROOT
 from setuptools import find_namespace_packages
 
-from kit_paths import ROOT
 from grader.contract import load_submission
-
 
 
 def test_reference_is_a_submission_outside_the_grader_package():

@@ -28,8 +28,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-
 from kit_paths import ROOT
+
 from fake_server import serve
 from grader.rubric import load_rubric
 
@@ -50,16 +50,41 @@ TPS_SPAN = 0.025
 BUSY_LAG_S = load_rubric().judging.loadgen_busy_lag_s
 
 # What the ledger shows when a fault was applied, and the failure the load generator must report.
-FAULT_FAILURES = {"cut": "connection", "no_done": "no_done", "stream_error": "stream_error",
-                  "malformed_chunk": "malformed"}
+FAULT_FAILURES = {
+    "cut": "connection",
+    "no_done": "no_done",
+    "stream_error": "stream_error",
+    "malformed_chunk": "malformed",
+}
 
 
-def run_loadgen(server: Any, tmp_path: Path, requests: int = 8, concurrency: int = 8, max_tokens: int = 32,
-                prompt_tokens: int = 32, name: str = "results.json") -> dict[str, Any]:
+def run_loadgen(
+    server: Any,
+    tmp_path: Path,
+    requests: int = 8,
+    concurrency: int = 8,
+    max_tokens: int = 32,
+    prompt_tokens: int = 32,
+    name: str = "results.json",
+) -> dict[str, Any]:
     out = tmp_path / name
-    argv = [*COMMAND, "--base-url", server.openai_base_url, "--model", "fake-model", "--requests", str(requests),
-            "--concurrency", str(concurrency), "--prompt-tokens", str(prompt_tokens), "--max-tokens", str(max_tokens),
-            "--output", str(out)]
+    argv = [
+        *COMMAND,
+        "--base-url",
+        server.openai_base_url,
+        "--model",
+        "fake-model",
+        "--requests",
+        str(requests),
+        "--concurrency",
+        str(concurrency),
+        "--prompt-tokens",
+        str(prompt_tokens),
+        "--max-tokens",
+        str(max_tokens),
+        "--output",
+        str(out),
+    ]
     done = subprocess.run(argv, cwd=SUBMISSION, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     assert "Traceback" not in done.stderr
@@ -122,8 +147,10 @@ def check_against_ledger(results: dict[str, Any], ledger: list[dict[str, Any]]) 
         record = records[r["id"]]
         assert (r["outcome"], r["failure"]) == expected_outcome(record), (r, record["fault"], record["error"])
         if r["start"] > record["arrival"] + TTFT_BELOW:
-            problems.append(f"request {r['index']} started {(r['start'] - record['arrival']) * 1000:.2f} ms after "
-                            "the server saw it arrive")
+            problems.append(
+                f"request {r['index']} started {(r['start'] - record['arrival']) * 1000:.2f} ms after "
+                "the server saw it arrive"
+            )
         if r["outcome"] != "ok":
             assert (r["ttft_s"], r["output_tokens"], r["tps"]) == (None, 0, None)
             continue
@@ -137,16 +164,18 @@ def check_against_ledger(results: dict[str, Any], ledger: list[dict[str, Any]]) 
     return problems
 
 
-def run_checked(scenario: str | None, tmp_path: Path, requests: int, concurrency: int,
-                max_tokens: int, **settings: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def run_checked(
+    scenario: str | None, tmp_path: Path, requests: int, concurrency: int, max_tokens: int, **settings: Any
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Run the reference in a fresh server (a scenario, and/or settings) and check it; when only
     timing is off, run once more (timing checks retry once on a borderline result) before failing."""
     problems: list[str] = []
     lag = 0.0
     for attempt in (1, 2, 3):
         with serve(scenario=scenario, **settings) as server:
-            results = run_loadgen(server, tmp_path, requests, concurrency, max_tokens,
-                                  name=f"results-c{concurrency}-{attempt}.json")
+            results = run_loadgen(
+                server, tmp_path, requests, concurrency, max_tokens, name=f"results-c{concurrency}-{attempt}.json"
+            )
             ledger = server.ledger()
         problems = check_against_ledger(results, ledger)
         if not problems:
@@ -154,8 +183,10 @@ def run_checked(scenario: str | None, tmp_path: Path, requests: int, concurrency
         lag = max([lag, *(float(r.get("step_lag_max") or 0.0) for r in ledger)])
     if lag > BUSY_LAG_S and all(p.startswith("request") and " off the ledger by " in p for p in problems):
         # the grader's own rule: a timing read while the server could not keep time is left to a person
-        pytest.skip(f"the fake server's steps ran up to {lag * 1000:.0f} ms late in three runs: too busy to time "
-                    f"({'; '.join(problems)[:300]})")
+        pytest.skip(
+            f"the fake server's steps ran up to {lag * 1000:.0f} ms late in three runs: too busy to time "
+            f"({'; '.join(problems)[:300]})"
+        )
     pytest.fail("timing off the ledger in three runs: " + "; ".join(problems))
 
 
@@ -211,8 +242,9 @@ SCENARIOS = [
 
 
 @pytest.mark.sampled(8)  # a sample each run (tests/sampling.py)
-@pytest.mark.parametrize(("scenario", "requests", "concurrency", "max_tokens", "outcome", "extra"), SCENARIOS,
-                         ids=[s[0] for s in SCENARIOS])
+@pytest.mark.parametrize(
+    ("scenario", "requests", "concurrency", "max_tokens", "outcome", "extra"), SCENARIOS, ids=[s[0] for s in SCENARIOS]
+)
 def test_figures_equal_the_ledger(tmp_path, scenario, requests, concurrency, max_tokens, outcome, extra):
     # the server still starting when the requests come, however long a busy machine takes to start the client
     settings = {"startup_delay": 30} if scenario == "startup" else {}
@@ -245,9 +277,17 @@ def test_tps_ends_at_the_last_non_empty_content_delta_not_at_a_late_finish_chunk
     delta. Here the finish chunk (`"content": ""`, finish reason stop) is held back 300 ms after
     the last word, so a span that ended at it would be 300 ms too long."""
     words, late = 8, 0.3
-    results, ledger = run_checked(None, tmp_path, requests=2, concurrency=2, max_tokens=32, token_rate=200,
-                                  output_len_min=words, output_len_max=words,
-                                  faults=[{"kind": "stall", "after_tokens": words, "seconds": late}])
+    results, ledger = run_checked(
+        None,
+        tmp_path,
+        requests=2,
+        concurrency=2,
+        max_tokens=32,
+        token_rate=200,
+        output_len_min=words,
+        output_len_max=words,
+        faults=[{"kind": "stall", "after_tokens": words, "seconds": late}],
+    )
     records = {record["id"]: record for record in ledger}
     for r in results["requests"]:
         record = records[r["id"]]

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from kit_paths import ROOT
+
 from grader.manifests import CHECKLIST
 
 MANIFESTS = ROOT / "submissions" / "reference" / "manifests"
@@ -21,16 +21,23 @@ GRADER = Path(sys.executable).parent / "grader"
 
 
 def check(*args: str) -> dict[str, Any]:
-    done = subprocess.run([str(GRADER), "manifests", *args, "--format", "json"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [str(GRADER), "manifests", *args, "--format", "json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode in (0, 1), done.stderr
     report: dict[str, Any] = json.loads(done.stdout)
     return report
 
 
 def assert_every_check_passes(report: dict[str, Any]) -> None:
-    failed = {c["id"]: [f["message"] for f in c["findings"] if not f["passed"]]
-              for c in report["checks"] if not c["passed"]}
+    failed = {
+        c["id"]: [f["message"] for f in c["findings"] if not f["passed"]] for c in report["checks"] if not c["passed"]
+    }
     assert failed == {}
     assert report["passed"] is True
     assert {c.id for c in CHECKLIST} <= {c["id"] for c in report["checks"]}
@@ -50,8 +57,9 @@ def test_rendered_folder_passes_every_check() -> None:
 
 
 def render(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "render.py", *args], cwd=MANIFESTS, capture_output=True, text=True,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "render.py", *args], cwd=MANIFESTS, capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def test_rendered_folder_is_what_the_values_render_to() -> None:

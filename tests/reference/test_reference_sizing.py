@@ -23,11 +23,24 @@ COMMAND = [sys.executable, "sizing/sizing.py"]  # the submission.yaml command, r
 
 # A worked example: 2,000 chats a day on a 16-stream replica; each figure below is worked from these flags.
 WORKED: dict[str, Any] = {
-    "throughput": 595, "concurrency": 16, "gpu-hour-usd": [2.99, 6.88], "utilisation": [1.0, 0.25],
-    "chats-per-day": 2000, "turns-per-chat": 4, "output-tokens-per-turn": 300, "input-tokens-per-turn": 1500,
-    "active-hours": 12, "peak-factor": 3, "api-input-usd-per-million": 4, "api-output-usd-per-million": 20,
-    "gpu-memory-gb": 80, "weights-gb": 27, "overhead-gb": 5, "kv-bytes-per-token": 65536,
-    "context-tokens": 8192, "batch-output-tokens": 1_000_000,
+    "throughput": 595,
+    "concurrency": 16,
+    "gpu-hour-usd": [2.99, 6.88],
+    "utilisation": [1.0, 0.25],
+    "chats-per-day": 2000,
+    "turns-per-chat": 4,
+    "output-tokens-per-turn": 300,
+    "input-tokens-per-turn": 1500,
+    "active-hours": 12,
+    "peak-factor": 3,
+    "api-input-usd-per-million": 4,
+    "api-output-usd-per-million": 20,
+    "gpu-memory-gb": 80,
+    "weights-gb": 27,
+    "overhead-gb": 5,
+    "kv-bytes-per-token": 65536,
+    "context-tokens": 8192,
+    "batch-output-tokens": 1_000_000,
 }
 
 
@@ -55,8 +68,11 @@ def size(**changes: Any) -> dict[str, Any]:
 
 
 def per_million(result: dict[str, Any], price: float, utilisation: float) -> float:
-    [row] = [r for r in result["cost_per_million_output_tokens"]
-             if r["gpu_hour_usd"] == price and r["utilisation"] == utilisation]
+    [row] = [
+        r
+        for r in result["cost_per_million_output_tokens"]
+        if r["gpu_hour_usd"] == price and r["utilisation"] == utilisation
+    ]
     return float(row["usd"])
 
 
@@ -71,6 +87,7 @@ def per_chat(result: dict[str, Any], price: float) -> float:
 
 
 # --- the worked example's figures -------------------------------------------------------------------
+
 
 def test_cost_per_million_output_tokens_busy_and_quarter_busy() -> None:
     result = size()
@@ -121,12 +138,28 @@ def test_bf16_holds_less_than_one_native_context_sequence() -> None:
 # --- unseen inputs, arithmetic written out here --------------------------------------------------
 
 UNSEEN: dict[str, Any] = {
-    "throughput": 1234.5, "concurrency": 32, "gpu-hour-usd": [1.85, 4.10], "utilisation": [0.6, 0.9], "gpus-per-replica": 2,
-    "chats-per-day": 15000, "turns-per-chat": 6, "output-tokens-per-turn": 250, "input-tokens-per-turn": 2200,
-    "active-hours": 10, "peak-factor": 4, "min-replicas": 2, "hours-per-month": 730,
-    "api-input-usd-per-million": 3, "api-output-usd-per-million": 15, "gpu-memory-gb": 141,
-    "gpu-memory-utilization": 0.9, "weights-gb": 70, "overhead-gb": 8, "kv-bytes-per-token": 163840,
-    "context-tokens": 16384, "batch-output-tokens": 5_000_000,
+    "throughput": 1234.5,
+    "concurrency": 32,
+    "gpu-hour-usd": [1.85, 4.10],
+    "utilisation": [0.6, 0.9],
+    "gpus-per-replica": 2,
+    "chats-per-day": 15000,
+    "turns-per-chat": 6,
+    "output-tokens-per-turn": 250,
+    "input-tokens-per-turn": 2200,
+    "active-hours": 10,
+    "peak-factor": 4,
+    "min-replicas": 2,
+    "hours-per-month": 730,
+    "api-input-usd-per-million": 3,
+    "api-output-usd-per-million": 15,
+    "gpu-memory-gb": 141,
+    "gpu-memory-utilization": 0.9,
+    "weights-gb": 70,
+    "overhead-gb": 8,
+    "kv-bytes-per-token": 163840,
+    "context-tokens": 16384,
+    "batch-output-tokens": 5_000_000,
 }
 
 
@@ -134,9 +167,9 @@ def test_unseen_inputs_match_hand_arithmetic() -> None:
     done = run(UNSEEN)
     assert done.returncode == 0, done.stderr
     r = json.loads(done.stdout)
-    peak = 15000 * 6 * 250 / (10 * 3600) * 4                        # 2,500 output tokens/s
+    peak = 15000 * 6 * 250 / (10 * 3600) * 4  # 2,500 output tokens/s
     assert r["peak_output_tokens_per_s"] == pytest.approx(2500)
-    assert r["replicas_for_load"] == 3 and r["replicas"] == 3        # 2500 / 1234.5 = 2.03 -> 3, above the floor
+    assert r["replicas_for_load"] == 3 and r["replicas"] == 3  # 2500 / 1234.5 = 2.03 -> 3, above the floor
     assert peak / 1234.5 == pytest.approx(2.025, abs=1e-3)
     for price in (1.85, 4.10):
         for u in (0.6, 0.9):
@@ -154,8 +187,12 @@ def test_unseen_inputs_match_hand_arithmetic() -> None:
     assert r["api"]["usd_per_million_output_tokens_with_input"] == pytest.approx(0.0621 / (6 * 250) * 1e6)  # 41.4
     assert r["per_stream_output_tokens_per_s"] == pytest.approx(1234.5 / 32)
     # two GPUs, each 141 x 0.9 - 8 overhead, less 70 GB of weights: 167.8 GB / 163,840 B
-    assert r["kv_cache"] == {"bytes_per_token": 163840, "tokens": 1_024_169, "sequences_at_context": 62,
-                             "holds_concurrency": True}
+    assert r["kv_cache"] == {
+        "bytes_per_token": 163840,
+        "tokens": 1_024_169,
+        "sequences_at_context": 62,
+        "holds_concurrency": True,
+    }
     assert r["batch_hours"] == pytest.approx(5e6 / 1234.5 / 3600, rel=1e-9)
 
 
@@ -167,9 +204,21 @@ def test_inputs_are_echoed_with_defaults_filled_in() -> None:
     assert r["inputs"]["gpu_memory_utilization"] == 0.92 and r["inputs"]["gpus_per_replica"] == 1
     assert r["inputs"]["batch_output_tokens"] is None and r["batch_hours"] is None
     assert r["inputs"]["kv_cache_dtype"] == "auto" and r["inputs"]["concurrency"] == 16
-    assert set(r) == {"contract", "inputs", "peak_output_tokens_per_s", "per_stream_output_tokens_per_s",
-                      "replicas_for_load", "replicas", "cost_per_million_output_tokens", "monthly_cost",
-                      "cost_per_chat_usd", "chats_per_month", "api", "kv_cache", "batch_hours"}
+    assert set(r) == {
+        "contract",
+        "inputs",
+        "peak_output_tokens_per_s",
+        "per_stream_output_tokens_per_s",
+        "replicas_for_load",
+        "replicas",
+        "cost_per_million_output_tokens",
+        "monthly_cost",
+        "cost_per_chat_usd",
+        "chats_per_month",
+        "api",
+        "kv_cache",
+        "batch_hours",
+    }
 
 
 @pytest.mark.parametrize("flags", [WORKED, UNSEEN, {**WORKED, "batch-output-tokens": None, "weights-gb": 140}])
@@ -183,16 +232,33 @@ def test_output_follows_the_contract_schema(flags: dict[str, Any]) -> None:
 def test_load_that_needs_exactly_two_replicas_gets_two() -> None:
     # 24,000 one-turn chats of 150 tokens over 10 h at a 2.2 peak is 220 tok/s, exactly 2 x 110.
     # In binary floats 100 * 2.2 / 110 is 2.0000000000000004, which a plain ceil turns into 3.
-    r = size(**{"throughput": 110, "chats-per-day": 24000, "turns-per-chat": 1, "output-tokens-per-turn": 150,
-                "active-hours": 10, "peak-factor": 2.2, "min-replicas": 1})
+    r = size(
+        **{
+            "throughput": 110,
+            "chats-per-day": 24000,
+            "turns-per-chat": 1,
+            "output-tokens-per-turn": 150,
+            "active-hours": 10,
+            "peak-factor": 2.2,
+            "min-replicas": 1,
+        }
+    )
     assert r["peak_output_tokens_per_s"] == pytest.approx(220)
     assert r["replicas_for_load"] == 2 and r["replicas"] == 2
 
 
 def test_kv_budget_that_divides_exactly_is_not_floored_one_short() -> None:
     # 24 GB x 0.95 - 14 - 2 = 6.8 GB = 265,625 x 25,600 bytes; floats give 265,624.9999...
-    r = size(**{"gpu-memory-gb": 24, "gpu-memory-utilization": 0.95, "weights-gb": 14, "overhead-gb": 2,
-                "kv-bytes-per-token": 25600, "context-tokens": 4096})
+    r = size(
+        **{
+            "gpu-memory-gb": 24,
+            "gpu-memory-utilization": 0.95,
+            "weights-gb": 14,
+            "overhead-gb": 2,
+            "kv-bytes-per-token": 25600,
+            "context-tokens": 4096,
+        }
+    )
     assert (r["kv_cache"]["tokens"], r["kv_cache"]["sequences_at_context"]) == (265_625, 64)
 
 
@@ -204,6 +270,7 @@ def test_weights_larger_than_the_gpu_leave_no_cache() -> None:
 
 
 # --- price, utilisation and throughput are inputs, not constants -----------------------------------
+
 
 def test_changing_price_utilisation_or_throughput_changes_the_answer() -> None:
     base = size(**{"gpu-hour-usd": [2.99], "utilisation": [0.5]})
@@ -224,42 +291,54 @@ def test_every_price_times_every_utilisation_is_reported_in_order() -> None:
     assert pairs == [(1.5, 0.3), (1.5, 0.7), (2.5, 0.3), (2.5, 0.7), (3.5, 0.3), (3.5, 0.7)]
     assert [row["gpu_hour_usd"] for row in r["cost_per_chat_usd"]] == [1.5, 2.5, 3.5]
     assert [(row["gpu_hour_usd"], row["replicas"]) for row in r["monthly_cost"]] == [
-        (1.5, 1), (1.5, 2), (2.5, 1), (2.5, 2), (3.5, 1), (3.5, 2)]
+        (1.5, 1),
+        (1.5, 2),
+        (2.5, 1),
+        (2.5, 2),
+        (3.5, 1),
+        (3.5, 2),
+    ]
 
 
 def test_other_loads_hours_and_api_prices_move_their_figures() -> None:
     base = size()
     assert size(**{"chats-per-day": 4000})["peak_output_tokens_per_s"] == pytest.approx(
-        2 * base["peak_output_tokens_per_s"])
+        2 * base["peak_output_tokens_per_s"]
+    )
     assert monthly(size(**{"hours-per-month": 360}), 2.99, 1) == pytest.approx(monthly(base, 2.99, 1) / 2)
     assert size(**{"min-replicas": 3})["replicas"] == 3
     assert size(**{"gpus-per-replica": 2})["cost_per_million_output_tokens"][0]["usd"] == pytest.approx(
-        2 * base["cost_per_million_output_tokens"][0]["usd"])
+        2 * base["cost_per_million_output_tokens"][0]["usd"]
+    )
     api = size(**{"api-input-usd-per-million": 8})["api"]
     assert api["cost_per_chat_usd"] == pytest.approx(base["api"]["cost_per_chat_usd"] + 4 * 1500 * 4 / 1e6)
 
 
 # --- bad flags: exit 2, the flag named, no traceback ---------------------------------------------
 
-@pytest.mark.parametrize(("changes", "flag"), [
-    ({"throughput": None}, "--throughput"),
-    ({"gpu-hour-usd": None}, "--gpu-hour-usd"),
-    ({"utilisation": None}, "--utilisation"),
-    ({"chats-per-day": None}, "--chats-per-day"),
-    ({"kv-bytes-per-token": None}, "--kv-bytes-per-token"),
-    ({"utilisation": [1.0, 1.5]}, "--utilisation"),
-    ({"utilisation": [0]}, "--utilisation"),
-    ({"utilisation": ["nan"]}, "--utilisation"),
-    ({"throughput": "fast"}, "--throughput"),
-    ({"throughput": "inf"}, "--throughput"),
-    ({"throughput": 0}, "--throughput"),
-    ({"gpu-hour-usd": [2.99, -1]}, "--gpu-hour-usd"),
-    ({"turns-per-chat": 2.5}, "--turns-per-chat"),
-    ({"active-hours": 25}, "--active-hours"),
-    ({"peak-factor": 0.5}, "--peak-factor"),
-    ({"gpu-memory-utilization": 1.2}, "--gpu-memory-utilization"),
-    ({"min-replicas": 0}, "--min-replicas"),
-])
+
+@pytest.mark.parametrize(
+    ("changes", "flag"),
+    [
+        ({"throughput": None}, "--throughput"),
+        ({"gpu-hour-usd": None}, "--gpu-hour-usd"),
+        ({"utilisation": None}, "--utilisation"),
+        ({"chats-per-day": None}, "--chats-per-day"),
+        ({"kv-bytes-per-token": None}, "--kv-bytes-per-token"),
+        ({"utilisation": [1.0, 1.5]}, "--utilisation"),
+        ({"utilisation": [0]}, "--utilisation"),
+        ({"utilisation": ["nan"]}, "--utilisation"),
+        ({"throughput": "fast"}, "--throughput"),
+        ({"throughput": "inf"}, "--throughput"),
+        ({"throughput": 0}, "--throughput"),
+        ({"gpu-hour-usd": [2.99, -1]}, "--gpu-hour-usd"),
+        ({"turns-per-chat": 2.5}, "--turns-per-chat"),
+        ({"active-hours": 25}, "--active-hours"),
+        ({"peak-factor": 0.5}, "--peak-factor"),
+        ({"gpu-memory-utilization": 1.2}, "--gpu-memory-utilization"),
+        ({"min-replicas": 0}, "--min-replicas"),
+    ],
+)
 def test_a_bad_flag_exits_2_naming_it(changes: dict[str, Any], flag: str) -> None:
     done = run({**WORKED, **changes})
     assert done.returncode == 2
@@ -280,25 +359,58 @@ def test_an_unknown_flag_exits_2() -> None:
 
 
 def test_json_has_no_infinities_or_nans_even_at_the_edges() -> None:
-    r = size(**{"api-input-usd-per-million": 0, "api-output-usd-per-million": 0, "input-tokens-per-turn": 0,
-                "utilisation": [1e-6], "batch-output-tokens": 0})
-    assert r["api"] == {"cost_per_chat_usd": 0, "list_usd_per_million_output_tokens": 0,
-                        "usd_per_million_output_tokens_with_input": 0, "monthly_usd": 0}
+    r = size(
+        **{
+            "api-input-usd-per-million": 0,
+            "api-output-usd-per-million": 0,
+            "input-tokens-per-turn": 0,
+            "utilisation": [1e-6],
+            "batch-output-tokens": 0,
+        }
+    )
+    assert r["api"] == {
+        "cost_per_chat_usd": 0,
+        "list_usd_per_million_output_tokens": 0,
+        "usd_per_million_output_tokens_with_input": 0,
+        "monthly_usd": 0,
+    }
     assert r["batch_hours"] == 0 and math.isfinite(r["cost_per_million_output_tokens"][0]["usd"])
 
 
 # --- multi-GPU replicas, the fp8 cache, the month and the API's two per-million figures ---------------
 
-@pytest.mark.parametrize(("flags", "tokens"), [
-    # two 141 GB GPUs at 0.9, 70 GB of weights split over them, 6 GB overhead on each: 171.8 GB of cache
-    ({"gpus-per-replica": 2, "gpu-memory-gb": 141, "gpu-memory-utilization": 0.9, "weights-gb": 70,
-      "overhead-gb": 6, "kv-bytes-per-token": 163840}, 1_048_583),
-    # the same on one GPU: 126.9 - 76 = 50.9 GB
-    ({"gpus-per-replica": 1, "gpu-memory-gb": 141, "gpu-memory-utilization": 0.9, "weights-gb": 70,
-      "overhead-gb": 6, "kv-bytes-per-token": 163840}, 310_668),
-    # 240 GB of weights fit four 80 GB GPUs: 4 x (73.6 - 5) - 240 = 34.4 GB
-    ({"gpus-per-replica": 4, "weights-gb": 240}, 524_902),
-])
+
+@pytest.mark.parametrize(
+    ("flags", "tokens"),
+    [
+        # two 141 GB GPUs at 0.9, 70 GB of weights split over them, 6 GB overhead on each: 171.8 GB of cache
+        (
+            {
+                "gpus-per-replica": 2,
+                "gpu-memory-gb": 141,
+                "gpu-memory-utilization": 0.9,
+                "weights-gb": 70,
+                "overhead-gb": 6,
+                "kv-bytes-per-token": 163840,
+            },
+            1_048_583,
+        ),
+        # the same on one GPU: 126.9 - 76 = 50.9 GB
+        (
+            {
+                "gpus-per-replica": 1,
+                "gpu-memory-gb": 141,
+                "gpu-memory-utilization": 0.9,
+                "weights-gb": 70,
+                "overhead-gb": 6,
+                "kv-bytes-per-token": 163840,
+            },
+            310_668,
+        ),
+        # 240 GB of weights fit four 80 GB GPUs: 4 x (73.6 - 5) - 240 = 34.4 GB
+        ({"gpus-per-replica": 4, "weights-gb": 240}, 524_902),
+    ],
+)
 def test_kv_cache_counts_every_gpu_of_a_replica(flags: dict[str, Any], tokens: int) -> None:
     assert size(**flags)["kv_cache"]["tokens"] == tokens
 

@@ -8,14 +8,30 @@ import time
 import httpx
 import openai
 import pytest
+from api_client import (
+    ApiClient,
+    ApiClientError,
+    ApiConnectionError,
+    ApiServerError,
+    ApiStreamError,
+    ApiTimeout,
+    AsyncApiClient,
+    Prices,
+    StreamPiece,
+    Timeouts,
+)
 
-from api_client import (ApiClient, ApiClientError, ApiConnectionError, ApiServerError, ApiStreamError, ApiTimeout,
-                        AsyncApiClient, Prices, Timeouts, StreamPiece)
 from fake_server import serve, tokenizer
 
 KEY = "sk-test-0123456789"
-PROMPTS = ["What is a KV cache?", "Summarise continuous batching in one line.", "Name three GPU metrics.",
-           "Why does prefill cost time?", "What is TTFT?", "Define throughput."]
+PROMPTS = [
+    "What is a KV cache?",
+    "Summarise continuous batching in one line.",
+    "Name three GPU metrics.",
+    "Why does prefill cost time?",
+    "What is TTFT?",
+    "Define throughput.",
+]
 
 
 @pytest.fixture
@@ -28,8 +44,10 @@ def _prompt_tokens(text: str) -> int:
 
 
 def test_auth_required_and_checked(api):
-    bare = httpx.post(api.openai_base_url + "/chat/completions",
-                      json={"model": "opus-5.5", "messages": [{"role": "user", "content": "x"}]})
+    bare = httpx.post(
+        api.openai_base_url + "/chat/completions",
+        json={"model": "opus-5.5", "messages": [{"role": "user", "content": "x"}]},
+    )
     assert bare.status_code == 401 and bare.json()["error"]["code"] == "missing_api_key"
     client = openai.OpenAI(base_url=api.openai_base_url, api_key="sk-wrong-key-000000", max_retries=0)
     with pytest.raises(openai.AuthenticationError) as info:
@@ -53,9 +71,14 @@ def test_costs_match_the_price_table_and_the_ledger(api):
             assert reply.usage.output_tokens == out
             reported += reply.cost_usd
         else:
-            stream = client.chat.completions.create(model="opus-5.5", messages=[{"role": "user", "content": prompt}],
-                                                    max_tokens=out, stream=True, extra_body={"ignore_eos": True})
-            usage = [c.usage for c in stream if c.usage][0]  # usage comes on every API stream, unasked
+            stream = client.chat.completions.create(
+                model="opus-5.5",
+                messages=[{"role": "user", "content": prompt}],
+                max_tokens=out,
+                stream=True,
+                extra_body={"ignore_eos": True},
+            )
+            usage = next(c.usage for c in stream if c.usage)  # usage comes on every API stream, unasked
             reported += (usage.prompt_tokens * 4 + usage.completion_tokens * 20) / 1e6
     ledger_total = sum(r["cost_usd"] for r in api.ledger())
     assert reported == pytest.approx(expected, abs=1e-12)
@@ -95,20 +118,25 @@ def test_request_and_token_rate_limits_answer_429_with_retry_after(fake_server):
     assert limited.value.status == 429 and limited.value.retry_after and limited.value.body["error"]["type"] == "tokens"
 
 
-@pytest.mark.parametrize(("fault", "error", "status"), [
-    ({"kind": "http_error", "status": 404}, ApiClientError, 404),
-    ({"kind": "http_error", "status": 400, "message": "bad"}, ApiClientError, 400),
-    ({"kind": "http_error", "status": 500}, ApiServerError, 500),
-    ({"kind": "http_error", "status": 503}, ApiServerError, 503),
-    ({"kind": "stream_error", "after_tokens": 2}, ApiStreamError, None),
-    ({"kind": "cut", "after_tokens": 2}, ApiStreamError, None),
-    ({"kind": "no_done", "after_tokens": 2}, ApiStreamError, None),
-    ({"kind": "stall_before_headers", "seconds": 10}, ApiTimeout, None),
-])
+@pytest.mark.parametrize(
+    ("fault", "error", "status"),
+    [
+        ({"kind": "http_error", "status": 404}, ApiClientError, 404),
+        ({"kind": "http_error", "status": 400, "message": "bad"}, ApiClientError, 400),
+        ({"kind": "http_error", "status": 500}, ApiServerError, 500),
+        ({"kind": "http_error", "status": 503}, ApiServerError, 503),
+        ({"kind": "stream_error", "after_tokens": 2}, ApiStreamError, None),
+        ({"kind": "cut", "after_tokens": 2}, ApiStreamError, None),
+        ({"kind": "no_done", "after_tokens": 2}, ApiStreamError, None),
+        ({"kind": "stall_before_headers", "seconds": 10}, ApiTimeout, None),
+    ],
+)
 def test_each_stub_exception_kind_is_raised_by_the_matching_fault(fake_server, fault, error, status):
     server = fake_server(persona="api", faults=[fault], token_rate=1000)
     # first_byte well above a loopback answer's (beside the busy suite one took over 1 s), well below the stall
-    stub = ApiClient(server.openai_base_url, "k", prices=Prices(4, 20), timeouts=Timeouts(connect=2, first_byte=4, total=12))
+    stub = ApiClient(
+        server.openai_base_url, "k", prices=Prices(4, 20), timeouts=Timeouts(connect=2, first_byte=4, total=12)
+    )
     with pytest.raises(error) as info:
         list(stub.stream_chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=8))
     if status is not None:
@@ -128,9 +156,14 @@ def test_connection_error_when_nothing_listens():
 def test_async_client_streams_and_costs(api):
     async def run():
         async with AsyncApiClient(api.openai_base_url, KEY) as client:
-            pieces = [p async for p in client.stream_chat([{"role": "user", "content": "hi"}], model="opus-5.5",
-                                                           max_tokens=6, ignore_eos=True)]
+            pieces = [
+                p
+                async for p in client.stream_chat(
+                    [{"role": "user", "content": "hi"}], model="opus-5.5", max_tokens=6, ignore_eos=True
+                )
+            ]
             return pieces
+
     pieces = asyncio.run(run())
     result = pieces[-1].result
     assert "".join(p.text for p in pieces[:-1]) == result.text and tokenizer.count(result.text) == 6
@@ -155,9 +188,11 @@ def test_after_the_first_event_only_total_bounds_a_stream_as_the_gateway_contrac
         assert info.value.phase == "total" and 1.9 < time.perf_counter() - start < 2.9  # the pause ends at 3 s
 
     async def stream(timeouts: Timeouts) -> list[StreamPiece]:
-        async with AsyncApiClient(pauses.openai_base_url, "k", prices=Prices(4, 20), timeouts=timeouts) as client:
-            async with client.stream_chat(message, model="opus-5.5", max_tokens=8, ignore_eos=True) as pieces:
-                return [p async for p in pieces]
+        async with (
+            AsyncApiClient(pauses.openai_base_url, "k", prices=Prices(4, 20), timeouts=timeouts) as client,
+            client.stream_chat(message, model="opus-5.5", max_tokens=8, ignore_eos=True) as pieces,
+        ):
+            return [p async for p in pieces]
 
     assert asyncio.run(stream(within))[-1].result is not None
     start = time.perf_counter()
@@ -168,13 +203,17 @@ def test_after_the_first_event_only_total_bounds_a_stream_as_the_gateway_contrac
 
 def test_timeouts_name_the_limit_that_fired(fake_server):
     silent = fake_server(persona="api", token_rate=1000, faults=[{"kind": "stall_after_headers", "seconds": 3}])
-    stub = ApiClient(silent.openai_base_url, "k", prices=Prices(4, 20), timeouts=Timeouts(connect=1, first_byte=0.3, total=10))
+    stub = ApiClient(
+        silent.openai_base_url, "k", prices=Prices(4, 20), timeouts=Timeouts(connect=1, first_byte=0.3, total=10)
+    )
     start = time.perf_counter()
     with pytest.raises(ApiTimeout) as info:
         list(stub.stream_chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=8))
     assert info.value.phase == "first_byte" and time.perf_counter() - start < 2
     slow = fake_server(persona="api", token_rate=10)
-    whole = ApiClient(slow.openai_base_url, "k", prices=Prices(4, 20), timeouts=Timeouts(connect=1, first_byte=5, total=0.5))
+    whole = ApiClient(
+        slow.openai_base_url, "k", prices=Prices(4, 20), timeouts=Timeouts(connect=1, first_byte=5, total=0.5)
+    )
     with pytest.raises(ApiTimeout) as info:
         whole.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=50, ignore_eos=True)
     assert info.value.phase == "total"
@@ -195,6 +234,7 @@ def test_a_whole_answer_slower_than_first_byte_times_out_as_the_gateway_contract
     async def whole() -> None:
         async with AsyncApiClient(slow.openai_base_url, "k", prices=Prices(4, 20), timeouts=timeouts) as client:
             await client.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=50, ignore_eos=True)
+
     start = time.perf_counter()
     with pytest.raises(ApiTimeout) as info:
         asyncio.run(whole())
@@ -226,9 +266,16 @@ def test_many_calls_at_once_never_wait_for_a_connection(fake_server):
     server = fake_server(persona="api", api_key=KEY, token_rate=10)  # 100 tokens: about 10 s each
 
     async def run():
-        async with AsyncApiClient(server.openai_base_url, KEY, timeouts=Timeouts(connect=10, first_byte=30, total=60)) as client:
-            return await asyncio.gather(*(client.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=100,
-                                                      ignore_eos=True) for _ in range(calls)))
+        async with AsyncApiClient(
+            server.openai_base_url, KEY, timeouts=Timeouts(connect=10, first_byte=30, total=60)
+        ) as client:
+            return await asyncio.gather(
+                *(
+                    client.chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=100, ignore_eos=True)
+                    for _ in range(calls)
+                )
+            )
+
     results = asyncio.run(run())
     assert len(results) == calls and all(r.usage.output_tokens == 100 for r in results)
     records = server.ledger()
@@ -238,15 +285,16 @@ def test_many_calls_at_once_never_wait_for_a_connection(fake_server):
 
 def test_authentication_comes_before_any_other_check(api):
     for body in (b"{not json", b'{"model": "nope", "messages": [{"role": "user", "content": "x"}]}'):
-        r = httpx.post(api.openai_base_url + "/chat/completions", content=body, headers={"content-type": "application/json"})
+        r = httpx.post(
+            api.openai_base_url + "/chat/completions", content=body, headers={"content-type": "application/json"}
+        )
         assert r.status_code == 401
 
 
 def test_a_stream_cut_half_way_says_what_it_already_cost(fake_server):
     server = fake_server(persona="api", token_rate=1000, faults=[{"kind": "cut", "after_tokens": 4}])
-    with ApiClient(server.openai_base_url, "k", prices=Prices(4, 20)) as stub:
-        with pytest.raises(ApiStreamError) as info:
-            list(stub.stream_chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=12))
+    with ApiClient(server.openai_base_url, "k", prices=Prices(4, 20)) as stub, pytest.raises(ApiStreamError) as info:
+        list(stub.stream_chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=12))
     prompt = _prompt_tokens("x")
     assert info.value.usage.input_tokens == prompt and info.value.usage.output_tokens == 4
     assert info.value.cost_usd == pytest.approx((prompt * 4 + 4 * 20) / 1e6)

@@ -8,10 +8,9 @@ import math
 import time
 
 import httpx
-
+import pytest
 from api_client import SSEDecoder
 from conftest import chat_body, metric_values
-import pytest
 
 
 async def _timed_stream(client: httpx.AsyncClient, base: str, body: dict) -> tuple[float, float]:
@@ -49,7 +48,7 @@ def test_requests_beyond_the_slots_wait_and_raise_p90_ttft(fake_server):
         async with httpx.AsyncClient() as client:
             while not task.done():
                 values = metric_values((await client.get(base + "/metrics")).text)
-                seen_waiting.append(values['vllm:num_requests_waiting{model_name=fake-model}'])
+                seen_waiting.append(values["vllm:num_requests_waiting{model_name=fake-model}"])
                 await asyncio.sleep(0.02)
 
     async def run() -> tuple[list, list]:
@@ -80,7 +79,9 @@ def test_requests_beyond_the_slots_wait_and_raise_p90_ttft(fake_server):
 def test_prefill_time_grows_with_prompt_length(fake_server):
     server = fake_server(prefill_rate=5000, prefill_overhead=0.001, token_rate=200)
     short = httpx.post(server.base_url + "/v1/chat/completions", json=chat_body("hi", stream=False, max_tokens=1))
-    long = httpx.post(server.base_url + "/v1/chat/completions", json=chat_body("word " * 2000, stream=False, max_tokens=1))
+    long = httpx.post(
+        server.base_url + "/v1/chat/completions", json=chat_body("word " * 2000, stream=False, max_tokens=1)
+    )
     assert short.status_code == long.status_code == 200
     short_rec, long_rec = server.ledger()
     prefill = [r["prefill_end"] - r["prefill_start"] for r in (short_rec, long_rec)]
@@ -91,13 +92,19 @@ def test_prefill_time_grows_with_prompt_length(fake_server):
 def test_a_repeated_prefix_is_served_from_the_prefix_cache(fake_server):
     server = fake_server(scenario="prefix-cache")
     system = {"role": "system", "content": "You are a careful assistant. " * 300}
-    bodies = [{"model": "fake-model", "messages": [system, {"role": "user", "content": q}], "max_tokens": 2}
-              for q in ("first question", "second question")]
+    bodies = [
+        {"model": "fake-model", "messages": [system, {"role": "user", "content": q}], "max_tokens": 2}
+        for q in ("first question", "second question")
+    ]
     replies = []
     for body in bodies:
         start = time.perf_counter()
-        replies.append((httpx.post(server.base_url + "/v1/chat/completions", json=body, timeout=30).json(),
-                        time.perf_counter() - start))
+        replies.append(
+            (
+                httpx.post(server.base_url + "/v1/chat/completions", json=body, timeout=30).json(),
+                time.perf_counter() - start,
+            )
+        )
     (cold, cold_t), (warm, warm_t) = replies
     assert cold["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
     cached = warm["usage"]["prompt_tokens_details"]["cached_tokens"]
@@ -105,7 +112,10 @@ def test_a_repeated_prefix_is_served_from_the_prefix_cache(fake_server):
     assert warm_t < cold_t / 3  # ~1,500 tokens at 2,000 tokens/s is ~0.75 s cold
     values = metric_values(server.metrics())
     assert values["vllm:prefix_cache_hits_total{model_name=fake-model}"] == cached
-    assert values["vllm:prefix_cache_queries_total{model_name=fake-model}"] == cold["usage"]["prompt_tokens"] + warm["usage"]["prompt_tokens"]
+    assert (
+        values["vllm:prefix_cache_queries_total{model_name=fake-model}"]
+        == cold["usage"]["prompt_tokens"] + warm["usage"]["prompt_tokens"]
+    )
 
 
 def test_a_small_kv_cache_forces_preemptions_that_ledger_and_metrics_report(fake_server):
@@ -126,8 +136,9 @@ def test_clients_that_disconnect_free_their_slots_and_blocks(fake_server):
     server = fake_server(max_num_seqs=64, token_rate=100, kv_cache_tokens=200_000)
 
     async def read_two_then_leave(client: httpx.AsyncClient) -> None:
-        async with client.stream("POST", server.base_url + "/v1/chat/completions",
-                                 json=chat_body(max_tokens=1000, ignore_eos=True)) as r:
+        async with client.stream(
+            "POST", server.base_url + "/v1/chat/completions", json=chat_body(max_tokens=1000, ignore_eos=True)
+        ) as r:
             seen, decoder = 0, SSEDecoder()
             async for text in r.aiter_text():
                 seen += len(decoder.feed(text))

@@ -27,8 +27,12 @@ def server(request: pytest.FixtureRequest) -> Iterator[RunningServer]:
 
 
 def _ask(server: RunningServer, max_tokens: int = 3) -> httpx.Response:
-    return httpx.post(server.openai_base_url + "/chat/completions", timeout=30,
-                      json=chat_body(stream=False, max_tokens=max_tokens), headers={"Authorization": "Bearer x"})
+    return httpx.post(
+        server.openai_base_url + "/chat/completions",
+        timeout=30,
+        json=chat_body(stream=False, max_tokens=max_tokens),
+        headers={"Authorization": "Bearer x"},
+    )
 
 
 def _max_model_len(server: RunningServer) -> int:
@@ -67,15 +71,22 @@ def test_faults_health_and_reset(server: RunningServer) -> None:
     assert _max_model_len(server) == 4096  # the start-up settings again
     assert _ask(server, max_tokens=2).status_code == 200  # and no faults
     (record,) = server.ledger()
-    assert record["number"] == 1 and record["completion_tokens"] == 2 and record["generation"] == first[0]["generation"] + 1
+    assert (
+        record["number"] == 1
+        and record["completion_tokens"] == 2
+        and record["generation"] == first[0]["generation"] + 1
+    )
     assert [r["number"] for r in server.ledger(generation=first[0]["generation"])] == [1, 2]
 
 
 def test_ledger_waits_for_requests_in_flight(server: RunningServer) -> None:
     server.configure(token_rate=40)
-    with httpx.Client(timeout=30) as client, \
-            client.stream("POST", server.openai_base_url + "/chat/completions",
-                          json=chat_body(max_tokens=10, ignore_eos=True)) as response:
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream(
+            "POST", server.openai_base_url + "/chat/completions", json=chat_body(max_tokens=10, ignore_eos=True)
+        ) as response,
+    ):
         assert response.status_code == 200
         assert server.ledger(settle=0) == []  # still streaming: not recorded yet
         response.read()

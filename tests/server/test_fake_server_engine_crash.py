@@ -18,8 +18,9 @@ CRASH = {"kind": "engine_crash", "requests": [3], "after_tokens": 5}
 
 
 def _stream_into(base_url: str, out: dict, first_chunk: threading.Event) -> None:
-    with httpx.stream("POST", base_url + "/v1/chat/completions", timeout=30,
-                      json=chat_body(max_tokens=500, ignore_eos=True)) as r:
+    with httpx.stream(
+        "POST", base_url + "/v1/chat/completions", timeout=30, json=chat_body(max_tokens=500, ignore_eos=True)
+    ) as r:
         out["status"] = r.status_code
         raw = b""
         for part in r.iter_bytes():
@@ -29,7 +30,9 @@ def _stream_into(base_url: str, out: dict, first_chunk: threading.Event) -> None
 
 
 def _whole_into(base_url: str, out: dict) -> None:
-    r = httpx.post(base_url + "/v1/chat/completions", timeout=30, json=chat_body(stream=False, max_tokens=500, ignore_eos=True))
+    r = httpx.post(
+        base_url + "/v1/chat/completions", timeout=30, json=chat_body(stream=False, max_tokens=500, ignore_eos=True)
+    )
     out["status"], out["body"] = r.status_code, r.json()
 
 
@@ -99,7 +102,9 @@ def test_a_crashed_step_ends_every_request_with_an_error_and_health_fails(caplog
 def test_the_cli_logs_the_traceback_once():
     with serve_subprocess("--token-rate", "200") as server:
         server.set_faults([{"kind": "engine_crash", "requests": [1], "after_tokens": 2}])
-        r = httpx.post(server.openai_base_url + "/chat/completions", json=chat_body(stream=False, max_tokens=10), timeout=10)
+        r = httpx.post(
+            server.openai_base_url + "/chat/completions", json=chat_body(stream=False, max_tokens=10), timeout=10
+        )
         status, body = r.status_code, r.json()
         assert status == 500 and "injected engine crash" in body["error"]["message"]
         assert httpx.get(server.base_url + "/health").status_code == 503

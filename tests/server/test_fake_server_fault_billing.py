@@ -23,8 +23,14 @@ EXPECTED = {"cut": 4, "no_done": 7, "stream_error": 3, None: MAX_TOKENS}
 
 
 async def _one(client: httpx.AsyncClient, url: str, i: int) -> dict:
-    body = {"model": "fake-model", "messages": [{"role": "user", "content": f"bill me {i}"}], "max_tokens": MAX_TOKENS,
-            "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+    body = {
+        "model": "fake-model",
+        "messages": [{"role": "user", "content": f"bill me {i}"}],
+        "max_tokens": MAX_TOKENS,
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+    }
     raw = b""
     try:
         async with client.stream("POST", url, json=body) as r:
@@ -37,8 +43,12 @@ async def _one(client: httpx.AsyncClient, url: str, i: int) -> dict:
     ids = {c["id"] for c in chunks if "id" in c}
     content = [c for c in chunks if c.get("choices") and c["choices"][0]["delta"].get("content")]
     usages = [c["usage"]["completion_tokens"] for c in chunks if c.get("usage")]
-    return {"id": ids.pop() if len(ids) == 1 else None, "content_chunks": len(content),
-            "last_usage": usages[-1] if usages else None, "done": "[DONE]" in events}
+    return {
+        "id": ids.pop() if len(ids) == 1 else None,
+        "content_chunks": len(content),
+        "last_usage": usages[-1] if usages else None,
+        "done": "[DONE]" in events,
+    }
 
 
 async def _burst(base_url: str) -> list[dict]:

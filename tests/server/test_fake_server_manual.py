@@ -20,8 +20,17 @@ from fake_server.manual import SERVE_KEYWORDS
 
 BIN = Path(sys.executable).parent
 #: A valid value for each field a rule may hold, chosen here (the server must take every one of them).
-SAMPLE = {"status": 503, "message": "injected by the test", "retry_after": 2, "seconds": 0.25, "after_tokens": 3,
-          "every": True, "requests": [2, 3], "rate": 0.5, "model": "fake-model"}
+SAMPLE = {
+    "status": 503,
+    "message": "injected by the test",
+    "retry_after": 2,
+    "seconds": 0.25,
+    "after_tokens": 3,
+    "every": True,
+    "requests": [2, 3],
+    "rate": 0.5,
+    "model": "fake-model",
+}
 
 
 def command(*args: str) -> str:
@@ -92,10 +101,18 @@ def test_the_fixtures_manual_names_every_keyword_the_fixture_takes() -> None:
 
 
 def test_the_fixture_takes_the_keywords_its_manual_shows(fake_server: Callable[..., RunningServer]) -> None:
-    server = fake_server(max_num_seqs=2, faults=[{"kind": "http_error", "status": 429, "requests": [1]}],
-                         models={"second-model": {"token_rate": 100}})
-    answer = httpx.post(server.openai_base_url + "/chat/completions", timeout=10,
-                        json={"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
+    server = fake_server(
+        max_num_seqs=2,
+        faults=[{"kind": "http_error", "status": 429, "requests": [1]}],
+        models={"second-model": {"token_rate": 100}},
+    )
+    answer = httpx.post(
+        server.openai_base_url + "/chat/completions",
+        timeout=10,
+        json={"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2},
+    )
     assert answer.status_code == 429
     assert {m["id"] for m in httpx.get(server.openai_base_url + "/models", timeout=10).json()["data"]} >= {
-        "fake-model", "second-model"}
+        "fake-model",
+        "second-model",
+    }

@@ -2,36 +2,82 @@
 
 from __future__ import annotations
 
-
 import httpx
-
 from kit_paths import ROOT
+
 import fake_server
 from fake_server import serve
 
-
 RECORD_FIELDS = {
-    "id", "number", "model", "endpoint", "stream", "arrival", "max_tokens", "status", "fault", "headers_sent",
-    "queued", "scheduled", "prefill_start", "prefill_end", "finished", "prompt_tokens", "message_tokens", "cached_tokens",
-    "completion_tokens", "reasoning_tokens", "content_tokens", "preemptions", "generation", "finish_reason",
-    "error", "step_lag_max", "cost_usd", "chunks", "queue_wait", "first_content",
+    "id",
+    "number",
+    "model",
+    "endpoint",
+    "stream",
+    "arrival",
+    "max_tokens",
+    "status",
+    "fault",
+    "headers_sent",
+    "queued",
+    "scheduled",
+    "prefill_start",
+    "prefill_end",
+    "finished",
+    "prompt_tokens",
+    "message_tokens",
+    "cached_tokens",
+    "completion_tokens",
+    "reasoning_tokens",
+    "content_tokens",
+    "preemptions",
+    "generation",
+    "finish_reason",
+    "error",
+    "step_lag_max",
+    "cost_usd",
+    "chunks",
+    "queue_wait",
+    "first_content",
 }
 
 
 def test_public_names_are_pinned():
-    assert sorted(fake_server.__all__) == sorted([
-        "ModelSettings", "RunningServer", "ServerSettings", "SettingsError", "build_settings", "list_scenarios",
-        "serve", "serve_fleet", "serve_subprocess", "tokenizer",
-    ])
-    for name in ("openai_base_url", "port", "ledger", "configure", "set_faults", "set_healthy", "reset", "metrics",
-                 "log_text"):
+    assert sorted(fake_server.__all__) == sorted(
+        [
+            "ModelSettings",
+            "RunningServer",
+            "ServerSettings",
+            "SettingsError",
+            "build_settings",
+            "list_scenarios",
+            "serve",
+            "serve_fleet",
+            "serve_subprocess",
+            "tokenizer",
+        ]
+    )
+    for name in (
+        "openai_base_url",
+        "port",
+        "ledger",
+        "configure",
+        "set_faults",
+        "set_healthy",
+        "reset",
+        "metrics",
+        "log_text",
+    ):
         assert hasattr(fake_server.RunningServer, name), name
 
 
 def test_ledger_record_fields_are_pinned():
     with serve(token_rate=500) as server:
-        httpx.post(server.openai_base_url + "/chat/completions", timeout=10,
-                   json={"model": "fake-model", "messages": [{"role": "user", "content": "x"}], "max_tokens": 2})
+        httpx.post(
+            server.openai_base_url + "/chat/completions",
+            timeout=10,
+            json={"model": "fake-model", "messages": [{"role": "user", "content": "x"}], "max_tokens": 2},
+        )
         (record,) = server.ledger()
     assert set(record) == RECORD_FIELDS
 
@@ -59,7 +105,9 @@ def _package_imports() -> dict[str, set[str]]:
 def test_the_engine_knows_no_http_and_neither_knows_how_it_is_hosted():
     """The three rooms depend one way: hosting -> http -> engine, never back."""
     graph = _package_imports()
-    assert {"engine.step_loop", "engine.scheduler", "http.app", "hosting.handle", "hosting.launch", "settings"} <= set(graph)
+    assert {"engine.step_loop", "engine.scheduler", "http.app", "hosting.handle", "hosting.launch", "settings"} <= set(
+        graph
+    )
     for module, deps in graph.items():
         if module.startswith("engine."):
             assert not {d for d in deps if d.startswith(("http.", "hosting."))}, module
@@ -69,8 +117,18 @@ def test_the_engine_knows_no_http_and_neither_knows_how_it_is_hosted():
 
 def test_no_import_cycles_in_the_package():
     graph = {module: deps - {"__init__"} for module, deps in _package_imports().items() if module != "__init__"}
-    assert {"engine.step_loop", "settings", "engine.faults", "hosting.launch", "hosting.fleet", "engine.metrics",
-            "hosting.server", "hosting.host", "hosting.handle", "http.control"} <= set(graph)
+    assert {
+        "engine.step_loop",
+        "settings",
+        "engine.faults",
+        "hosting.launch",
+        "hosting.fleet",
+        "engine.metrics",
+        "hosting.server",
+        "hosting.host",
+        "hosting.handle",
+        "http.control",
+    } <= set(graph)
     cycles = []
     for start in graph:
         stack = [(start, (start,))]

@@ -22,9 +22,11 @@ def _running(base_url: str) -> float:
 
 def _start_streams(base_url: str, n: int, tokens: int) -> list[threading.Thread]:
     def one() -> None:
-        with httpx.stream("POST", base_url + "/v1/chat/completions", timeout=60,
-                          json=chat_body(max_tokens=tokens, ignore_eos=True)) as r:
+        with httpx.stream(
+            "POST", base_url + "/v1/chat/completions", timeout=60, json=chat_body(max_tokens=tokens, ignore_eos=True)
+        ) as r:
             r.read()
+
     threads = [threading.Thread(target=one) for _ in range(n)]
     for t in threads:
         t.start()
@@ -44,8 +46,12 @@ def test_records_of_requests_in_flight_at_a_reset_stay_in_their_generation():
         server.configure(token_rate=500)
         server.reset()
         # the new generation numbers from 1, and its start-up fault (request 5 -> 503) is back
-        codes = [httpx.post(base + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=2), timeout=10).status_code
-                 for _ in range(5)]
+        codes = [
+            httpx.post(
+                base + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=2), timeout=10
+            ).status_code
+            for _ in range(5)
+        ]
         assert codes == [200, 200, 200, 200, 503]
         new = server.ledger()  # waits for the new generation only
         assert [(r["number"], r["generation"]) for r in new] == [(n, 1) for n in range(1, 6)]
@@ -73,7 +79,10 @@ def test_a_reset_that_cannot_restore_the_kv_cache_under_load_is_refused_and_chan
         threads = _start_streams(base, 2, tokens=25)
         server.configure(token_rate=10)  # slower: the streams stay in flight (~2.5 s) through both refusals
         server.set_faults([{"kind": "http_error", "status": 500, "requests": [9]}])
-        with pytest.raises(SettingsError, match=r"reset refused, nothing was changed: cannot resize the KV cache of `fake-model` while 2 requests"):
+        with pytest.raises(
+            SettingsError,
+            match=r"reset refused, nothing was changed: cannot resize the KV cache of `fake-model` while 2 requests",
+        ):
             server.reset()
         refused = httpx.post(base + "/admin/reset")
         assert refused.status_code == 400 and "reset refused" in refused.json()["error"]["message"]

@@ -23,8 +23,12 @@ RATE = 100.0  # one request lasts TOKENS / RATE = 1 s: long beside a loaded mach
 
 def _burst(base_url: str) -> None:
     def one(_: int) -> int:
-        return httpx.post(base_url + "/v1/chat/completions", timeout=30,
-                          json=chat_body(stream=True, max_tokens=TOKENS, ignore_eos=True)).status_code
+        return httpx.post(
+            base_url + "/v1/chat/completions",
+            timeout=30,
+            json=chat_body(stream=True, max_tokens=TOKENS, ignore_eos=True),
+        ).status_code
+
     with ThreadPoolExecutor(REQUESTS) as pool:
         assert list(pool.map(one, range(REQUESTS))) == [200] * REQUESTS
 
@@ -66,7 +70,13 @@ def test_the_cli_honours_the_switch_and_logs_it_once(tmp_path):
 
 def test_a_bad_value_is_a_one_line_usage_error():
     env = {**os.environ, ENV: "maybe"}
-    proc = subprocess.run([sys.executable, "-m", "fake_server", "serve", "--port", "0"], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fake_server", "serve", "--port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 2
     assert f"{ENV} must be 1 or 0 (got 'maybe')" in proc.stderr and "Traceback" not in proc.stderr

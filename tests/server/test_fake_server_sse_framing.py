@@ -24,8 +24,10 @@ def _raw_stream(port: int, body: dict) -> tuple[bytes, list[bytes]]:
     chunk boundaries are the server's write boundaries whatever TCP did with the segments.
     """
     payload = json.dumps(body).encode()
-    request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-               b"Connection: close\r\nContent-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+    request = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Connection: close\r\nContent-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload
+    )
     raw = b""
     deadline = time.monotonic() + 30
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
@@ -44,22 +46,28 @@ def _raw_stream(port: int, body: dict) -> tuple[bytes, list[bytes]]:
         if size == 0:
             break
         chunks.append(rest[:size])
-        assert rest[size:size + 2] == b"\r\n"
-        rest = rest[size + 2:]
+        assert rest[size : size + 2] == b"\r\n"
+        rest = rest[size + 2 :]
     return b"".join(chunks), chunks
 
 
 def _body(max_tokens: int = 12) -> dict:
-    return {"model": "fake-model", "messages": _PROMPT, "max_tokens": max_tokens, "stream": True,
-            "stream_options": {"include_usage": True}}
+    return {
+        "model": "fake-model",
+        "messages": _PROMPT,
+        "max_tokens": max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
 
 
 def _openai_text(server) -> tuple[str, int, int]:
     """(content, completion tokens from usage, chunks) as the openai client parses the stream."""
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="unused", max_retries=0)
     content, usage, chunks = "", -1, 0
-    stream = client.chat.completions.create(model="fake-model", messages=_PROMPT, max_tokens=12, stream=True,
-                                            stream_options={"include_usage": True})
+    stream = client.chat.completions.create(
+        model="fake-model", messages=_PROMPT, max_tokens=12, stream=True, stream_options={"include_usage": True}
+    )
     for chunk in stream:
         chunks += 1
         if chunk.choices and chunk.choices[0].delta.content:
@@ -132,7 +140,7 @@ def test_split_and_coalesced_writes_and_their_ledger_times():
     # events that left in one write carry one send time; the next write comes a token later or more
     times = [c[0] for c in record["chunks"]]
     assert len(times) == len(events)
-    stamped = [times[i:i + 3] for i in range(0, len(times), 3)]
+    stamped = [times[i : i + 3] for i in range(0, len(times), 3)]
     assert all(len(set(group)) == 1 for group in stamped)
     assert all(b[0] - a[0] >= 0.002 for a, b in itertools.pairwise(stamped))
 
@@ -147,9 +155,9 @@ def test_one_event_over_several_data_lines_on_the_wire():
     for event in multi:
         lines = event.split(b"\n")
         assert all(line.startswith(b"data: ") for line in lines)
-        joined = b"\n".join(line[len(b"data: "):] for line in lines)  # as the SSE standard joins them
+        joined = b"\n".join(line[len(b"data: ") :] for line in lines)  # as the SSE standard joins them
         assert json.loads(joined)["object"] == "chat.completion.chunk"
-        assert all(not _parses(line[len(b"data: "):]) for line in lines)  # no line is JSON on its own
+        assert all(not _parses(line[len(b"data: ") :]) for line in lines)  # no line is JSON on its own
 
 
 def _parses(text: bytes) -> bool:
@@ -164,7 +172,7 @@ def test_a_server_that_ignores_stream_options_sends_no_usage_chunk():
     with serve(scenario="no-usage", token_rate=500) as server:
         body, _ = _raw_stream(server.port, _body())
         whole = json.loads(_raw_whole(server.port))
-    chunks = [json.loads(e[len(b"data: "):]) for e in body.split(b"\n\n")[:-1] if e != b"data: [DONE]"]
+    chunks = [json.loads(e[len(b"data: ") :]) for e in body.split(b"\n\n")[:-1] if e != b"data: [DONE]"]
     assert chunks and all("usage" not in c or c["usage"] is None for c in chunks)
     assert all(c["choices"] for c in chunks)  # no `choices: []` usage chunk
     assert body.endswith(b"data: [DONE]\n\n")
@@ -173,8 +181,10 @@ def test_a_server_that_ignores_stream_options_sends_no_usage_chunk():
 
 def _raw_whole(port: int) -> bytes:
     payload = json.dumps({"model": "fake-model", "messages": _PROMPT, "max_tokens": 12}).encode()
-    request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-               b"Connection: close\r\nContent-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+    request = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Connection: close\r\nContent-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload
+    )
     raw = b""
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         sock.sendall(request)
@@ -201,8 +211,14 @@ def test_framing_flags_on_the_command_line():
     from fake_server.cli import main
 
     result = CliRunner().invoke(main, ["serve", "--help"])
-    for flag in ("--sse-line-ending", "--sse-data-space", "--no-sse-data-space", "--sse-keepalive-comments",
-                 "--sse-split-writes", "--sse-coalesce"):
+    for flag in (
+        "--sse-line-ending",
+        "--sse-data-space",
+        "--no-sse-data-space",
+        "--sse-keepalive-comments",
+        "--sse-split-writes",
+        "--sse-coalesce",
+    ):
         assert flag in result.output
     result = CliRunner().invoke(main, ["serve", "--sse-line-ending", "lfcr"])
     assert result.exit_code == 2 and "lfcr" in result.output

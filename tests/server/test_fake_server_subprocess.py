@@ -27,7 +27,9 @@ def test_two_thousand_malformed_requests_and_the_child_still_answers():
         answers = [_garbage(server.port) for _ in range(MALFORMED)]
         assert time.monotonic() - start < 120
         assert all(a.startswith(b"HTTP/1.1 400") for a in answers)
-        r = httpx.post(server.openai_base_url + "/chat/completions", json=chat_body(stream=False, max_tokens=4), timeout=10)
+        r = httpx.post(
+            server.openai_base_url + "/chat/completions", json=chat_body(stream=False, max_tokens=4), timeout=10
+        )
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 4
         log = server.log_text()
         assert log.count("Invalid HTTP request received") == MALFORMED

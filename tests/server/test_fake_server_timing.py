@@ -34,8 +34,13 @@ def _stream_cpu(timing: str) -> tuple[float, list[float]]:
     with serve_subprocess("--timing", timing, "--token-rate", str(RATE), "--prefill-overhead", "0") as server:
         assert server.process is not None
         pid = server.process.pid
-        body = {"model": "fake-model", "messages": [{"role": "user", "content": "t"}], "max_tokens": TOKENS,
-                "ignore_eos": True, "stream": True}
+        body = {
+            "model": "fake-model",
+            "messages": [{"role": "user", "content": "t"}],
+            "max_tokens": TOKENS,
+            "ignore_eos": True,
+            "stream": True,
+        }
         start_cpu = start_wall = None
         with httpx.stream("POST", server.openai_base_url + "/chat/completions", json=body, timeout=60) as r:
             for _ in r.iter_raw():

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import time
 
 import httpx
 import pytest
-
 from conftest import chat_body, json_events, sse_events, stream_chat
 
 
@@ -19,11 +19,13 @@ def _content_tokens(events: list[str]) -> int:
 def test_cut_closes_the_connection_mid_body_without_done(fake_server):
     server = fake_server(scenario="cut-mid-stream")
     received = b""
-    with pytest.raises(httpx.RemoteProtocolError):
-        with httpx.stream("POST", server.base_url + "/v1/chat/completions", json=chat_body(max_tokens=20)) as r:
-            assert r.status_code == 200
-            for part in r.iter_raw():
-                received += part
+    with (
+        pytest.raises(httpx.RemoteProtocolError),
+        httpx.stream("POST", server.base_url + "/v1/chat/completions", json=chat_body(max_tokens=20)) as r,
+    ):
+        assert r.status_code == 200
+        for part in r.iter_raw():
+            received += part
     events = sse_events(received)
     assert "[DONE]" not in events and _content_tokens(events) == 5
     record = server.ledger()[0]
@@ -47,7 +49,7 @@ def test_stream_error_sends_an_error_event_then_done(fake_server):
 
 def test_malformed_chunk_is_one_bad_frame_in_an_otherwise_normal_stream(fake_server):
     server = fake_server(scenario="malformed-chunk")
-    status, events = stream_chat(server.base_url, max_tokens=8)
+    _status, events = stream_chat(server.base_url, max_tokens=8)
     bad = []
     for e in events:
         try:
@@ -87,10 +89,16 @@ def test_a_client_that_gives_up_during_a_stall_ends_it(fake_server, fault, strea
     """The record ends at the disconnect, not 4 s later when the stall would have: the ledger settles at once,
     and the request is aborted like any other whose client left."""
     server = fake_server(faults=[{**fault, "seconds": 4}], token_rate=20)  # generating for 2 s: still running
-    with pytest.raises(httpx.ReadTimeout):
-        with httpx.stream("POST", server.base_url + "/v1/chat/completions",
-                          json=chat_body(max_tokens=40, stream=stream, ignore_eos=True), timeout=httpx.Timeout(5, read=0.3)) as r:
-            r.read()
+    with (
+        pytest.raises(httpx.ReadTimeout),
+        httpx.stream(
+            "POST",
+            server.base_url + "/v1/chat/completions",
+            json=chat_body(max_tokens=40, stream=stream, ignore_eos=True),
+            timeout=httpx.Timeout(5, read=0.3),
+        ) as r,
+    ):
+        r.read()
     asked = time.perf_counter()
     (record,) = server.ledger(settle=5.0)
     assert time.perf_counter() - asked < 2.0
@@ -103,10 +111,16 @@ def test_a_stream_whose_client_left_during_a_stall_sends_nothing_after(fake_serv
     """At 500 tokens/s the generation ends during the stall: the record keeps its finish reason, says the client
     left, and shows no chunk sent after it did."""
     server = fake_server(faults=[{"kind": "stall_after_headers", "seconds": 4}], token_rate=500)
-    with pytest.raises(httpx.ReadTimeout):
-        with httpx.stream("POST", server.base_url + "/v1/chat/completions",
-                          json=chat_body(max_tokens=8, ignore_eos=True), timeout=httpx.Timeout(5, read=0.3)) as r:
-            r.read()
+    with (
+        pytest.raises(httpx.ReadTimeout),
+        httpx.stream(
+            "POST",
+            server.base_url + "/v1/chat/completions",
+            json=chat_body(max_tokens=8, ignore_eos=True),
+            timeout=httpx.Timeout(5, read=0.3),
+        ) as r,
+    ):
+        r.read()
     (record,) = server.ledger(settle=5.0)
     assert record["finish_reason"] == "length" and record["error"] == "client disconnected"
     assert record["chunks"] == [] and record["finished"] - record["arrival"] < 2.0
@@ -115,14 +129,19 @@ def test_a_stream_whose_client_left_during_a_stall_sends_nothing_after(fake_serv
 @pytest.mark.slow
 def test_rules_select_by_request_number_and_by_seeded_rate(fake_server):
     server = fake_server(faults=[{"kind": "http_error", "status": 503, "requests": [2, 4]}], token_rate=500)
-    codes = [httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=1)).status_code
-             for _ in range(5)]
+    codes = [
+        httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=1)).status_code
+        for _ in range(5)
+    ]
     assert codes == [200, 503, 200, 503, 200]
 
     def rate_run() -> list[int]:
         s = fake_server(faults=[{"kind": "http_error", "status": 500, "rate": 0.3}], token_rate=500, seed=11)
-        return [httpx.post(s.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=1)).status_code
-                for _ in range(40)]
+        return [
+            httpx.post(s.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=1)).status_code
+            for _ in range(40)
+        ]
+
     first, second = rate_run(), rate_run()
     assert first == second and 3 <= first.count(500) <= 25
 
@@ -130,7 +149,10 @@ def test_rules_select_by_request_number_and_by_seeded_rate(fake_server):
 def test_unhealthy_health_and_admin_toggle(fake_server):
     server = fake_server(scenario="unhealthy", admin=True)
     assert httpx.get(server.base_url + "/health").status_code == 503
-    assert httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=1)).status_code == 200
+    assert (
+        httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=1)).status_code
+        == 200
+    )
     assert httpx.put(server.base_url + "/admin/faults", json={"faults": []}).status_code == 200
     assert httpx.get(server.base_url + "/health").status_code == 200
     assert httpx.post(server.base_url + "/admin/health", json={"healthy": False}).json() == {"healthy": False}
@@ -162,6 +184,7 @@ def test_a_stalled_health_endpoint_answers_late_and_serves_requests_meanwhile(fa
 
 def test_stopped_server_refuses_connections():
     from fake_server import serve
+
     with serve(port=0) as server:
         base = server.base_url
     with pytest.raises(httpx.ConnectError):
@@ -174,8 +197,10 @@ def test_ledger_send_times_agree_with_client_receive_times(fake_server):
     body = json.dumps(chat_body(max_tokens=10)).encode()
     sock = socket.create_connection(("127.0.0.1", server.port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    sock.sendall(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
     arrivals, buffer = [], b""
     while b"[DONE]" not in buffer:
         data = sock.recv(65536)
@@ -192,6 +217,6 @@ def test_ledger_send_times_agree_with_client_receive_times(fake_server):
     # busy); bench/ measures the precise figure.
     gaps = sorted(a - c[0] for a, c in zip(arrivals, chunks))
     assert gaps[0] > -0.01 and gaps[len(gaps) // 2] < 0.05 and gaps[-1] < 0.25, gaps
-    token_gaps = sorted(b[0] - a[0] for a, b in zip(chunks[1:], chunks[2:11]))
+    token_gaps = sorted(b[0] - a[0] for a, b in itertools.pairwise(chunks))
     assert 0.015 < token_gaps[len(token_gaps) // 2] < 0.025, token_gaps  # one step is 20 ms at 50 steps/s
     assert token_gaps[0] >= 0 and token_gaps[-1] < 0.25, token_gaps  # in order; a late step sends two at once

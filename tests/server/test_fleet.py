@@ -9,16 +9,20 @@ import time
 
 import httpx
 import pytest
-
 from kit_paths import ROOT
+
 from fake_server import SettingsError, serve_fleet
 
 FLEET = ROOT / "starter" / "fleet.yaml"
 
 
 def _ask(server, model, key="k"):
-    return httpx.post(server.openai_base_url + "/chat/completions", headers={"Authorization": f"Bearer {key}"},
-                      json={"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}, timeout=10)
+    return httpx.post(
+        server.openai_base_url + "/chat/completions",
+        headers={"Authorization": f"Bearer {key}"},
+        json={"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2},
+        timeout=10,
+    )
 
 
 def test_two_local_replicas_and_an_api_from_the_starter_file():
@@ -44,20 +48,20 @@ def test_two_local_replicas_and_an_api_from_the_starter_file():
 def test_fleet_errors_name_the_server(tmp_path):
     bad = tmp_path / "fleet.yaml"
     bad.write_text("servers:\n  one: {max_num_seqs: 0}\n")
-    with pytest.raises(SettingsError, match=r"servers\.one: .*max_num_seqs"):
-        with serve_fleet(bad):
-            pass
+    with pytest.raises(SettingsError, match=r"servers\.one: .*max_num_seqs"), serve_fleet(bad):
+        pass
     clash = tmp_path / "clash.yaml"
     clash.write_text("servers:\n  a: {port: 18001}\n  b: {port: 18001}\n")
-    with pytest.raises(SettingsError, match="port 18001 is already used by `a`"):
-        with serve_fleet(clash):
-            pass
+    with pytest.raises(SettingsError, match="port 18001 is already used by `a`"), serve_fleet(clash):
+        pass
 
 
 def test_fleet_command_prints_urls_and_stops_on_interrupt(tmp_path):
     fleet = tmp_path / "fleet.yaml"
     fleet.write_text("servers:\n  local: {port: 0}\n  api: {port: 0, persona: api}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "fake_server", "fleet", str(fleet)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fake_server", "fleet", str(fleet)], stdout=subprocess.PIPE, text=True
+    )
     try:
         lines = [proc.stdout.readline(), proc.stdout.readline()]
         assert lines[0].split()[:2] == ["local", "local"] and lines[1].split()[:2] == ["api", "api"]

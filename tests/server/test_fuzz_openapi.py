@@ -29,16 +29,29 @@ pytestmark = pytest.mark.slow
 # Bounded: about 8 operations x 2 modes x this many examples, all quick at 100k tokens/s.
 EXAMPLES = 25
 # What a valid-by-description request may still be refused for: limits the description cannot state.
-ALLOWED_400 = ("maximum context length", "min_tokens must be less than or equal to max_tokens",
-               "Stream options can only be defined when `stream=True`")
-GAUGE = re.compile(r'^(vllm:num_requests_running|vllm:num_requests_waiting|vllm:kv_cache_usage_perc)\{[^}]*\} (\S+)$', re.MULTILINE)
+ALLOWED_400 = (
+    "maximum context length",
+    "min_tokens must be less than or equal to max_tokens",
+    "Stream options can only be defined when `stream=True`",
+)
+GAUGE = re.compile(
+    r"^(vllm:num_requests_running|vllm:num_requests_waiting|vllm:kv_cache_usage_perc)\{[^}]*\} (\S+)$", re.MULTILINE
+)
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[RunningServer]:
     # Short contexts and a fast token rate keep every generated request's answer short.
-    with serve(max_model_len=256, token_rate=100_000, prefill_rate=1e9, prefill_overhead=0,
-               output_len_min=1, output_len_max=8, enable_prefix_caching=False, seed=3) as running:
+    with serve(
+        max_model_len=256,
+        token_rate=100_000,
+        prefill_rate=1e9,
+        prefill_overhead=0,
+        output_len_min=1,
+        output_len_max=8,
+        enable_prefix_caching=False,
+        seed=3,
+    ) as running:
         yield running
 
 
@@ -61,9 +74,16 @@ def test_the_description_is_served_and_names_every_real_endpoint(server: Running
     assert doc == describe()
     for path, methods in doc["paths"].items():
         for method in methods:
-            reply = httpx.request(method.upper(), server.base_url + path, timeout=10, trust_env=False,
-                                  json={} if method == "post" else None)
-            assert reply.status_code != 404 or "does not exist" in reply.text, f"{method.upper()} {path} is described but not served"
+            reply = httpx.request(
+                method.upper(),
+                server.base_url + path,
+                timeout=10,
+                trust_env=False,
+                json={} if method == "post" else None,
+            )
+            assert reply.status_code != 404 or "does not exist" in reply.text, (
+                f"{method.upper()} {path} is described but not served"
+            )
     # and a path it does not describe is not served
     assert httpx.get(server.base_url + "/v1/embeddings", timeout=10, trust_env=False).status_code == 404
 
@@ -72,8 +92,14 @@ def _fuzz(server: RunningServer, operation: Any, mode: GenerationMode, seen: dic
     """EXAMPLES generated requests to one operation, each answer checked."""
     label = operation.label
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
-              phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(case=operation.as_strategy(generation_mode=mode))
     def fuzz(case: schemathesis.Case) -> None:
         response = case.call(base_url=server.base_url, timeout=30)
@@ -83,11 +109,14 @@ def _fuzz(server: RunningServer, operation: Any, mode: GenerationMode, seen: dic
             body = response.json()
             error = body.get("error") if isinstance(body, dict) else None
             assert isinstance(error, dict) and isinstance(error.get("message"), str) and error["message"], (
-                f"{label}: {response.status_code} without an OpenAI error body: {response.text[:300]}")
+                f"{label}: {response.status_code} without an OpenAI error body: {response.text[:300]}"
+            )
             assert error.get("code") == response.status_code
         if mode is GenerationMode.POSITIVE:
             if response.status_code == 400:
-                assert any(why in response.text for why in ALLOWED_400), f"{label}: valid request refused: {response.text[:300]}"
+                assert any(why in response.text for why in ALLOWED_400), (
+                    f"{label}: valid request refused: {response.text[:300]}"
+                )
             # status, content type and body against the description
             case.validate_response(response, excluded_checks=[positive_data_acceptance])
 
@@ -99,16 +128,24 @@ def _assert_nothing_left(server: RunningServer) -> None:
     finish reason, or refused with its error."""
     records = server.ledger(settle=10)
     assert records, "the fuzzing sent no generation request"
-    unended = [r for r in records if r.get("finished") is None
-               or not (r["finish_reason"] if r["status"] == 200 else r["status"] >= 400 and r["error"])]
+    unended = [
+        r
+        for r in records
+        if r.get("finished") is None
+        or not (r["finish_reason"] if r["status"] == 200 else r["status"] >= 400 and r["error"])
+    ]
     assert not unended, unended[:3]
-    assert _gauges(server) == {"vllm:num_requests_running": 0.0, "vllm:num_requests_waiting": 0.0,
-                               "vllm:kv_cache_usage_perc": 0.0}
+    assert _gauges(server) == {
+        "vllm:num_requests_running": 0.0,
+        "vllm:num_requests_waiting": 0.0,
+        "vllm:kv_cache_usage_perc": 0.0,
+    }
 
 
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=["valid", "invalid"])
 def test_fuzzed_requests_get_no_5xx_openai_error_bodies_and_leak_nothing(
-        server: RunningServer, schema: BaseSchema, mode: GenerationMode) -> None:
+    server: RunningServer, schema: BaseSchema, mode: GenerationMode
+) -> None:
     server.reset()  # a fresh ledger generation for this mode
     seen: dict[str, set[int]] = {}
     for result in schema.get_all_operations():

@@ -32,13 +32,14 @@ CASES = [
     (b'{"messages": [{"role": "user", "content": "x"}], "stop": 5}', "`stop`"),
     (b'{"messages": [{"role": "user", "content": "x"}], "stream": true, "stream_options": []}', "`stream_options`"),
     (b'{"messages": [{"role": "user", "content": "x"}], "seed": "abc"}', "`seed`"),
-    (b'\xff\xfe garbage bytes', "not valid JSON"),
+    (b"\xff\xfe garbage bytes", "not valid JSON"),
 ]
 
 
 @pytest.fixture(scope="module")
 def server():
     from fake_server import serve
+
     with serve(port=0, token_rate=1000) as s:
         yield s
 
@@ -59,8 +60,12 @@ def test_bad_completion_prompts(server):
 
 
 def test_huge_body_is_413_not_a_crash(server):
-    r = httpx.post(server.base_url + "/v1/chat/completions", content=b"x" * (17 * 1024 * 1024),
-                   headers={"content-type": "application/json"}, timeout=60)
+    r = httpx.post(
+        server.base_url + "/v1/chat/completions",
+        content=b"x" * (17 * 1024 * 1024),
+        headers={"content-type": "application/json"},
+        timeout=60,
+    )
     assert r.status_code == 413 and "limit" in r.json()["error"]["message"]
 
 
@@ -76,8 +81,23 @@ def test_mutated_valid_bodies_never_get_a_5xx(server):
     """Seeded mutations of every field of a valid body: wrong types, nulls, huge and nested values."""
     rng = random.Random(1234)
     weird = [None, True, -1, 0, 10**30, 1e308, "", "x" * 10000, [], [None], {}, {"a": {"b": []}}, 3.5]
-    keys = ["model", "messages", "max_tokens", "max_completion_tokens", "stream", "stream_options", "temperature",
-            "top_p", "n", "stop", "seed", "ignore_eos", "min_tokens", "user", "logit_bias"]
+    keys = [
+        "model",
+        "messages",
+        "max_tokens",
+        "max_completion_tokens",
+        "stream",
+        "stream_options",
+        "temperature",
+        "top_p",
+        "n",
+        "stop",
+        "seed",
+        "ignore_eos",
+        "min_tokens",
+        "user",
+        "logit_bias",
+    ]
     statuses = set()
     with httpx.Client(base_url=server.base_url, timeout=30) as client:
         for key, value in itertools.islice(((k, v) for k in keys for v in weird), 400):

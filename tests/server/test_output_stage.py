@@ -22,11 +22,26 @@ class Words(TextStream):
         return " think"
 
 
-def seq(text: TextStream, *, max_tokens: int = 100, natural: int | None = None, reasoning: int = 0,
-        stop: tuple[str, ...] = ()) -> Sequence:
+def seq(
+    text: TextStream,
+    *,
+    max_tokens: int = 100,
+    natural: int | None = None,
+    reasoning: int = 0,
+    stop: tuple[str, ...] = (),
+) -> Sequence:
     record = LedgerRecord(id="r", number=1, model="m", endpoint="chat", stream=True, arrival=0.0)
-    return Sequence(record, [1, 2, 3], text, max_tokens=max_tokens, natural_len=natural, reasoning_len=reasoning,
-                    stop=stop, eligible_at=0.0, role_on_schedule=False)
+    return Sequence(
+        record,
+        [1, 2, 3],
+        text,
+        max_tokens=max_tokens,
+        natural_len=natural,
+        reasoning_len=reasoning,
+        stop=stop,
+        eligible_at=0.0,
+        role_on_schedule=False,
+    )
 
 
 def test_tokens_of_one_kind_are_merged_into_one_event():

@@ -18,21 +18,38 @@ from fake_server.cli import main
 
 def test_every_builtin_scenario_loads_and_validates():
     names = [name for name, _ in list_scenarios()]
-    for needed in ("baseline", "role-chunk-early", "reasoning-empty", "cut-mid-stream", "missing-done", "stream-error",
-                   "multi-token-chunks", "slot-saturation", "not-found", "server-error", "unhealthy"):
+    for needed in (
+        "baseline",
+        "role-chunk-early",
+        "reasoning-empty",
+        "cut-mid-stream",
+        "missing-done",
+        "stream-error",
+        "multi-token-chunks",
+        "slot-saturation",
+        "not-found",
+        "server-error",
+        "unhealthy",
+    ):
         assert needed in names
     for name in names:
         build_settings(name)
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--max-num-seqs", "0"], "`--max-num-seqs` must be between 1 and 65536 (got 0)"),
-    (["--token-rate", "-3"], "`--token-rate` must be between"),
-    (["--jitter", "2"], "`--jitter` must be between 0 and 0.9"),
-    (["--kv-cache-tokens", "100", "--max-model-len", "4096"], "`--kv-cache-tokens` (100) must hold one sequence"),
-    (["--output-len-min", "50", "--output-len-max", "10"], "`--output-len-min` (50) is above `--output-len-max` (10)"),
-    (["--scenario", "no-such-scenario"], "scenario `no-such-scenario` is neither a built-in"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-num-seqs", "0"], "`--max-num-seqs` must be between 1 and 65536 (got 0)"),
+        (["--token-rate", "-3"], "`--token-rate` must be between"),
+        (["--jitter", "2"], "`--jitter` must be between 0 and 0.9"),
+        (["--kv-cache-tokens", "100", "--max-model-len", "4096"], "`--kv-cache-tokens` (100) must hold one sequence"),
+        (
+            ["--output-len-min", "50", "--output-len-max", "10"],
+            "`--output-len-min` (50) is above `--output-len-max` (10)",
+        ),
+        (["--scenario", "no-such-scenario"], "scenario `no-such-scenario` is neither a built-in"),
+    ],
+)
 def test_invalid_settings_fail_at_start_naming_the_setting(args, message):
     result = CliRunner().invoke(main, ["serve", *args, "--port", "0"])
     assert result.exit_code == 2
@@ -65,8 +82,9 @@ def test_precedence_defaults_then_file_then_overrides(tmp_path):
 
 
 def test_subprocess_server_with_vllm_style_flags_and_admin_token():
-    with serve_subprocess("Qwen/Qwen3-8B", "--max-model-len", "2048", "--max-num-seqs", "4",
-                          "--token-rate", "500", admin_token="s3cret") as server:
+    with serve_subprocess(
+        "Qwen/Qwen3-8B", "--max-model-len", "2048", "--max-num-seqs", "4", "--token-rate", "500", admin_token="s3cret"
+    ) as server:
         models = httpx.get(server.base_url + "/v1/models").json()["data"]
         assert [(m["id"], m["max_model_len"]) for m in models] == [("Qwen/Qwen3-8B", 2048)]
         assert httpx.get(server.base_url + "/admin/config").status_code == 401
@@ -77,7 +95,9 @@ def test_subprocess_server_with_vllm_style_flags_and_admin_token():
         bad = httpx.patch(server.base_url + "/admin/config", json={"max_num_seqs": -1}, headers=headers)
         assert bad.status_code == 400 and "max_num_seqs" in bad.json()["error"]["message"]
         client = openai.OpenAI(base_url=server.openai_base_url, api_key="x")
-        client.chat.completions.create(model="Qwen/Qwen3-8B", messages=[{"role": "user", "content": "hi"}], max_tokens=2)
+        client.chat.completions.create(
+            model="Qwen/Qwen3-8B", messages=[{"role": "user", "content": "hi"}], max_tokens=2
+        )
         assert [r["completion_tokens"] for r in server.ledger()] == [2]
         server.reset()
         assert server.ledger() == []
@@ -101,6 +121,7 @@ def test_ledger_file_is_written_as_jsonl(tmp_path, fake_server):
     for _ in range(3):
         httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=2))
     from fake_server.hosting.launch import ledger_lines
+
     lines = ledger_lines(path)
     assert [r["number"] for r in lines] == [1, 2, 3]
     assert all(r["completion_tokens"] == 2 and r["prefill_end"] >= r["prefill_start"] for r in lines)
@@ -113,9 +134,13 @@ def test_module_entry_point_lists_scenarios():
 
 def test_ledger_waits_for_requests_in_flight(fake_server):
     import threading
+
     server = fake_server(token_rate=5)  # 2 s of answer: room to see it in flight on a busy machine
-    thread = threading.Thread(target=httpx.post, args=(server.base_url + "/v1/chat/completions",),
-                              kwargs={"json": chat_body(stream=False, max_tokens=10), "timeout": 10})
+    thread = threading.Thread(
+        target=httpx.post,
+        args=(server.base_url + "/v1/chat/completions",),
+        kwargs={"json": chat_body(stream=False, max_tokens=10), "timeout": 10},
+    )
     thread.start()
     # once the server holds the request (its metrics say one is running), not after a guessed sleep: on a busy
     # machine the client's thread may take longer than any fixed pause to send it
@@ -129,8 +154,14 @@ def test_ledger_waits_for_requests_in_flight(fake_server):
 
 def _running(server) -> str:
     """The metrics line of a model with a request running, or ''."""
-    return next((line for line in server.metrics().splitlines()
-                 if line.startswith("vllm:num_requests_running{") and not line.endswith(" 0.0")), "")
+    return next(
+        (
+            line
+            for line in server.metrics().splitlines()
+            if line.startswith("vllm:num_requests_running{") and not line.endswith(" 0.0")
+        ),
+        "",
+    )
 
 
 def test_memory_keeps_the_newest_records_and_the_file_keeps_all(tmp_path, fake_server):
@@ -139,5 +170,6 @@ def test_memory_keeps_the_newest_records_and_the_file_keeps_all(tmp_path, fake_s
     for _ in range(5):
         httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=1))
     from fake_server.hosting.launch import ledger_lines
+
     assert [r["number"] for r in server.ledger()] == [4, 5]
     assert [r["number"] for r in ledger_lines(path)] == [1, 2, 3, 4, 5]

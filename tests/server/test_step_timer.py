@@ -108,9 +108,7 @@ def test_the_start_up_line_names_the_timer():
     assert "step timer: timerfd" in first and " on http://" in first, first
 
 
-def test_a_timer_that_cannot_be_set_up_means_the_loop_timer_one_warning_and_a_server_that_serves(
-    monkeypatch, caplog
-):
+def test_a_timer_that_cannot_be_set_up_means_the_loop_timer_one_warning_and_a_server_that_serves(monkeypatch, caplog):
     def refuse() -> None:
         raise OSError(errno.EMFILE, "Too many open files")
 
@@ -122,7 +120,9 @@ def test_a_timer_that_cannot_be_set_up_means_the_loop_timer_one_warning_and_a_se
         assert reply.status_code == 200 and reply.json()["usage"]["completion_tokens"] == 3
         assert _timer_label(server.metrics()) == "loop"
         assert httpx.get(server.base_url + "/admin/ledger", timeout=10).json()["step_timer"] == {"fake-model": "loop"}
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "step timer" in r.getMessage()]
+    warnings = [
+        r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "step timer" in r.getMessage()
+    ]
     assert len(warnings) == 1 and "Too many open files" in warnings[0] and "\n" not in warnings[0], warnings
 
 
@@ -138,7 +138,9 @@ def test_a_timer_that_fails_once_running_hands_over_to_the_loop_timer(monkeypatc
             reply = httpx.post(server.openai_base_url + "/chat/completions", json=BODY, timeout=10)
             assert reply.status_code == 200 and reply.json()["usage"]["completion_tokens"] == 3
         assert _timer_label(server.metrics()) == "loop"
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "step timer" in r.getMessage()]
+    warnings = [
+        r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "step timer" in r.getMessage()
+    ]
     assert len(warnings) == 1 and "cannot read descriptors" in warnings[0], warnings
 
 
@@ -158,7 +160,10 @@ def test_no_descriptor_outlives_a_server_or_a_replaced_timer():
             if round_ == 1:  # timers replaced at run time are closed too
                 for timing in ("loop", "auto", "cheap", "auto"):
                     server.configure(timing=timing)
-                    assert httpx.post(server.openai_base_url + "/chat/completions", json=BODY, timeout=10).status_code == 200
+                    assert (
+                        httpx.post(server.openai_base_url + "/chat/completions", json=BODY, timeout=10).status_code
+                        == 200
+                    )
     assert _open_fds() == before
 
 

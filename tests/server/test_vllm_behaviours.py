@@ -7,8 +7,8 @@ import time
 
 import httpx
 import pytest
-
 from conftest import chat_body, json_events, metric_values, stream_chat
+
 from fake_server import SettingsError, tokenizer
 
 
@@ -29,14 +29,16 @@ def test_stop_strings_cut_the_text_where_they_begin(fake_server, stream):
     text = plain["choices"][0]["message"]["content"]
     words = text.split(" ")[1:]
     for stop in (" " + words[3] + " " + words[4], words[2][1:3], words[5][-1]):
-        expected = text[:text.find(stop)]
+        expected = text[: text.find(stop)]
         if stream:
             _, events = stream_chat(server.base_url, content="stop test", max_tokens=12, stop=[stop], ignore_eos=True)
             chunks = json_events(events)
             got = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
             last = chunks[-1]["choices"][0]
         else:
-            reply = _post(server, chat_body("stop test", max_tokens=12, stream=False, stop=[stop], ignore_eos=True)).json()
+            reply = _post(
+                server, chat_body("stop test", max_tokens=12, stream=False, stop=[stop], ignore_eos=True)
+            ).json()
             got, last = reply["choices"][0]["message"]["content"], reply["choices"][0]
         assert got == expected, stop
         assert last["finish_reason"] == "stop" and last["stop_reason"] == stop
@@ -44,7 +46,9 @@ def test_stop_strings_cut_the_text_where_they_begin(fake_server, stream):
 
 def test_prompt_tokens_metric_counts_scheduled_prompts_only(fake_server):
     server = fake_server(max_num_seqs=1, token_rate=20, admin=True)
-    blocker = threading.Thread(target=_post, args=(server, chat_body("first", max_tokens=20, stream=False, ignore_eos=True)))
+    blocker = threading.Thread(
+        target=_post, args=(server, chat_body("first", max_tokens=20, stream=False, ignore_eos=True))
+    )
     blocker.start()
     time.sleep(0.2)
     with pytest.raises(httpx.ReadTimeout):  # queued behind the blocker, then abandoned
@@ -56,7 +60,12 @@ def test_prompt_tokens_metric_counts_scheduled_prompts_only(fake_server):
 
 def test_the_answer_names_the_first_served_name_whatever_alias_was_asked(fake_server):
     server = fake_server(served_model_name=["org/Model-8B", "alias"], token_rate=1000)
-    assert _post(server, {"model": "alias", "messages": [{"role": "user", "content": "x"}], "max_tokens": 1}).json()["model"] == "org/Model-8B"
+    assert (
+        _post(server, {"model": "alias", "messages": [{"role": "user", "content": "x"}], "max_tokens": 1}).json()[
+            "model"
+        ]
+        == "org/Model-8B"
+    )
     models = httpx.get(server.base_url + "/v1/models").json()["data"]
     assert abs(models[0]["created"] - time.time()) < 600 and models[0]["permission"][0]["object"] == "model_permission"
 
@@ -68,8 +77,14 @@ def test_multi_token_steps_do_not_reserve_past_max_tokens(fake_server):
     assert server.ledger()[0]["preemptions"] == 0
 
 
-@pytest.mark.parametrize("body", [b"[" * 100_000, b'{"messages": [{"role": "user", "content": "\\ud800"}]}',
-                                  b'{"messages": [{"role": "user", "content": "x"}], "max_tokens": ' + b"9" * 5000 + b"}"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 100_000,
+        b'{"messages": [{"role": "user", "content": "\\ud800"}]}',
+        b'{"messages": [{"role": "user", "content": "x"}], "max_tokens": ' + b"9" * 5000 + b"}",
+    ],
+)
 def test_pathological_bodies_get_400_and_close_their_ledger_record(fake_server, body):
     server = fake_server()
     for path in ("/v1/chat/completions", "/tokenize"):
@@ -118,8 +133,13 @@ def test_two_servers_with_one_seed_give_ids_of_their_own_and_each_the_same_ids_a
 
 def test_a_failed_configure_changes_no_model(fake_server):
     server = fake_server(token_rate=5, models={"other": {"max_num_seqs": 2}})
-    busy = threading.Thread(target=_post, args=(server, {"model": "other", "messages": [{"role": "user", "content": "x"}],
-                                                         "max_tokens": 5, "ignore_eos": True}))
+    busy = threading.Thread(
+        target=_post,
+        args=(
+            server,
+            {"model": "other", "messages": [{"role": "user", "content": "x"}], "max_tokens": 5, "ignore_eos": True},
+        ),
+    )
     busy.start()
     other = server.state.engines["other"]
     deadline = time.monotonic() + 10  # the request is in flight once the engine counts it, however busy the host
@@ -152,7 +172,9 @@ def test_injected_engine_errors_count_as_error_not_abort(fake_server):
 
 def test_prompt_token_details_follow_vllms_flag(fake_server):
     on, off = fake_server(token_rate=1000), fake_server(token_rate=1000, enable_prompt_tokens_details=False)
-    assert _post(on, chat_body(stream=False, max_tokens=1)).json()["usage"]["prompt_tokens_details"] == {"cached_tokens": 0}
+    assert _post(on, chat_body(stream=False, max_tokens=1)).json()["usage"]["prompt_tokens_details"] == {
+        "cached_tokens": 0
+    }
     assert "prompt_tokens_details" not in _post(off, chat_body(stream=False, max_tokens=1)).json()["usage"]
     _, events = stream_chat(off.base_url, max_tokens=2, stream_options={"include_usage": True})
     assert "prompt_tokens_details" not in json_events(events)[-1]["usage"]
@@ -161,7 +183,11 @@ def test_prompt_token_details_follow_vllms_flag(fake_server):
 def test_continuous_usage_counts_tokens_up_to_each_chunk_even_in_a_burst(fake_server):
     # a stall mid-stream makes the writer send several waiting tokens at once
     server = fake_server(token_rate=200, faults=[{"kind": "stall", "after_tokens": 2, "seconds": 0.2}])
-    _, events = stream_chat(server.base_url, max_tokens=12, ignore_eos=True,
-                            stream_options={"include_usage": True, "continuous_usage_stats": True})
+    _, events = stream_chat(
+        server.base_url,
+        max_tokens=12,
+        ignore_eos=True,
+        stream_options={"include_usage": True, "continuous_usage_stats": True},
+    )
     counts = [c["usage"]["completion_tokens"] for c in json_events(events)[1:-1]]
     assert counts == list(range(1, 13))

@@ -7,8 +7,8 @@ import json
 import httpx
 import openai
 import pytest
-
 from conftest import chat_body, json_events, stream_chat
+
 from fake_server import tokenizer
 
 
@@ -19,9 +19,15 @@ def server(fake_server):
 
 def test_openai_client_streams_role_chunk_then_tokens_then_finish_then_usage(server):
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="unused")
-    chunks = list(client.chat.completions.create(
-        model="fake-model", messages=[{"role": "user", "content": "Hello"}], max_tokens=6, stream=True,
-        stream_options={"include_usage": True}))
+    chunks = list(
+        client.chat.completions.create(
+            model="fake-model",
+            messages=[{"role": "user", "content": "Hello"}],
+            max_tokens=6,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
     first, *middle, finish, usage = chunks
     assert first.choices[0].delta.role == "assistant" and first.choices[0].delta.content == ""
     assert all(c.choices[0].delta.content and c.choices[0].finish_reason is None for c in middle)
@@ -35,10 +41,12 @@ def test_openai_client_streams_role_chunk_then_tokens_then_finish_then_usage(ser
 def test_raw_bytes_match_vllm_field_for_field(server):
     status, events = stream_chat(server.base_url, max_tokens=3, stream_options={"include_usage": True})
     assert status == 200 and events[-1] == "[DONE]"
-    role, t1, t2, last, usage = json_events(events)
+    role, t1, _t2, last, usage = json_events(events)
     assert events[0].startswith('{"id":"chatcmpl-')
     assert role["object"] == "chat.completion.chunk"
-    assert role["choices"] == [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}]
+    assert role["choices"] == [
+        {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}
+    ]
     assert set(t1["choices"][0]) == {"index", "delta", "logprobs", "finish_reason"}
     assert list(t1["choices"][0]["delta"]) == ["content"]
     assert last["choices"][0]["finish_reason"] == "length" and last["choices"][0]["stop_reason"] is None
@@ -48,11 +56,16 @@ def test_raw_bytes_match_vllm_field_for_field(server):
 
 def test_natural_end_is_stop_with_an_empty_end_of_sequence_token(fake_server):
     server = fake_server(token_rate=500, output_len_min=4, output_len_max=4)
-    status, events = stream_chat(server.base_url, max_tokens=None, stream_options={"include_usage": True})
+    _status, events = stream_chat(server.base_url, max_tokens=None, stream_options={"include_usage": True})
     chunks = json_events(events)
     content = [c for c in chunks[1:-1]]
-    assert content[-1]["choices"][0] == {"index": 0, "delta": {"content": ""}, "logprobs": None,
-                                         "finish_reason": "stop", "stop_reason": None}
+    assert content[-1]["choices"][0] == {
+        "index": 0,
+        "delta": {"content": ""},
+        "logprobs": None,
+        "finish_reason": "stop",
+        "stop_reason": None,
+    }
     # four words, then the end-of-sequence token, which usage counts like vLLM does
     assert sum(1 for c in content if c["choices"][0]["delta"]["content"]) == 4
     assert chunks[-1]["usage"]["completion_tokens"] == 5
@@ -60,7 +73,9 @@ def test_natural_end_is_stop_with_an_empty_end_of_sequence_token(fake_server):
 
 def test_non_streaming_response_and_completions_endpoint(server):
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="unused")
-    reply = client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "Hi"}], max_tokens=5)
+    reply = client.chat.completions.create(
+        model="fake-model", messages=[{"role": "user", "content": "Hi"}], max_tokens=5
+    )
     assert reply.object == "chat.completion" and reply.choices[0].finish_reason == "length"
     assert tokenizer.count(reply.choices[0].message.content) == reply.usage.completion_tokens == 5
     text = client.completions.create(model="fake-model", prompt="Once upon a time", max_tokens=4)
@@ -72,14 +87,17 @@ def test_non_streaming_response_and_completions_endpoint(server):
 
 def test_same_prompt_gives_the_same_text(server):
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="unused")
-    args = dict(model="fake-model", messages=[{"role": "user", "content": "repeat"}], max_tokens=12)
-    assert client.chat.completions.create(**args).choices[0].message.content == \
+    args = {"model": "fake-model", "messages": [{"role": "user", "content": "repeat"}], "max_tokens": 12}
+    assert (
         client.chat.completions.create(**args).choices[0].message.content
+        == client.chat.completions.create(**args).choices[0].message.content
+    )
 
 
 def test_continuous_usage_stats_put_usage_on_every_chunk(server):
-    _, events = stream_chat(server.base_url, max_tokens=3,
-                            stream_options={"include_usage": True, "continuous_usage_stats": True})
+    _, events = stream_chat(
+        server.base_url, max_tokens=3, stream_options={"include_usage": True, "continuous_usage_stats": True}
+    )
     chunks = json_events(events)
     assert all("usage" in c for c in chunks)
     assert [c["usage"]["completion_tokens"] for c in chunks[1:4]] == [1, 2, 3]
@@ -90,8 +108,13 @@ def test_reasoning_model_streams_reasoning_before_content(fake_server):
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="unused")
     kinds = []
     usage = None
-    for chunk in client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "Why?"}],
-                                                max_tokens=24, stream=True, stream_options={"include_usage": True}):
+    for chunk in client.chat.completions.create(
+        model="fake-model",
+        messages=[{"role": "user", "content": "Why?"}],
+        max_tokens=24,
+        stream=True,
+        stream_options={"include_usage": True},
+    ):
         if chunk.usage:
             usage = chunk.usage
         if chunk.choices:
@@ -124,7 +147,8 @@ def test_legacy_profile_uses_reasoning_content_and_older_context_message(fake_se
     assert r.status_code == 400
     assert r.json()["error"]["message"] == (
         "This model's maximum context length is 64 tokens. However, you requested 68 tokens "
-        "(8 in the messages, 60 in the completion). Please reduce the length of the messages or completion.")
+        "(8 in the messages, 60 in the completion). Please reduce the length of the messages or completion."
+    )
 
 
 def test_multi_token_chunks_carry_several_tokens(fake_server):
@@ -142,8 +166,9 @@ def test_models_tokenize_health_version(server):
     assert models["data"][0]["id"] == "fake-model" and models["data"][0]["max_model_len"] == 8192
     messages = [{"role": "user", "content": "Hello there, general!"}]
     tok = httpx.post(server.base_url + "/tokenize", json={"model": "fake-model", "messages": messages}).json()
-    usage = httpx.post(server.base_url + "/v1/chat/completions",
-                       json={"model": "fake-model", "messages": messages, "max_tokens": 1}).json()["usage"]
+    usage = httpx.post(
+        server.base_url + "/v1/chat/completions", json={"model": "fake-model", "messages": messages, "max_tokens": 1}
+    ).json()["usage"]
     assert tok["count"] == len(tok["tokens"]) == usage["prompt_tokens"]
     assert tok["max_model_len"] == 8192
     assert httpx.get(server.base_url + "/health").status_code == 200
@@ -155,20 +180,38 @@ def test_errors_have_vllm_shapes_and_openai_exception_types(fake_server):
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="unused", max_retries=0)
     with pytest.raises(openai.NotFoundError) as nf:
         client.chat.completions.create(model="nope", messages=[{"role": "user", "content": "x"}])
-    assert nf.value.body == {"message": "The model `nope` does not exist.", "type": "NotFoundError", "param": "model", "code": 404}
+    assert nf.value.body == {
+        "message": "The model `nope` does not exist.",
+        "type": "NotFoundError",
+        "param": "model",
+        "code": 404,
+    }
     with pytest.raises(openai.BadRequestError) as bad:
         client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "x"}], max_tokens=30)
     prompt = tokenizer.count(tokenizer.render_chat([{"role": "user", "content": "x"}]))
     assert bad.value.body["message"] == (
         f"This model's maximum context length is 32 tokens. However, you requested 30 output tokens and your "
         f"prompt contains at least {prompt} input tokens, for a total of at least {prompt + 30} tokens. Please "
-        f"reduce the length of the input prompt or the number of requested output tokens.")
-    r = httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False, stream_options={"include_usage": True}))
-    assert r.status_code == 400 and r.json()["error"]["message"] == "Stream options can only be defined when `stream=True`."
+        f"reduce the length of the input prompt or the number of requested output tokens."
+    )
+    r = httpx.post(
+        server.base_url + "/v1/chat/completions", json=chat_body(stream=False, stream_options={"include_usage": True})
+    )
+    assert (
+        r.status_code == 400
+        and r.json()["error"]["message"] == "Stream options can only be defined when `stream=True`."
+    )
 
 
-@pytest.mark.parametrize(("status", "exc"), [(400, openai.BadRequestError), (404, openai.NotFoundError),
-                                              (429, openai.RateLimitError), (500, openai.InternalServerError)])
+@pytest.mark.parametrize(
+    ("status", "exc"),
+    [
+        (400, openai.BadRequestError),
+        (404, openai.NotFoundError),
+        (429, openai.RateLimitError),
+        (500, openai.InternalServerError),
+    ],
+)
 def test_injected_http_errors_raise_the_matching_openai_exception(fake_server, status, exc):
     server = fake_server(faults=[{"kind": "http_error", "status": status}])
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="unused", max_retries=0)

@@ -50,7 +50,9 @@ class _MultiLineHandler(http.server.BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        body = json.dumps({"data": [{"id": "m", "pricing": {"input_per_million_usd": 4, "output_per_million_usd": 20}}]})
+        body = json.dumps(
+            {"data": [{"id": "m", "pricing": {"input_per_million_usd": 4, "output_per_million_usd": 20}}]}
+        )
         self._send(200, "application/json", body.encode())
 
     def do_POST(self) -> None:
@@ -113,6 +115,7 @@ def test_multi_line_data_events_through_the_async_client(multiline_url: str) -> 
     async def run() -> list[str]:
         async with AsyncApiClient(multiline_url, KEY) as client, client.stream_chat(MESSAGES, model="m") as stream:
             return [p.text async for p in stream if p.text]
+
     assert asyncio.run(run()) == ["Hello", " world"]
 
 
@@ -126,8 +129,10 @@ FRAMINGS = [
 
 @pytest.mark.parametrize("framing", FRAMINGS, ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()) or "vllm")
 def test_every_framing_of_the_fake_server_reads_to_the_same_answer(framing: dict[str, object]) -> None:
-    with serve(persona="api", api_key=KEY, token_rate=1000, seed=7, **framing) as server, \
-            ApiClient(server.openai_base_url, KEY) as client:
+    with (
+        serve(persona="api", api_key=KEY, token_rate=1000, seed=7, **framing) as server,
+        ApiClient(server.openai_base_url, KEY) as client,
+    ):
         pieces = list(client.stream_chat(MESSAGES, model="opus-5.5", max_tokens=12, ignore_eos=True))
         (record,) = server.ledger()
     result = pieces[-1].result
@@ -143,7 +148,9 @@ _REFERENCE: list[str] = []
 def _reference_text() -> str:
     if not _REFERENCE:
         with serve(persona="api", api_key=KEY, token_rate=1000, seed=7) as server:
-            reply = ApiClient(server.openai_base_url, KEY).chat(MESSAGES, model="opus-5.5", max_tokens=12, ignore_eos=True)
+            reply = ApiClient(server.openai_base_url, KEY).chat(
+                MESSAGES, model="opus-5.5", max_tokens=12, ignore_eos=True
+            )
         _REFERENCE.append(reply.text)
     return _REFERENCE[0]
 
@@ -169,7 +176,9 @@ def test_leaving_a_sync_stream_early_closes_its_connection() -> None:
 
 def test_leaving_an_async_stream_early_closes_its_connection() -> None:
     async def run(server: RunningServer) -> list[dict[str, object]]:
-        async with AsyncApiClient(server.openai_base_url, KEY, prices=Prices(4, 20), timeouts=Timeouts(total=30)) as client:
+        async with AsyncApiClient(
+            server.openai_base_url, KEY, prices=Prices(4, 20), timeouts=Timeouts(total=30)
+        ) as client:
             async with client.stream_chat(MESSAGES, model="opus-5.5", max_tokens=200, ignore_eos=True) as stream:
                 async for piece in stream:
                     if piece.text:

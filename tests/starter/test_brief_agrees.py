@@ -15,8 +15,14 @@ CONTRACT = (ROOT / "schemas" / "contract" / "README.md").read_text(encoding="utf
 
 
 def test_the_contract_readme_points_to_the_brief_for_every_rule_it_once_restated() -> None:
-    for restated in ("--gpu-hour-usd PRICE", "`first_byte_s` bounds", "when `/tokenize` answers an error",
-                     "Definitions: TTFT =", "Honesty rules the grader checks", "Flags (all required"):
+    for restated in (
+        "--gpu-hour-usd PRICE",
+        "`first_byte_s` bounds",
+        "when `/tokenize` answers an error",
+        "Definitions: TTFT =",
+        "Honesty rules the grader checks",
+        "Flags (all required",
+    ):
         assert restated not in CONTRACT, restated
     assert CONTRACT.count("starter/TASK.md") >= 5
     assert "--gpu-hour-usd PRICE" in TASK  # the one table of the sizing flags

@@ -13,21 +13,20 @@ import shutil
 from importlib.metadata import entry_points
 
 import pytest
-
 from kit_paths import ROOT
+
 from grader.contract import load_submission
 from grader.runs.tests import run_tests
 from grader.sandbox import Sandbox
 
-
-_PLUGINS_TEST = '''\
+_PLUGINS_TEST = """\
 def test_only_the_kits_plugins(pytestconfig, fake_server):
     names = {name for name, plugin in pytestconfig.pluginmanager.list_name_plugin() if plugin is not None}
     others = {name for name in names if "hypothesis" in name or "schemathesis" in name or "xdist" in name}
     assert not others, sorted(others)
     assert pytestconfig.pluginmanager.has_plugin("fake_server.pytest_plugin")
     assert pytestconfig.pluginmanager.has_plugin("anyio.pytest_plugin")
-'''
+"""
 
 
 @pytest.mark.skipif(

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from types import ModuleType
 
-from kit_paths import ROOT
 from api_client import SSEDecoder as StubDecoder  # the starter's stub client (on pytest's pythonpath)
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kit_paths import ROOT
 
 from grader.criteria.truth import nearest_rank
 
@@ -99,7 +99,9 @@ def _pieces(blob: str | bytes, cuts: list[int]) -> list[str | bytes]:
 
 @PROFILE
 @given(data=st.data(), stream=streams())
-def test_the_stub_clients_decoder_reads_every_framing_in_any_reads(data: st.DataObject, stream: tuple[str, list[str], str]) -> None:
+def test_the_stub_clients_decoder_reads_every_framing_in_any_reads(
+    data: st.DataObject, stream: tuple[str, list[str], str]
+) -> None:
     text, expected, tail = stream
     whole = text + tail
     decoder = StubDecoder()
@@ -112,7 +114,9 @@ def test_the_stub_clients_decoder_reads_every_framing_in_any_reads(data: st.Data
 
 @PROFILE
 @given(data=st.data(), stream=streams())
-def test_the_reference_decoder_reads_every_framing_in_any_reads(data: st.DataObject, stream: tuple[str, list[str], str]) -> None:
+def test_the_reference_decoder_reads_every_framing_in_any_reads(
+    data: st.DataObject, stream: tuple[str, list[str], str]
+) -> None:
     text, expected, tail = stream
     blob = (text + tail).encode("utf-8")  # cuts may fall inside a character or between CR and LF
     decoder = ReferenceDecoder()

@@ -55,9 +55,30 @@ def candidate(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copytree(ROOT / name, top / name, ignore=ignore)
     starter = top / "starter"
     # An output to check, as the skeleton load generator writes it (it sends nothing).
-    subprocess.run([sys.executable, "loadgen/loadgen.py", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
-                    "--requests", "1", "--concurrency", "1", "--prompt-tokens", "8", "--max-tokens", "8",
-                    "--output", "out.json"], cwd=starter, check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            sys.executable,
+            "loadgen/loadgen.py",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--requests",
+            "1",
+            "--concurrency",
+            "1",
+            "--prompt-tokens",
+            "8",
+            "--max-tokens",
+            "8",
+            "--output",
+            "out.json",
+        ],
+        cwd=starter,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     return starter
 
 
@@ -74,8 +95,13 @@ def test_task_md_starts_with_the_install_and_shows_every_self_check():
     install = _blocks(text)[0]
     assert any(line.startswith("./install.sh") for line in install) and any("cd starter" in line for line in install)
     commands = task_commands()
-    for needed in ("grader check", "grader contract .", "grader manifests ../chart --values manifests/values.yaml",
-                   "grader memo memo/MEMO.md", "fake-server fleet fleet.yaml"):
+    for needed in (
+        "grader check",
+        "grader contract .",
+        "grader manifests ../chart --values manifests/values.yaml",
+        "grader memo memo/MEMO.md",
+        "fake-server fleet fleet.yaml",
+    ):
         assert needed in commands, needed
     assert not [c for c in commands if re.search(r"(?<![./\w])(chart|schemas)/", c)], "a path from the wrong folder"
 
@@ -90,8 +116,9 @@ def test_each_task_command_runs_from_the_candidates_folder(candidate, command):
         # selftest's starter-untouched chaff, and the bundle test checks the reference from an install.
         argv += ["--only", "manifests", "--only", "memo", "--only", "sizing"]
     if command.startswith(_SERVES):
-        proc = subprocess.Popen(_netns(argv), cwd=candidate, env=_env(), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            _netns(argv), cwd=candidate, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         try:
             lines: list[str] = []
             deadline = time.monotonic() + 60
@@ -104,8 +131,9 @@ def test_each_task_command_runs_from_the_candidates_folder(candidate, command):
             proc.wait(timeout=20)
         output = "".join(lines)
     else:
-        done = subprocess.run(_netns(argv), cwd=candidate, env=_env(), capture_output=True, text=True, timeout=600,
-                              check=False)
+        done = subprocess.run(
+            _netns(argv), cwd=candidate, env=_env(), capture_output=True, text=True, timeout=600, check=False
+        )
         output = done.stdout + done.stderr
         assert done.returncode in (0, 1), (done.returncode, output[-3000:])
         if argv[:2] == ["grader", "contract"] or argv[-1] == "--help" or argv[1] == "scenarios":

@@ -7,10 +7,16 @@ import urllib.request
 
 base = sys.argv[sys.argv.index("--base-url") + 1].removesuffix("/v1")
 answers = {}
-for method, path, body in [("GET", "/admin/config", None), ("GET", "/admin/ledger", None),
-                           ("POST", "/admin/config", b'{"max_num_seqs": 1000}'),
-                           ("POST", "/admin/faults", b"[]"), ("POST", "/admin/reset", b"{}")]:
-    request = urllib.request.Request(base + path, data=body, method=method, headers={"Content-Type": "application/json"})
+for method, path, body in [
+    ("GET", "/admin/config", None),
+    ("GET", "/admin/ledger", None),
+    ("POST", "/admin/config", b'{"max_num_seqs": 1000}'),
+    ("POST", "/admin/faults", b"[]"),
+    ("POST", "/admin/reset", b"{}"),
+]:
+    request = urllib.request.Request(
+        base + path, data=body, method=method, headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=5) as reply:
             answers[f"{method} {path}"] = reply.status

@@ -6,12 +6,19 @@ import os
 
 with open("secrets.json") as given:
     paths = json.load(given)["read"]
-paths += ["/tmp/.h", "/tmp/.h/kit/grader/rubric.yaml", "/tmp/.h/kit/grader/unseen/sizing_sets.yaml",
-          "/tmp/.h/submission/submission.yaml", "/proc/1/environ"]
+paths += [
+    "/tmp/.h",
+    "/tmp/.h/kit/grader/rubric.yaml",
+    "/tmp/.h/kit/grader/unseen/sizing_sets.yaml",
+    "/tmp/.h/submission/submission.yaml",
+    "/proc/1/environ",
+]
 paths += glob.glob("/tmp/.h/**", recursive=True)[:50]
 # Ledger data (JSON lines or JSON), wherever it might sit; the fake server's own source files are
 # meant to be readable (a candidate imports the package), so only data files count.
-paths += [p for top in ("/tmp", "/var/tmp", "/dev/shm") for p in glob.glob(f"{top}/**/*ledger*.json*", recursive=True)][:20]
+paths += [p for top in ("/tmp", "/var/tmp", "/dev/shm") for p in glob.glob(f"{top}/**/*ledger*.json*", recursive=True)][
+    :20
+]
 found = {}
 for path in paths:
     try:

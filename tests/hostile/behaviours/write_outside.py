@@ -6,8 +6,13 @@ import sys
 
 with open("secrets.json") as given:
     targets = json.load(given)["write"]
-targets += ["/hostile-was-here", "/usr/hostile-was-here", "/tmp/.h/hostile-was-here",
-            os.path.join(sys.prefix, "hostile-was-here"), os.path.join(os.path.dirname(json.__file__), "hostile-was-here")]
+targets += [
+    "/hostile-was-here",
+    "/usr/hostile-was-here",
+    "/tmp/.h/hostile-was-here",
+    os.path.join(sys.prefix, "hostile-was-here"),
+    os.path.join(os.path.dirname(json.__file__), "hostile-was-here"),
+]
 written = {}
 for path in targets:
     try:

@@ -71,8 +71,9 @@ def test_the_check_warns_on_a_busy_machine_and_keeps_undecided_criteria_out_of_i
 
     def never_decided(result, run, *, wait_s=check.QUIET_WAIT_S):  # as a machine that stays too busy leaves it
         gpu = next(c for c in result.criteria if c.id == "manifests.gpu-request")
-        unsure = dataclasses.replace(gpu, status="inconclusive", score=0.0,
-                                     output="INCONCLUSIVE: the machine was too busy both times\nmore")
+        unsure = dataclasses.replace(
+            gpu, status="inconclusive", score=0.0, output="INCONCLUSIVE: the machine was too busy both times\nmore"
+        )
         return dataclasses.replace(result, criteria=[unsure if c.id == gpu.id else c for c in result.criteria])
 
     monkeypatch.setattr(check, "_again_when_quiet", never_decided)

@@ -14,8 +14,8 @@ import httpx
 import pytest
 import yaml
 from click.testing import CliRunner
-
 from kit_paths import ROOT
+
 from grader.cli import main as grader_cli
 from grader.contract import (
     KINDS,
@@ -65,7 +65,8 @@ def test_schemas_catch_what_the_definitions_forbid():
 def test_unknown_version_is_rejected_by_name():
     data = dict(_example("submission"), contract=4)
     assert schema_errors("submission", data) == [
-        "contract: version 4 is not one this grader grades (it grades versions 1, 2, 3)"]
+        "contract: version 4 is not one this grader grades (it grades versions 1, 2, 3)"
+    ]
     for version in (1, 2):  # every version the kit has issued is still graded
         assert schema_errors("submission", dict(_example("submission"), contract=version)) == []
 
@@ -81,10 +82,13 @@ def _import_percentile(folder: Path, spec: str) -> subprocess.CompletedProcess[s
     """Import `module:function` as the contract says (submission folder as cwd, first on sys.path)
     in a fresh interpreter, and call it on a known list."""
     module, function = spec.split(":")
-    code = (f"import sys; sys.path.insert(0, '.'); import importlib; f = getattr(importlib.import_module({module!r}), "
-            f"{function!r}); print(repr(f([9.0, 1.0, 5.0, 3.0], 50)), repr(f([], 90)))")
-    return subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=30,
-                          check=False)
+    code = (
+        f"import sys; sys.path.insert(0, '.'); import importlib; f = getattr(importlib.import_module({module!r}), "
+        f"{function!r}); print(repr(f([9.0, 1.0, 5.0, 3.0], 50)), repr(f([], 90)))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=30, check=False
+    )
 
 
 def test_starter_percentile_is_a_marked_todo_the_grader_can_import():
@@ -99,13 +103,19 @@ def test_reference_percentile_follows_the_stated_signature():
     assert done.stdout.split() == ["3.0", "None"]  # sorted 1 3 5 9: rank ceil(0.5 * 4) = 2
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    (None, "'percentile' is a required property"),
-    ("loadgen/loadgen.py:percentile", "loadgen.percentile: 'loadgen/loadgen.py:percentile' does not match"),
-    ("loadgen.loadgen", "loadgen.percentile: 'loadgen.loadgen' does not match"),
-    ("loadgen.stats:percentile", "loadgen.percentile: loadgen.stats:percentile: no module file loadgen/stats.py"),
-    ("loadgen.loadgen:p99", "loadgen.percentile: loadgen.loadgen:p99: loadgen/loadgen.py defines no top-level 'p99'"),
-])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (None, "'percentile' is a required property"),
+        ("loadgen/loadgen.py:percentile", "loadgen.percentile: 'loadgen/loadgen.py:percentile' does not match"),
+        ("loadgen.loadgen", "loadgen.percentile: 'loadgen.loadgen' does not match"),
+        ("loadgen.stats:percentile", "loadgen.percentile: loadgen.stats:percentile: no module file loadgen/stats.py"),
+        (
+            "loadgen.loadgen:p99",
+            "loadgen.percentile: loadgen.loadgen:p99: loadgen/loadgen.py defines no top-level 'p99'",
+        ),
+    ],
+)
 def test_percentile_field_is_checked_by_name(tmp_path, value, message):
     folder = _copy_starter(tmp_path)
     data = yaml.safe_load((folder / "submission.yaml").read_text())
@@ -170,9 +180,29 @@ def test_memo_front_matter_is_read_and_errors_name_lines(tmp_path):
 
 def test_starter_loadgen_skeleton_runs_and_writes_a_valid_empty_result(tmp_path):
     out = tmp_path / "results.json"
-    subprocess.run([sys.executable, "loadgen/loadgen.py", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
-                    "--requests", "4", "--concurrency", "2", "--prompt-tokens", "8", "--max-tokens", "8",
-                    "--output", str(out)], cwd=STARTER, check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "loadgen/loadgen.py",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--requests",
+            "4",
+            "--concurrency",
+            "2",
+            "--prompt-tokens",
+            "8",
+            "--max-tokens",
+            "8",
+            "--output",
+            str(out),
+        ],
+        cwd=STARTER,
+        check=True,
+        capture_output=True,
+    )
     assert check_output("loadgen-results", out) == []
     assert json.loads(out.read_text())["summary"]["n"] == 0  # it sends nothing: the rubric will fail it
 
@@ -188,8 +218,12 @@ def test_starter_gateway_skeleton_starts_and_routes_nothing(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "gateway/gateway.py", "--config", str(config), "--port", str(port)],
-                            cwd=STARTER, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "gateway/gateway.py", "--config", str(config), "--port", str(port)],
+        cwd=STARTER,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 15
         while True:
@@ -199,7 +233,9 @@ def test_starter_gateway_skeleton_starts_and_routes_nothing(tmp_path):
             except httpx.TransportError:
                 assert time.monotonic() < deadline and proc.poll() is None
                 time.sleep(0.05)
-        r = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json={"messages": [{"role": "user", "content": "x"}]})
+        r = httpx.post(
+            f"http://127.0.0.1:{port}/v1/chat/completions", json={"messages": [{"role": "user", "content": "x"}]}
+        )
         assert r.status_code == 501
         assert schema_errors("gateway-stats", httpx.get(f"http://127.0.0.1:{port}/stats").json()) == []
     finally:
@@ -224,8 +260,12 @@ def test_contract_command(tmp_path):
 def test_manifest_checker_json_follows_its_schema(tmp_path):
     fixtures = ROOT / "tests" / "fixtures" / "manifests"
     for path in (fixtures / "good.yaml", fixtures / "broken-yaml.yaml", fixtures / "pdb-other-pods.yaml"):
-        out = subprocess.run([str(Path(sys.executable).parent / "grader"), "manifests", str(path), "--format", "json"],
-                             capture_output=True, text=True, check=False)
+        out = subprocess.run(
+            [str(Path(sys.executable).parent / "grader"), "manifests", str(path), "--format", "json"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert schema_errors("manifest-report", json.loads(out.stdout)) == [], path
 
 
@@ -241,8 +281,7 @@ def test_bare_contract_check_validates_the_memo_front_matter(tmp_path: Path) -> 
     from grader.contract import ContractError, load_submission
 
     folder = tmp_path / "sub"
-    shutil.copytree(ROOT / "submissions" / "reference", folder,
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "submissions" / "reference", folder, ignore=shutil.ignore_patterns("__pycache__"))
     memo = folder / "memo" / "MEMO.md"
     memo.write_text(memo.read_text().replace("provenance: invented sample", "provenance: a hunch", 1))
     with pytest.raises(ContractError, match="front matter: figures"):

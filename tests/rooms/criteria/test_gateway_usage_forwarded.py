@@ -35,8 +35,11 @@ def _with_running_usage(book: RecordBook) -> int:
 
 def test_usage_on_every_chunk_reaching_the_client_moves_no_gateway_criterion() -> None:
     rubric = load_rubric()
-    plain = {c.id: c.status for c in grade_of(RecordBook.read(FIXTURES / "reference"), rubric).criteria
-             if c.deliverable == "gateway"}
+    plain = {
+        c.id: c.status
+        for c in grade_of(RecordBook.read(FIXTURES / "reference"), rubric).criteria
+        if c.deliverable == "gateway"
+    }
     assert plain and set(plain.values()) == {"passed"}
     book = RecordBook.read(FIXTURES / "reference")
     assert _with_running_usage(book) > 100

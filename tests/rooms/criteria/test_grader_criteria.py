@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
 import pytest
-from kit_paths import ROOT
 from api_client import SSEDecoder
 from conftest import chat_body
+from kit_paths import ROOT
 
-from grader.records.tests import PERCENTILE_METHODS
-from grader.runs.tests import CANDIDATE_PLUGINS
 from grader.criteria.matching import match
 from grader.criteria.truth import (
     in_flight_series,
@@ -24,6 +22,8 @@ from grader.criteria.truth import (
     nearest_rank,
     truth_of,
 )
+from grader.records.tests import PERCENTILE_METHODS
+from grader.runs.tests import CANDIDATE_PLUGINS
 
 INJECTED = ROOT / "grader" / "runs" / "injected"
 
@@ -59,10 +59,17 @@ def _stream(base_url: str, content: str = "hello", max_tokens: int = 6) -> str |
 
 
 def test_truth_of_real_records_and_pairing_by_id_then_by_order_and_status(fake_server):
-    server = fake_server(token_rate=500, output_len_min=32, output_len_max=32, role_chunk="on_schedule",
-                         prefill_overhead=0.05,
-                         faults=[{"kind": "http_error", "status": 503, "requests": [2]},
-                                 {"kind": "cut", "after_tokens": 3, "requests": [3]}])
+    server = fake_server(
+        token_rate=500,
+        output_len_min=32,
+        output_len_max=32,
+        role_chunk="on_schedule",
+        prefill_overhead=0.05,
+        faults=[
+            {"kind": "http_error", "status": 503, "requests": [2]},
+            {"kind": "cut", "after_tokens": 3, "requests": [3]},
+        ],
+    )
     ids = [_stream(server.openai_base_url) for _ in range(3)]
     truths = sorted((truth_of(r) for r in server.ledger(settle=2.0)), key=lambda t: t.number)
     ok, error, cut = truths
@@ -81,7 +88,10 @@ def test_truth_of_real_records_and_pairing_by_id_then_by_order_and_status(fake_s
     ]
     pairs = match(reported, truths)
     assert [(p.reported["index"], p.truth.number, p.how) for p in pairs] == [
-        (0, 1, "id"), (2, 3, "id"), (1, 2, "order and status")]
+        (0, 1, "id"),
+        (2, 3, "id"),
+        (1, 2, "order and status"),
+    ]
     # A request the ledger never saw, and one the candidate forgot, are both left unpaired.
     pairs = match([{"index": 0, "id": "chatcmpl-nope", "status": 200}], truths)
     assert sum(p.how == "unmatched" for p in pairs) == 4
@@ -95,13 +105,23 @@ def _run_with_swap(tmp_path: Path, method: str) -> dict[str, object]:
         "import math\n"
         "def nearest(values, p):\n"
         "    s = sorted(values)\n"
-        "    return s[max(math.ceil(p * len(s) / 100), 1) - 1] if s else None\n")
+        "    return s[max(math.ceil(p * len(s) / 100), 1) - 1] if s else None\n"
+    )
     (tmp_path / "pkg" / "user.py").write_text("from pkg.pct import nearest\n")
-    probe = ("import json, pkg.user as u\n"
-             "print(json.dumps({str(p): u.nearest([5, 1, 4, 2, 3, 10, 9, 8, 7, 6], p) for p in (10, 50, 90, 95)}))\n")
-    env = {**os.environ, "PYTHONPATH": str(INJECTED), "GRADER_PERCENTILE": "pkg.pct:nearest",
-           "GRADER_PERCENTILE_METHOD": method, "GRADER_PERCENTILE_MARKER": str(tmp_path / "marker")}
-    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    probe = (
+        "import json, pkg.user as u\n"
+        "print(json.dumps({str(p): u.nearest([5, 1, 4, 2, 3, 10, 9, 8, 7, 6], p) for p in (10, 50, 90, 95)}))\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(INJECTED),
+        "GRADER_PERCENTILE": "pkg.pct:nearest",
+        "GRADER_PERCENTILE_METHOD": method,
+        "GRADER_PERCENTILE_MARKER": str(tmp_path / "marker"),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    )
     return {"values": json.loads(out.stdout), "marked": (tmp_path / "marker").exists()}
 
 
@@ -120,8 +140,12 @@ def test_each_wrong_method_is_swapped_in_before_any_module_binds_the_name(tmp_pa
 
 def test_tps_truth_ends_at_the_last_visible_content_not_at_a_late_finish_chunk(fake_server):
     words, late = 6, 0.3
-    server = fake_server(token_rate=200, output_len_min=words, output_len_max=words,
-                         faults=[{"kind": "stall", "after_tokens": words, "seconds": late}])
+    server = fake_server(
+        token_rate=200,
+        output_len_min=words,
+        output_len_max=words,
+        faults=[{"kind": "stall", "after_tokens": words, "seconds": late}],
+    )
     _stream(server.openai_base_url, max_tokens=32)
     (record,) = server.ledger(settle=2.0)
     truth = truth_of(record)
@@ -132,21 +156,21 @@ def test_tps_truth_ends_at_the_last_visible_content_not_at_a_late_finish_chunk(f
     assert truth.tps == pytest.approx((words + 1) / (content[-1] - content[0]))
 
 
-_PERCENTILE_TEST = '''\
+_PERCENTILE_TEST = """\
 from loadgen.loadgen import percentile
 
 
 def test_nearest_rank():
     assert percentile([5, 1, 4, 2, 3, 10, 9, 8, 7, 6], 90) == 9
-'''
-_NEAREST = '''\
+"""
+_NEAREST = """\
 import math
 
 
 def percentile(values, p):
     s = sorted(values)
     return s[max(math.ceil(p * len(s) / 100), 1) - 1] if s else None
-'''
+"""
 
 
 @pytest.mark.parametrize("where", ["loadgen/tests/test_pct.py", "loadgen/test_pct.py"])
@@ -157,15 +181,27 @@ def test_the_starters_layout_imports_by_the_dotted_name_and_gets_swapped(tmp_pat
     (tmp_path / "loadgen" / "loadgen.py").write_text(_NEAREST)
     (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / where).write_text(_PERCENTILE_TEST)
-    env = {**os.environ, "PYTHONPATH": str(INJECTED), "GRADER_PERCENTILE": "loadgen.loadgen:percentile",
-           "GRADER_PERCENTILE_MARKER": str(tmp_path / "marker"), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-           "PYTEST_PLUGINS": ",".join(CANDIDATE_PLUGINS)}  # as the grader runs a candidate's tests
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(INJECTED),
+        "GRADER_PERCENTILE": "loadgen.loadgen:percentile",
+        "GRADER_PERCENTILE_MARKER": str(tmp_path / "marker"),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "PYTEST_PLUGINS": ",".join(CANDIDATE_PLUGINS),
+    }  # as the grader runs a candidate's tests
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(Path(where).parent)]
-    own = subprocess.run(argv, cwd=tmp_path, env={**env, "GRADER_PERCENTILE_METHOD": "none"}, capture_output=True,
-                         text=True, check=False)
+    own = subprocess.run(
+        argv, cwd=tmp_path, env={**env, "GRADER_PERCENTILE_METHOD": "none"}, capture_output=True, text=True, check=False
+    )
     assert own.returncode == 0, own.stdout + own.stderr
-    swapped = subprocess.run(argv, cwd=tmp_path, env={**env, "GRADER_PERCENTILE_METHOD": "linear"},
-                             capture_output=True, text=True, check=False)
+    swapped = subprocess.run(
+        argv,
+        cwd=tmp_path,
+        env={**env, "GRADER_PERCENTILE_METHOD": "linear"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert swapped.returncode != 0 and (tmp_path / "marker").exists(), swapped.stdout + swapped.stderr
 
 

@@ -13,15 +13,15 @@ import time
 from pathlib import Path
 
 import pytest
-
 from kit_paths import ROOT
+
 from grader.contract import Submission, load_submission
-from grader.criteria.gateway.answers import answer_header
 from grader.criteria.catalog import registered
+from grader.criteria.gateway.answers import answer_header
 from grader.criteria.verdict import Verdict
-from grader.rubric import load_rubric
 from grader.kit.chaff import list_chaff, materialize
 from grader.records.gateway import GatewayRun
+from grader.rubric import load_rubric
 from grader.runs.gateway import HangBudget, run_gateway
 from grader.sandbox import Sandbox, SandboxError
 
@@ -61,16 +61,23 @@ def _verdicts(run: GatewayRun, criteria: tuple[str, ...]) -> dict[str, Verdict]:
     return {c: checks[c].judge(run, RUBRIC.criterion(c)) for c in criteria}
 
 
-ROUTING = ("gateway.starts", "gateway.no-fallback-4xx", "gateway.committed-stream", "gateway.context-check",
-           "gateway.require-field", "gateway.fallback-5xx")
+ROUTING = (
+    "gateway.starts",
+    "gateway.no-fallback-4xx",
+    "gateway.committed-stream",
+    "gateway.context-check",
+    "gateway.require-field",
+    "gateway.fallback-5xx",
+)
 
 
 def test_reference_passes_routing_criteria_from_the_ledgers() -> None:
     run = _run(REFERENCE, ROUTING)
     assert run.started, run.start_problem
     verdicts = _verdicts(run, ROUTING)
-    assert {c: v.passed for c, v in verdicts.items()} == dict.fromkeys(ROUTING, True), \
-        {c: v.output for c, v in verdicts.items() if not v.passed}
+    assert {c: v.passed for c, v in verdicts.items()} == dict.fromkeys(ROUTING, True), {
+        c: v.output for c, v in verdicts.items() if not v.passed
+    }
     # the truth came from the ledgers: a 404 was answered by the local server and never reached the API
     four_oh_four = run.cases["local-404"]
     assert [r["status"] for r in four_oh_four.local] == [404] and four_oh_four.api == []
@@ -80,8 +87,12 @@ def test_reference_passes_routing_criteria_from_the_ledgers() -> None:
     assert fallback.local[0]["arrival"] < fallback.api[0]["arrival"]
     # the evidence is a timeline: the client's request, both ledgers' rows, the answer
     rows = verdicts["gateway.fallback-5xx"].evidence.rows
-    assert {row[2] for row in rows if row[0] == "local-500"} == {"client -> gateway", "local ledger", "api ledger",
-                                                                  "gateway -> client"}
+    assert {row[2] for row in rows if row[0] == "local-500"} == {
+        "client -> gateway",
+        "local ledger",
+        "api ledger",
+        "gateway -> client",
+    }
 
 
 def test_chaff_that_falls_back_on_404_loses_the_4xx_criterion_only(tmp_path: Path) -> None:
@@ -162,13 +173,18 @@ def test_a_gateway_that_starts_only_once_fails_the_refused_cases_by_name(tmp_pat
     names = _cases_of(criteria)
     with Sandbox(folder) as box:
         started = time.monotonic()
-        run = run_gateway(box, submission, PLAN, seed=0, hang=_hang(), cases=tuple(c for c in PLAN.cases if c.name in names))
+        run = run_gateway(
+            box, submission, PLAN, seed=0, hang=_hang(), cases=tuple(c for c in PLAN.cases if c.name in names)
+        )
         took = time.monotonic() - started
     verdicts = _verdicts(run, criteria)
     assert verdicts["gateway.fallback-5xx"].passed, verdicts["gateway.fallback-5xx"].output
     refused = verdicts["gateway.fallback-refused"]
     assert not refused.passed
-    assert "refused: the gateway did not start again: nothing listened on 127.0.0.1:18080: the gateway exited first (exit code 1)" in refused.output
+    assert (
+        "refused: the gateway did not start again: nothing listened on 127.0.0.1:18080: the gateway exited first (exit code 1)"
+        in refused.output
+    )
     assert "refused-stream: the gateway did not start again" in refused.output
     # a start that exits is not waited on for the start limit (20 s a start)
     assert took < 2 * PLAN.start_timeout_s, took
@@ -179,10 +195,17 @@ def test_sandbox_sends_requests_at_once_and_writes_only_plain_names(tmp_path: Pa
     (tmp_path / "sub").mkdir()
     with Sandbox(tmp_path / "sub") as box:
         server = box.serve("slow", token_rate=20, max_num_seqs=8, output_len_min=10, output_len_max=10)
-        body = {"model": "fake-model", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}], "stream": True}
+        body = {
+            "model": "fake-model",
+            "max_tokens": 10,
+            "messages": [{"role": "user", "content": "hi"}],
+            "stream": True,
+        }
         started = time.monotonic()
-        answers = box.http_many([{"method": "POST", "url": server["base_url"] + "/chat/completions", "json": body,
-                                  "stream": True}] * 4, timeout_s=20)
+        answers = box.http_many(
+            [{"method": "POST", "url": server["base_url"] + "/chat/completions", "json": body, "stream": True}] * 4,
+            timeout_s=20,
+        )
         took = time.monotonic() - started
         records = box.ledger("slow")
         path = box.write_file("grader-config.yaml", "contract: 1\n")

@@ -14,8 +14,8 @@ from kit_paths import ROOT
 from recorded import FIXTURES
 
 from grader.criteria.memo_rules import check_memo, split_front_matter
-from grader.records.book import RecordBook
 from grader.grading.rejudge import grade_of
+from grader.records.book import RecordBook
 from grader.rubric import load_rubric
 
 MEMO = (ROOT / "submissions" / "reference" / "memo" / "MEMO.md").read_text()
@@ -47,11 +47,17 @@ def test_a_speed_in_the_text_that_is_no_figure_contradicts_the_front_matter() ->
 
 
 def test_a_placeholder_label_lets_a_laptop_figure_stand_in() -> None:
-    laptop = MEMO.replace("provenance: invented sample, scope: aggregate, status: placeholder}",
-                          "provenance: laptop, scope: aggregate, status: measured}", 1)
+    laptop = MEMO.replace(
+        "provenance: invented sample, scope: aggregate, status: placeholder}",
+        "provenance: laptop, scope: aggregate, status: measured}",
+        1,
+    )
     assert "production-provenance" in rules(laptop)
-    labelled = laptop.replace("provenance: laptop, scope: aggregate, status: measured}",
-                              "provenance: laptop, scope: aggregate, status: placeholder}", 1)
+    labelled = laptop.replace(
+        "provenance: laptop, scope: aggregate, status: measured}",
+        "provenance: laptop, scope: aggregate, status: placeholder}",
+        1,
+    )
     assert "production-provenance" not in rules(labelled)
 
 
@@ -85,7 +91,9 @@ def test_a_users_share_of_the_throughput_and_one_streams_speed_pass() -> None:
     assert rules(restated_per_user(share, shared)) == {}
     alone = MEMO.replace(f"concurrency: {streams},", "concurrency: 1,", 1)
     assert alone != MEMO
-    assert rules(restated_per_user(throughput, f"With one chat at a time its user sees {throughput} tok/s.", alone)) == {}
+    assert (
+        rules(restated_per_user(throughput, f"With one chat at a time its user sees {throughput} tok/s.", alone)) == {}
+    )
 
 
 def test_a_sentence_wrapped_onto_the_next_line_is_read_whole() -> None:
@@ -127,7 +135,9 @@ LAST_FIGURE = "  - {name: ttft_max_fake_server,"
 def shows_its_arithmetic(memo: str = MEMO, *, tokens: str = "", speed: str = "", cost: str = "") -> str:
     """The memo with a paragraph of arithmetic on its own figures and inputs, each result no figure of its own:
     a chat's tokens from the turns and a turn's tokens, a stream's share of the replica, the prices' gap."""
-    figure = f"  - {{name: tokens_per_turn, value: {PER_TURN}, unit: tokens per turn, provenance: assumption, scope: n/a}}\n"
+    figure = (
+        f"  - {{name: tokens_per_turn, value: {PER_TURN}, unit: tokens per turn, provenance: assumption, scope: n/a}}\n"
+    )
     lines = [
         "**Arithmetic.**",
         f"Each chat is {TURNS} x {PER_TURN:,} = {tokens or f'{TURNS * PER_TURN:,}'} tokens, prompts and answers together.",
@@ -176,20 +186,49 @@ def test_a_memo_that_shows_its_arithmetic_and_a_users_share_keeps_full_memo_mark
     gives a user's speed as the throughput over the streams (a per_user figure cited from the sizing command)."""
     throughput, streams = INPUTS["throughput"], INPUTS["concurrency"]
     share = f"{throughput / streams:.2f}"
-    memo = restated_per_user(share, f"With {streams} concurrent chats each user sees {throughput} / {streams} =\n"
-                                    f"{share} tokens/s.", shows_its_arithmetic())
-    memo = memo.replace("scope: per_user, status: placeholder}",
-                        "scope: per_user, status: derived, derived_from: sizing:per_stream_output_tokens_per_s}")
+    memo = restated_per_user(
+        share,
+        f"With {streams} concurrent chats each user sees {throughput} / {streams} =\n{share} tokens/s.",
+        shows_its_arithmetic(),
+    )
+    memo = memo.replace(
+        "scope: per_user, status: placeholder}",
+        "scope: per_user, status: derived, derived_from: sizing:per_stream_output_tokens_per_s}",
+    )
     submission = tmp_path / "submission"
-    shutil.copytree(ROOT / "submissions" / "reference", submission,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"))
+    shutil.copytree(
+        ROOT / "submissions" / "reference",
+        submission,
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"),
+    )
     (submission / "memo" / "MEMO.md").write_text(memo, encoding="utf-8")
-    checked = subprocess.run([sys.executable, "-m", "grader.cli", "memo", str(submission / "memo" / "MEMO.md")],
-                             capture_output=True, text=True, timeout=60, check=False)
+    checked = subprocess.run(
+        [sys.executable, "-m", "grader.cli", "memo", str(submission / "memo" / "MEMO.md")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    graded = subprocess.run([sys.executable, "-m", "grader.cli", "grade", "--seed", "0", str(submission), "--only", "memo",
-                             "--out", str(tmp_path / "report")], capture_output=True, text=True, timeout=120,
-                            check=False)
+    graded = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "grade",
+            "--seed",
+            "0",
+            str(submission),
+            "--only",
+            "memo",
+            "--out",
+            str(tmp_path / "report"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert graded.returncode == 0, graded.stdout + graded.stderr
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     memo_ids = {c.id for c in load_rubric().criteria if c.deliverable == "memo"}

@@ -13,8 +13,8 @@ from kit_paths import ROOT
 from recorded import FIXTURES
 
 from grader.criteria.sizing_truth import Conventions, expected
-from grader.records.book import RecordBook
 from grader.grading.rejudge import grade_of
+from grader.records.book import RecordBook
 from grader.rubric import load_rubric
 
 _PLAN = load_rubric().sizing.with_hidden()
@@ -34,8 +34,13 @@ def test_the_seed_set_gives_the_seed_figures() -> None:
             assert costs[price, busy] == pytest.approx(price / (throughput * 3600 * busy) * 1e6)
     assert round(costs[2.99, 1.0], 2) == 1.40 and round(costs[2.99, 0.25], 2) == 5.58
     # the load: chats x turns x output tokens over the active hours, at the peak factor
-    peak = seed["chats-per-day"] * seed["turns-per-chat"] * seed["output-tokens-per-turn"] / (
-        seed["active-hours"] * 3600) * seed["peak-factor"]
+    peak = (
+        seed["chats-per-day"]
+        * seed["turns-per-chat"]
+        * seed["output-tokens-per-turn"]
+        / (seed["active-hours"] * 3600)
+        * seed["peak-factor"]
+    )
     assert peak == pytest.approx(166.67, abs=0.01) and peak < throughput  # one replica carries the peak...
     assert r["replicas_for_load"] == 1 and r["replicas"] == 2  # ...and --min-replicas 2 (default) is the floor
     # the month: price x replicas x hours, for one replica and for the replicas
@@ -53,10 +58,15 @@ def test_the_seed_set_gives_the_seed_figures() -> None:
     free_bytes = (seed["gpu-memory-gb"] * 0.92 - seed["overhead-gb"] - seed["weights-gb"]) * 10**9
     assert r["kv_cache"]["tokens"] == int(free_bytes / seed["kv-bytes-per-token"]) == 634_765
     # the API like for like: a chat's input and output at list prices, over the chat's output tokens
-    turn_usd = (seed["input-tokens-per-turn"] * seed["api-input-usd-per-million"]
-                + seed["output-tokens-per-turn"] * seed["api-output-usd-per-million"]) / 1e6
-    assert r["api"]["usd_per_million_output_tokens_with_input"] == pytest.approx(
-        turn_usd / seed["output-tokens-per-turn"] * 1e6) and round(turn_usd / 300 * 1e6) == 40
+    turn_usd = (
+        seed["input-tokens-per-turn"] * seed["api-input-usd-per-million"]
+        + seed["output-tokens-per-turn"] * seed["api-output-usd-per-million"]
+    ) / 1e6
+    assert (
+        r["api"]["usd_per_million_output_tokens_with_input"]
+        == pytest.approx(turn_usd / seed["output-tokens-per-turn"] * 1e6)
+        and round(turn_usd / 300 * 1e6) == 40
+    )
 
 
 def test_unseen_sets_put_the_load_above_the_floor_and_vary_every_input() -> None:
@@ -70,8 +80,15 @@ def test_unseen_sets_put_the_load_above_the_floor_and_vary_every_input() -> None
 
 
 def test_a_two_gpu_replica_and_stated_conventions() -> None:
-    flags = {**SETS["seed"], "gpus-per-replica": 2, "gpu-memory-gb": 141, "gpu-memory-utilization": 0.9,
-             "weights-gb": 70, "overhead-gb": 6, "kv-bytes-per-token": 163840}
+    flags = {
+        **SETS["seed"],
+        "gpus-per-replica": 2,
+        "gpu-memory-gb": 141,
+        "gpu-memory-utilization": 0.9,
+        "weights-gb": 70,
+        "overhead-gb": 6,
+        "kv-bytes-per-token": 163840,
+    }
     assert expected(flags)["kv_cache"]["tokens"] == 1_048_583
     month = expected(SETS["seed"], Conventions(hours_per_month=730))["monthly_cost"][0]["usd"]
     assert month == pytest.approx(2.99 * 730)
@@ -80,8 +97,26 @@ def test_a_two_gpu_replica_and_stated_conventions() -> None:
 
 
 def _grade(folder: Path, out: Path) -> dict[str, dict[str, object]]:
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", "--seed", "0", str(folder), "--out", str(out),
-                           "--only", "sizing"], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "grade",
+            "--seed",
+            "0",
+            str(folder),
+            "--out",
+            str(out),
+            "--only",
+            "sizing",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads((out / "report.json").read_text())
     return {t["name"].split(":")[0]: t for t in report["tests"]}
@@ -115,8 +150,17 @@ def _with_set(book: RecordBook, name: str, flags: dict[str, object], output: dic
     """The reference's records with one more sizing input set, as the grade would have recorded it."""
     key, record = next((k, r) for k, r in book.records.items() if r["section"] == "sizing")
     record = json.loads(json.dumps(record))
-    record["sets"].append({"name": name, "flags": flags, "output": output, "exit_code": 0, "problem": None,
-                           "stderr_tail": "", "wall_s": 0.1})
+    record["sets"].append(
+        {
+            "name": name,
+            "flags": flags,
+            "output": output,
+            "exit_code": 0,
+            "problem": None,
+            "stderr_tail": "",
+            "wall_s": 0.1,
+        }
+    )
     book.records[key] = record
     return book
 
@@ -127,8 +171,14 @@ def test_monthly_cost_at_one_replica_is_one_row_given_once_or_twice() -> None:
     peak), its rows as printed, once and twice; a wrong figure in that row still fails, so the set is judged."""
     flags = {**SETS["seed"], "min-replicas": 1}
     argv = [f"--{k}={v}" for k, value in flags.items() for v in (value if isinstance(value, list) else [value])]
-    done = subprocess.run([sys.executable, "sizing/sizing.py", *argv], cwd=ROOT / "submissions" / "reference",
-                          capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "sizing/sizing.py", *argv],
+        cwd=ROOT / "submissions" / "reference",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     output = json.loads(done.stdout)
     assert output["replicas"] == 1
     one = [row for row in output["monthly_cost"] if row["replicas"] == 1]

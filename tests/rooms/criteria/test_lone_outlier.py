@@ -9,12 +9,12 @@ import json
 
 from recorded import FIXTURES
 
+from grader.criteria.loadgen.observed import Observed
 from grader.criteria.verdict import is_borderline
 from grader.grading.judging import judge
+from grader.grading.sections import SECTIONS
 from grader.records.book import RecordBook
 from grader.rubric import load_rubric
-from grader.grading.sections import SECTIONS
-from grader.criteria.loadgen.observed import Observed
 
 RUBRIC = load_rubric()
 TPS = RUBRIC.criterion("loadgen.tps")

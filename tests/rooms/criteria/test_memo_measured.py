@@ -31,7 +31,7 @@ REFERENCE = ROOT / "submissions" / "reference"
 MEMO = (REFERENCE / "memo" / "MEMO.md").read_text(encoding="utf-8")
 RESULTS = json.loads((REFERENCE / "memo" / "demo-results.json").read_text(encoding="utf-8"))
 RUBRIC = load_rubric()
-P50 = "{name: ttft_p50_fake_server, value: 0.152, unit: \"s (client TTFT)\", provenance: measured on fake server"
+P50 = '{name: ttft_p50_fake_server, value: 0.152, unit: "s (client TTFT)", provenance: measured on fake server'
 P90_FIGURE = "percentile: 90, sample_size: 6, status: measured, derived_from: loadgen:summary.ttft_s.p90}"
 THROUGHPUT = "{name: throughput_fake_server, value: 358.3, unit: output tokens/s, provenance: measured on fake server, scope: aggregate"
 MEASURED_TEXT = (
@@ -43,8 +43,14 @@ MEASURED_TEXT = (
 
 def _sizing(folder: Path) -> Any:
     def run(flags: dict[str, Any]) -> tuple[dict[str, Any] | None, str, float]:
-        done = subprocess.run([sys.executable, "sizing/sizing.py", *argv(flags)], cwd=folder, capture_output=True,
-                              text=True, timeout=60, check=False)
+        done = subprocess.run(
+            [sys.executable, "sizing/sizing.py", *argv(flags)],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         return (json.loads(done.stdout), "", 0.1) if done.returncode == 0 else (None, done.stderr, 0.1)
 
     return run
@@ -101,14 +107,21 @@ def test_no_results_file_is_nothing_to_judge_naming_it(submission: Path) -> None
     assert lost["memo.measured"].startswith("nothing to judge: ") and "memo/nowhere.json" in lost["memo.measured"]
 
 
-@pytest.mark.parametrize(("change", "why"), [
-    (("percentile: 90, sample_size: 6, status: measured, derived_from: loadgen:summary.ttft_s.p90}",
-      "percentile: 90, sample_size: 60, status: measured, derived_from: loadgen:summary.ttft_s.p90}"),
-     "its sample_size is 60, but the results file's n is 6"),
-    ((P50, P50.replace("measured on fake server", "target GPU")), "its provenance is 'target GPU'"),
-    ((THROUGHPUT, THROUGHPUT.replace("scope: aggregate", "scope: per_user")), "scope: aggregate"),
-    (("0.152 s at p50 and ", ""), "the text never quotes its value"),
-])
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (
+            (
+                "percentile: 90, sample_size: 6, status: measured, derived_from: loadgen:summary.ttft_s.p90}",
+                "percentile: 90, sample_size: 60, status: measured, derived_from: loadgen:summary.ttft_s.p90}",
+            ),
+            "its sample_size is 60, but the results file's n is 6",
+        ),
+        ((P50, P50.replace("measured on fake server", "target GPU")), "its provenance is 'target GPU'"),
+        ((THROUGHPUT, THROUGHPUT.replace("scope: aggregate", "scope: per_user")), "scope: aggregate"),
+        (("0.152 s at p50 and ", ""), "the text never quotes its value"),
+    ],
+)
 def test_a_measurement_quoted_wrong_fails_naming_the_figures_line(
     submission: Path, change: tuple[str, str], why: str
 ) -> None:
@@ -126,8 +139,10 @@ def test_a_measurement_is_held_to_the_results_file_not_only_to_its_citation(subm
 
 
 def test_a_measurement_in_milliseconds_is_the_same_measurement(submission: Path) -> None:
-    memo = edited((P50, P50.replace('value: 0.152, unit: "s (client TTFT)"', 'value: 152.4, unit: "ms (client TTFT)"')),
-                  ("0.152 s at p50", "152.4 ms at p50"))
+    memo = edited(
+        (P50, P50.replace('value: 0.152, unit: "s (client TTFT)"', 'value: 152.4, unit: "ms (client TTFT)"')),
+        ("0.152 s at p50", "152.4 ms at p50"),
+    )
     assert "memo.measured" not in failed(judged(submission, memo))
 
 
@@ -138,8 +153,11 @@ def test_the_percentile_rules_need_as_many_percentiles_as_the_rubric_says(submis
     bare = edited(*((line, "") for line in percentiles), (MEASURED_TEXT, ""))
     assert not failed(judged(submission, bare)).keys() - {"memo.measured", "memo.percentile-n", "memo.p99-max"}
     override = tmp_path / "earlier-brief.yaml"
-    override.write_text("rubric: 1\ncriteria:\n  memo.percentile-n: {tolerance: {percentiles_needed_count: 0}}\n"
-                        "  memo.p99-max: {tolerance: {percentiles_needed_count: 0}}\n", encoding="utf-8")
+    override.write_text(
+        "rubric: 1\ncriteria:\n  memo.percentile-n: {tolerance: {percentiles_needed_count: 0}}\n"
+        "  memo.p99-max: {tolerance: {percentiles_needed_count: 0}}\n",
+        encoding="utf-8",
+    )
     earlier = load_rubric(override=override, checks=registered())
     lost = failed(judged(submission, bare, rubric=earlier))
     assert "memo.percentile-n" not in lost and "memo.p99-max" not in lost
@@ -148,16 +166,20 @@ def test_the_percentile_rules_need_as_many_percentiles_as_the_rubric_says(submis
 def test_the_provenance_rule_has_nothing_to_judge_without_the_throughput_the_sizing_ran_with(
     submission: Path,
 ) -> None:
-    replica = ("  - {name: replica_throughput, value: 595, unit: output tokens/s, provenance: invented sample, "
-               "scope: aggregate, status: placeholder}\n")
+    replica = (
+        "  - {name: replica_throughput, value: 595, unit: output tokens/s, provenance: invented sample, "
+        "scope: aggregate, status: placeholder}\n"
+    )
     lost = failed(judged(submission, edited((replica, ""))))
     assert set(lost) == {"memo.production-provenance"}
-    assert lost["memo.production-provenance"].startswith("nothing to judge: ") and "595" in lost[
-        "memo.production-provenance"]
+    assert (
+        lost["memo.production-provenance"].startswith("nothing to judge: ")
+        and "595" in lost["memo.production-provenance"]
+    )
 
 
 def test_the_text_rule_has_nothing_to_judge_in_a_text_that_quotes_no_number(submission: Path) -> None:
-    body = MEMO[MEMO.index("# Sizing: Qwen3.5-27B"):]
+    body = MEMO[MEMO.index("# Sizing: Qwen3.5-27B") :]
     memo = edited((body, "# Sizing\n\nEvery figure is in the front matter above. This is a placeholder.\n"))
     lost = failed(judged(submission, memo))
     assert set(lost) == {"memo.text-matches", "memo.measured"}

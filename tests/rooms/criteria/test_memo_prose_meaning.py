@@ -39,12 +39,16 @@ def test_the_reference_itself_sets_a_requests_speed_beside_the_aggregate_and_pas
 
 HONEST = [
     # a per-request speed and, beside it, the aggregate called the aggregate: in one clause or two, any order
-    f"Per-request TPS was {TPS_P50} tokens/s at p50 (n = 6), and the run's throughput {THROUGHPUT} output "
-    "tokens/s aggregate.",
+    (
+        f"Per-request TPS was {TPS_P50} tokens/s at p50 (n = 6), and the run's throughput {THROUGHPUT} output "
+        "tokens/s aggregate."
+    ),
     f"Per-request TPS (p50 {TPS_P50} tokens/s, n = 6) sits far below the {THROUGHPUT} output tokens/s aggregate.",
     f"One request streamed at {TPS_P50} tok/s at the median of 6 while all six together made {THROUGHPUT} tok/s.",
-    f"Across all 6 streams the server produced {THROUGHPUT} tokens per second, far more than the {TPS_P50} "
-    "tokens/s a single request saw at its median (n = 6).",
+    (
+        f"Across all 6 streams the server produced {THROUGHPUT} tokens per second, far more than the {TPS_P50} "
+        "tokens/s a single request saw at its median (n = 6)."
+    ),
     f"A user's stream ran at {TPS_P50} tokens/s (p50 of 6 requests); the replica's total was {THROUGHPUT} tokens/s.",
     f"| per-request TPS, p50 of 6 | {TPS_P50} tokens/s | throughput, aggregate | {THROUGHPUT} tokens/s |",
     f"No user sees {REPLICA} tokens/s: that is the replica's aggregate over 16 streams.",

@@ -15,7 +15,11 @@ import pytest
 
 from grader.grading.archive import ArchiveError, unpack
 
-SUBMISSION = {"sub/submission.yaml": b"version: 1\n", "sub/loadgen/main.py": b"print('hi')\n", "sub/memo.md": b"# memo\n"}
+SUBMISSION = {
+    "sub/submission.yaml": b"version: 1\n",
+    "sub/loadgen/main.py": b"print('hi')\n",
+    "sub/memo.md": b"# memo\n",
+}
 
 
 def make_zip(path: Path, files: dict[str, bytes], *, modes: dict[str, int] | None = None) -> Path:
@@ -30,7 +34,9 @@ def make_zip(path: Path, files: dict[str, bytes], *, modes: dict[str, int] | Non
     return path
 
 
-def tar_info(name: str, *, kind: bytes = tarfile.REGTYPE, size: int = 0, link: str = "", mode: int = 0o644) -> tarfile.TarInfo:
+def tar_info(
+    name: str, *, kind: bytes = tarfile.REGTYPE, size: int = 0, link: str = "", mode: int = 0o644
+) -> tarfile.TarInfo:
     info = tarfile.TarInfo(name)
     info.type, info.size, info.linkname, info.mode = kind, size, link, mode
     return info
@@ -48,8 +54,10 @@ def test_a_good_archive_unpacks_to_its_submission_folder(tmp_path: Path, name: s
     if name.endswith(".zip"):
         archive = make_zip(tmp_path / name, SUBMISSION, modes={"sub/loadgen/main.py": stat.S_IFREG | 0o755})
     else:
-        archive = make_tar(tmp_path / name, [(tar_info(n, size=len(d), mode=0o755 if n.endswith(".py") else 0o644), d)
-                                             for n, d in SUBMISSION.items()])
+        archive = make_tar(
+            tmp_path / name,
+            [(tar_info(n, size=len(d), mode=0o755 if n.endswith(".py") else 0o644), d) for n, d in SUBMISSION.items()],
+        )
     folder = unpack(archive, tmp_path / "out")
     assert folder == tmp_path / "out" / "sub"
     assert (folder / "loadgen" / "main.py").read_bytes() == b"print('hi')\n"
@@ -61,17 +69,20 @@ def test_without_a_single_top_folder_the_destination_is_the_submission(tmp_path:
     assert unpack(archive, tmp_path / "out") == tmp_path / "out"
 
 
-@pytest.mark.parametrize(("members", "why"), [
-    ([(tar_info("/etc/evil", size=1), b"x")], "absolute path"),
-    ([(tar_info("sub/../../evil", size=1), b"x")], "'..'"),
-    ([(tar_info("dev", kind=tarfile.CHRTYPE), b"")], "special file"),
-    ([(tar_info("fifo", kind=tarfile.FIFOTYPE), b"")], "special file"),
-    ([(tar_info("up", kind=tarfile.SYMTYPE, link="../../etc/passwd"), b"")], "leaves the folder"),
-    ([(tar_info("abs", kind=tarfile.SYMTYPE, link="/etc/passwd"), b"")], "absolute"),
-    ([(tar_info("hard", kind=tarfile.LNKTYPE, link="/etc/passwd"), b"")], "absolute path"),
-    ([(tar_info("hard", kind=tarfile.LNKTYPE, link="../outside"), b"")], "'..'"),
-    ([(tar_info("d/l", kind=tarfile.SYMTYPE, link="../.."), b"")], "leaves the folder"),
-])
+@pytest.mark.parametrize(
+    ("members", "why"),
+    [
+        ([(tar_info("/etc/evil", size=1), b"x")], "absolute path"),
+        ([(tar_info("sub/../../evil", size=1), b"x")], "'..'"),
+        ([(tar_info("dev", kind=tarfile.CHRTYPE), b"")], "special file"),
+        ([(tar_info("fifo", kind=tarfile.FIFOTYPE), b"")], "special file"),
+        ([(tar_info("up", kind=tarfile.SYMTYPE, link="../../etc/passwd"), b"")], "leaves the folder"),
+        ([(tar_info("abs", kind=tarfile.SYMTYPE, link="/etc/passwd"), b"")], "absolute"),
+        ([(tar_info("hard", kind=tarfile.LNKTYPE, link="/etc/passwd"), b"")], "absolute path"),
+        ([(tar_info("hard", kind=tarfile.LNKTYPE, link="../outside"), b"")], "'..'"),
+        ([(tar_info("d/l", kind=tarfile.SYMTYPE, link="../.."), b"")], "leaves the folder"),
+    ],
+)
 def test_hostile_tar_entries_are_refused_by_name(tmp_path: Path, members: list, why: str) -> None:
     archive = make_tar(tmp_path / "evil.tar", members)
     with pytest.raises(ArchiveError, match=why) as caught:
@@ -82,18 +93,23 @@ def test_hostile_tar_entries_are_refused_by_name(tmp_path: Path, members: list, 
 
 def test_a_symlinked_folder_cannot_carry_a_write_outside(tmp_path: Path) -> None:
     # "inside" -> "." is fine; "inside/x" then lands in the folder itself, never outside.
-    archive = make_tar(tmp_path / "links.tar", [(tar_info("inside", kind=tarfile.SYMTYPE, link="."), b""),
-                                                (tar_info("inside/x", size=2), b"ok")])
+    archive = make_tar(
+        tmp_path / "links.tar",
+        [(tar_info("inside", kind=tarfile.SYMTYPE, link="."), b""), (tar_info("inside/x", size=2), b"ok")],
+    )
     out = unpack(archive, tmp_path / "out")
     assert (out / "x").read_bytes() == b"ok" and (out / "inside").is_symlink()
 
 
-@pytest.mark.parametrize(("name", "mode", "why"), [
-    ("/abs.txt", None, "absolute path"),
-    ("a/../../x", None, "'..'"),
-    ("C:\\win.txt", None, "absolute path"),
-    ("fifo", stat.S_IFIFO | 0o644, "special file"),
-])
+@pytest.mark.parametrize(
+    ("name", "mode", "why"),
+    [
+        ("/abs.txt", None, "absolute path"),
+        ("a/../../x", None, "'..'"),
+        ("C:\\win.txt", None, "absolute path"),
+        ("fifo", stat.S_IFIFO | 0o644, "special file"),
+    ],
+)
 def test_hostile_zip_entries_are_refused_by_name(tmp_path: Path, name: str, mode: int | None, why: str) -> None:
     archive = make_zip(tmp_path / "evil.zip", {name: b"x"}, modes={name: mode} if mode else None)
     with pytest.raises(ArchiveError, match=why):
@@ -101,8 +117,9 @@ def test_hostile_zip_entries_are_refused_by_name(tmp_path: Path, name: str, mode
 
 
 def test_zip_symlink_leaving_the_folder_is_refused(tmp_path: Path) -> None:
-    archive = make_zip(tmp_path / "ln.zip", {"ok.txt": b"x", "link": b"../../etc/shadow"},
-                       modes={"link": stat.S_IFLNK | 0o777})
+    archive = make_zip(
+        tmp_path / "ln.zip", {"ok.txt": b"x", "link": b"../../etc/shadow"}, modes={"link": stat.S_IFLNK | 0o777}
+    )
     with pytest.raises(ArchiveError, match="'link'.*leaves the folder"):
         unpack(archive, tmp_path / "out")
 
@@ -137,8 +154,9 @@ def test_zip_bomb_that_lies_about_its_size_stops_at_the_limit(tmp_path: Path) ->
 
 def test_declared_sizes_are_summed_over_entries(tmp_path: Path) -> None:
     # Two files of 6 MiB each under an 8 MiB limit: each is allowed alone, not both.
-    archive = make_tar(tmp_path / "two.tgz", [(tar_info(f"f{i}", size=6 * 1024 * 1024), b"\0" * (6 * 1024 * 1024))
-                                              for i in range(2)])
+    archive = make_tar(
+        tmp_path / "two.tgz", [(tar_info(f"f{i}", size=6 * 1024 * 1024), b"\0" * (6 * 1024 * 1024)) for i in range(2)]
+    )
     with pytest.raises(ArchiveError, match="'f1'.*bytes uncompressed"):
         unpack(archive, tmp_path / "out", max_bytes=8 * 1024 * 1024)
 

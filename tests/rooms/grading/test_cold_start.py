@@ -55,7 +55,10 @@ def test_the_recorded_cold_client_keeps_every_criterion_that_reads_start() -> No
 def test_the_recorded_clock_started_before_its_slot_still_fails_ttft() -> None:
     book = RecordBook.read(FIXTURES / "ttft-includes-slot-wait")
     judged = {c.id: c for c in grade_of(book, RUBRIC).criteria}
-    assert judged["loadgen.ttft"].status == "failed" and "before the server saw the request" in judged["loadgen.ttft"].output
+    assert (
+        judged["loadgen.ttft"].status == "failed"
+        and "before the server saw the request" in judged["loadgen.ttft"].output
+    )
 
 
 @pytest.mark.slow

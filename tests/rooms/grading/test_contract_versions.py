@@ -87,8 +87,12 @@ def test_a_rule_whose_meaning_changed_is_judged_by_the_meaning_contract_1_gave()
     # the gateway rules keep the cases contract 1 asked for, and lose the ones it did not
     assert "require-bad" in OLD.criterion("gateway.require-field").cases
     assert "require-null" not in OLD.criterion("gateway.require-field").cases
-    assert set(OLD.criterion("gateway.committed-stream").cases) == {"local-cut", "local-stream-error",
-                                                                    "local-no-done", "api-cut"}
+    assert set(OLD.criterion("gateway.committed-stream").cases) == {
+        "local-cut",
+        "local-stream-error",
+        "local-no-done",
+        "api-cut",
+    }
 
 
 def test_a_gateway_is_told_its_own_contract_in_its_config():
@@ -179,5 +183,7 @@ def test_a_bundle_says_what_made_it_and_a_grade_follows_it(tmp_path: Path):
     brief = (starter / "TASK.md").read_text().splitlines()
     assert brief[0].startswith("# ") and f"contract {LATEST}, kit {kit_version()}" in brief[2]
     old = yaml.safe_load((ROOT / "tests" / "fixtures" / "contract1_reference" / "submission.yaml").read_text())
-    assert Edition.of(old).contract == 1 and "earlier brief" in load_submission(
-        ROOT / "tests" / "fixtures" / "contract1_reference").follows()
+    assert (
+        Edition.of(old).contract == 1
+        and "earlier brief" in load_submission(ROOT / "tests" / "fixtures" / "contract1_reference").follows()
+    )

@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from kit_paths import TESTS
 
 sys.path.insert(0, str(TESTS / "hostile"))
@@ -59,8 +58,18 @@ CHAFF = {  # name -> its CI subset: a target it loses and a criterion it keeps
     "ttft-from-headers": ("loadgen.ttft", "loadgen.cut"),
     "manifests-no-gpu": ("manifests.gpu-request", "manifests.readiness-probe", "sizing.replicas"),
 }
-MEASURED_KEYS = {"execution_time", "duration_s", "section_s", "inherent_s", "started", "attempts", "rerun", "margin",
-                 "busy", "closest"}
+MEASURED_KEYS = {
+    "execution_time",
+    "duration_s",
+    "section_s",
+    "inherent_s",
+    "started",
+    "attempts",
+    "rerun",
+    "margin",
+    "busy",
+    "closest",
+}
 _DECIMAL = re.compile(r"\d+\.\d+")
 _WITH_UNIT = re.compile(r"[-+]?\d+(\.\d+)? ?(ms|s|tok/s|tokens/s)\b")  # "-413 ms": a clock reading in prose
 # A gateway answer's quoted tail is its first 70 characters: a figure one digit wider moves the cut.
@@ -92,8 +101,13 @@ def normalise(value: Any) -> Any:
             timed = [i for i, c in enumerate(columns) if isinstance(c, str) and _MEASURED_COLUMN.search(c)]
             rows = [[_mask_cell(cell) if i in timed else cell for i, cell in enumerate(row)] for row in out["rows"]]
             numbered = columns[:1] == ["#"]
-            rows = [[_QUOTED_TAIL.sub(r"\1...'", _ANSWER_ID.sub(r"\1ID", cell)) if isinstance(cell, str) else cell
-                     for cell in row] for row in rows]
+            rows = [
+                [
+                    _QUOTED_TAIL.sub(r"\1...'", _ANSWER_ID.sub(r"\1ID", cell)) if isinstance(cell, str) else cell
+                    for cell in row
+                ]
+                for row in rows
+            ]
             rows = _without_polls_before_recovery(rows)
             distinct = {json.dumps(row[1:] if numbered else row) for row in rows}
             out["rows"] = [json.loads(row) for row in sorted(distinct)]
@@ -129,8 +143,13 @@ def _without(report: dict[str, Any], ids: set[str]) -> dict[str, Any]:
     kit = report["extra_data"]["kit"]
     criteria = [c for c in kit["criteria"] if c["id"] not in ids]
     tests = [t for t in report["tests"] if t.get("extra_data", {}).get("id") not in ids]
-    return {**report, "tests": tests, "extra_data": {**report["extra_data"], "kit": {**kit, "criteria": criteria}},
-            "score": None, "output": None}
+    return {
+        **report,
+        "tests": tests,
+        "extra_data": {**report["extra_data"], "kit": {**kit, "criteria": criteria}},
+        "score": None,
+        "output": None,
+    }
 
 
 def _grade_times(submission: Path, only: tuple[str, ...], times: int, tmp_path: Path) -> list[dict[str, Any]]:
@@ -156,7 +175,7 @@ def _differences(a: Any, b: Any, path: str = "") -> list[str]:
         return []
     if isinstance(a, str) and isinstance(b, str):  # where they part, with some of what comes before
         at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-        return [f"{path} from character {at}: {a[max(0, at - 80):at + 220]!r} != {b[max(0, at - 80):at + 220]!r}"]
+        return [f"{path} from character {at}: {a[max(0, at - 80) : at + 220]!r} != {b[max(0, at - 80) : at + 220]!r}"]
     return [f"{path}: {str(a)[:300]!r} != {str(b)[:300]!r}"]
 
 
@@ -168,8 +187,10 @@ def _assert_identical(reports: list[dict[str, Any]]) -> None:
         first, other = (_without(r, withheld) if withheld else r for r in (reports[0], other))
         assert _scores(other) == _scores(first), f"grade {i} scored differently"
         assert other["score"] == first["score"]
-        assert normalise(other) == normalise(first), (f"grade {i}'s report differs beyond what is measured: "
-                                                     + "; ".join(_differences(normalise(first), normalise(other))))
+        assert normalise(other) == normalise(first), (
+            f"grade {i}'s report differs beyond what is measured: "
+            + "; ".join(_differences(normalise(first), normalise(other)))
+        )
 
 
 @pytest.mark.rotating(93)
@@ -177,7 +198,9 @@ def test_the_reference_grades_identically_every_time(tmp_path: Path) -> None:
     reports = _grade_times(ROOT / "submissions" / "reference", () if FULL else SUBSET, 5 if FULL else 2, tmp_path)
     for report in reports:
         criteria = report["extra_data"]["kit"]["criteria"]
-        failed = {c["id"]: c["output"][:600] for c in criteria if c["status"] != "passed" and c["id"] not in _withheld(report)}
+        failed = {
+            c["id"]: c["output"][:600] for c in criteria if c["status"] != "passed" and c["id"] not in _withheld(report)
+        }
         assert not failed, failed
         assert len(_withheld(report)) < len(criteria), "every criterion withheld: nothing was compared"
     _assert_identical(reports)
@@ -198,24 +221,31 @@ def test_the_mask_hides_only_what_is_measured() -> None:
     rows = {"columns": ["#", "id", "outcome"], "rows": [[1, "chatcmpl-b", "ok"], [2, "chatcmpl-a", "failed"]]}
     swapped = {"columns": ["#", "id", "outcome"], "rows": [[1, "chatcmpl-a", "failed"], [2, "chatcmpl-b", "ok"]]}
     assert normalise(rows) == normalise(swapped)
-    cut = {"columns": ["case", "what"], "rows": [["c", "HTTP 200; ends '{\"age_s\":0.51,\"x\":1'"]]}
-    wider = {"columns": ["case", "what"], "rows": [["c", "HTTP 200; ends '{\"age_s\":10.51,\"x\":'"]]}
+    cut = {"columns": ["case", "what"], "rows": [["c", 'HTTP 200; ends \'{"age_s":0.51,"x":1\'']]}
+    wider = {"columns": ["case", "what"], "rows": [["c", 'HTTP 200; ends \'{"age_s":10.51,"x":\'']]}
     assert normalise(cut) == normalise(wider)
     swapped["rows"][0][2] = "ok"
     assert normalise(rows) != normalise(swapped)
     poll, served = "HTTP 503 route=none attempts=''", "HTTP 200 route=local attempts='local'"
-    recovered = {"columns": ["case", "at (s)", "who", "what"],
-                 "rows": [["recover", 0.01, "gateway -> client", poll], ["recover", 0.3, "gateway -> client", served]]}
+    recovered = {
+        "columns": ["case", "at (s)", "who", "what"],
+        "rows": [["recover", 0.01, "gateway -> client", poll], ["recover", 0.3, "gateway -> client", served]],
+    }
     at_once = {"columns": recovered["columns"], "rows": [["recover", 0.01, "gateway -> client", served]]}
     never = {"columns": recovered["columns"], "rows": [["recover", 0.01, "gateway -> client", poll]]}
     assert normalise(recovered) == normalise(at_once)
     assert normalise(never) != normalise(at_once)
-    report = {"execution_time": 1.5, "score": 3.0, "tests": [{"output": "worst 0.25 of the tolerance at 127.0.0.1:4242",
-                                                              "status": "passed", "attempts": 2}],
-              "extra_data": {"started": "2026-01-01T00:00:00+00:00", "note": "16 requests, 4 cut, -413 ms"}}
-    assert normalise(report) == {"score": 3.0, "tests": [{"output": "worst # of the tolerance at LOOPBACK:PORT",
-                                                          "status": "passed"}],
-                                 "extra_data": {"note": "16 requests, 4 cut, # ms"}}
+    report = {
+        "execution_time": 1.5,
+        "score": 3.0,
+        "tests": [{"output": "worst 0.25 of the tolerance at 127.0.0.1:4242", "status": "passed", "attempts": 2}],
+        "extra_data": {"started": "2026-01-01T00:00:00+00:00", "note": "16 requests, 4 cut, -413 ms"},
+    }
+    assert normalise(report) == {
+        "score": 3.0,
+        "tests": [{"output": "worst # of the tolerance at LOOPBACK:PORT", "status": "passed"}],
+        "extra_data": {"note": "16 requests, 4 cut, # ms"},
+    }
     changed = json.loads(json.dumps(report))
     changed["tests"][0]["status"] = "failed"
     assert normalise(changed) != normalise(report)

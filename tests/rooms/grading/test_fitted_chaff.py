@@ -44,5 +44,7 @@ def test_a_fitted_chaff_loses_its_targets_only_on_what_the_candidate_never_ran(c
     public = {r.id: r for r in grade_of(_public_only(RecordBook.read(FIXTURES / chaff.name)), RUBRIC).criteria}
     for target in chaff.targets:
         assert whole[target].status == "failed", f"{chaff.name} keeps {target} in its grade"
-        assert public[target].status == "passed", f"{chaff.name} loses {target} on the public runs: {public[target].output}"
+        assert public[target].status == "passed", (
+            f"{chaff.name} loses {target} on the public runs: {public[target].output}"
+        )
     assert {i for i, r in public.items() if r.status != "passed"} == set(), "a public criterion lost"

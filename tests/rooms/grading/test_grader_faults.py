@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from kit_paths import TESTS
 
 sys.path.insert(0, str(TESTS / "hostile"))
@@ -31,20 +30,33 @@ def _submission(tmp_path: Path, name: str) -> tuple[Path, str]:
     folder = tmp_path / name
     folder.mkdir()
     marker = f"fault-{name}-{os.getpid()}"
-    data = {"contract": 1, "candidate": "faults",
-            "loadgen": {"command": ["python", "-c", SLOW_LOADGEN, marker], "test_command": ["python", "-c", "pass"],
-                        "percentile": "m:f"},
-            "gateway": {"command": ["python", "-c", "pass"]}, "manifests": {"values": "v.yaml"},
-            "sizing": {"command": ["python", "-c", "pass"]}, "memo": "MEMO.md"}
+    data = {
+        "contract": 1,
+        "candidate": "faults",
+        "loadgen": {
+            "command": ["python", "-c", SLOW_LOADGEN, marker],
+            "test_command": ["python", "-c", "pass"],
+            "percentile": "m:f",
+        },
+        "gateway": {"command": ["python", "-c", "pass"]},
+        "manifests": {"values": "v.yaml"},
+        "sizing": {"command": ["python", "-c", "pass"]},
+        "memo": "MEMO.md",
+    }
     (folder / "submission.yaml").write_text(json.dumps(data))
     return folder, marker
 
 
 def _start(submission: Path, out: Path, tmpdir: Path) -> subprocess.Popen[str]:
     tmpdir.mkdir(exist_ok=True)
-    return subprocess.Popen([*GRADER, "grade", "--seed", "0", str(submission), "--out", str(out), "--only", "loadgen.runs"],
-                            cwd=ROOT, env={**os.environ, "TMPDIR": str(tmpdir)}, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [*GRADER, "grade", "--seed", "0", str(submission), "--out", str(out), "--only", "loadgen.runs"],
+        cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(tmpdir)},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _wait_for(marker: str, proc: subprocess.Popen[str], timeout_s: float = 60) -> None:
@@ -131,8 +143,9 @@ def small_disk(tmp_path: Path):  # type: ignore[no-untyped-def]
     """A 64 KiB tmpfs: big enough for a folder, too small for the reports."""
     mount = tmp_path / "small-disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], check=False,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], check=False, capture_output=True, text=True
+    )
     assert done.returncode == 0, f"cannot mount a tmpfs here (the test needs root): {done.stderr.strip()}"
     try:
         yield mount
@@ -144,11 +157,22 @@ def small_disk(tmp_path: Path):  # type: ignore[no-untyped-def]
 def test_a_full_output_disk_is_a_clear_error_and_a_rerun_is_whole(tmp_path: Path, small_disk: Path) -> None:
     folder = tmp_path / "quick"
     folder.mkdir()
-    (folder / "submission.yaml").write_text(json.dumps({
-        "contract": 1, "loadgen": {"command": ["python", "-c", "print('x' * 200000)"], "test_command": ["true"],
-                                   "percentile": "m:f"},
-        "gateway": {"command": ["true"]}, "manifests": {"values": "v.yaml"}, "sizing": {"command": ["true"]},
-        "memo": "MEMO.md"}))
+    (folder / "submission.yaml").write_text(
+        json.dumps(
+            {
+                "contract": 1,
+                "loadgen": {
+                    "command": ["python", "-c", "print('x' * 200000)"],
+                    "test_command": ["true"],
+                    "percentile": "m:f",
+                },
+                "gateway": {"command": ["true"]},
+                "manifests": {"values": "v.yaml"},
+                "sizing": {"command": ["true"]},
+                "memo": "MEMO.md",
+            }
+        )
+    )
     (small_disk / "filler").write_bytes(b"\0" * (60 * 1024))  # leave about 4 KiB
     out = small_disk / "out"
     graded = grade(folder, out, only=("loadgen.runs",), tmpdir=tmp_path / "tmp", timeout_s=180)

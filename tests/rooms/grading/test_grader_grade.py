@@ -11,8 +11,8 @@ import tarfile
 from pathlib import Path
 
 import jsonschema
-import yaml
 import pytest
+import yaml
 from kit_paths import ROOT
 
 REFERENCE = ROOT / "submissions" / "reference"
@@ -22,8 +22,14 @@ REPORT_SCHEMA = json.loads((ROOT / "schemas" / "grader" / "report.schema.json").
 def _grade(*args: str | Path) -> subprocess.CompletedProcess[str]:
     """`grader grade ARGS` at seed 0, unless the test names its own seed."""
     seed = () if "--seed" in args else ("--seed", "0")
-    return subprocess.run([sys.executable, "-m", "grader.cli", "grade", *seed, *map(str, args)],
-                          check=False, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "grader.cli", "grade", *seed, *map(str, args)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
 
 
 def _copy_reference(dest: Path) -> Path:
@@ -105,8 +111,11 @@ def test_a_section_the_grader_cannot_run_is_inconclusive_and_the_grade_goes_on(t
     path = tmp_path / "rubric.yaml"
     path.write_text(yaml.safe_dump(rubric))
     lines: list[str] = []
-    result = grade(GradeRequest(REFERENCE, tmp_path / "out", only=("loadgen.runs", "loadgen.role-chunk"), rubric=path,
-                            echo=lines.append))
+    result = grade(
+        GradeRequest(
+            REFERENCE, tmp_path / "out", only=("loadgen.runs", "loadgen.role-chunk"), rubric=path, echo=lines.append
+        )
+    )
     by_id = {c.id: c for c in result.criteria}
     broken = by_id["loadgen.role-chunk"]
     assert broken.status == "inconclusive" and broken.score == 0

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from recorded import AS_GRADED, BUILT, CORRECT, FIXTURES, INDEPENDENT, ROOT, digest, source_of
 
-from grader.records.book import RecordBook
 from grader.grading.rejudge import grade_of
-from grader.rubric import load_rubric
-from grader.rubric.variants import load_variants
 from grader.kit.chaff import list_chaff
 from grader.kit.selftest import _judge
 from grader.kit.selftest import kept as kept_target
+from grader.records.book import RecordBook
+from grader.rubric import load_rubric
+from grader.rubric.variants import load_variants
 
 RUBRIC = load_rubric()
 VARIANTS = load_variants(RUBRIC)
@@ -42,7 +42,7 @@ def _stale(name: str, book: RecordBook, scratch: Path) -> list[str]:
     if (FIXTURES / name / "source.txt").read_text().strip() != digest(source_of(name, scratch)):
         out.append("the submission changed")
     sizing = load_rubric().sizing.with_hidden()
-    sets, base, perturb = sizing.sets, sizing.perturb_base, sizing.perturb
+    sets, _base, perturb = sizing.sets, sizing.perturb_base, sizing.perturb
     variants = book.index.get("variants", {}).get("count", 0)
     # The selftest (and so `make fixtures`) grades a chaff not fitted to the public scenarios without the unseen
     # variants: recorded so, it has none, whatever their number today.
@@ -68,7 +68,8 @@ def _stale(name: str, book: RecordBook, scratch: Path) -> list[str]:
             plan.pop("cpu_waiting", None)
             current.pop("cpu_waiting", None)
             if {k: v for k, v in current.items() if k != "cases"} != plan or any(
-                    recorded[c["name"]] != c for c in current["cases"] if c["name"] in recorded):
+                recorded[c["name"]] != c for c in current["cases"] if c["name"] in recorded
+            ):
                 out.append("the gateway plan changed")
         elif record["section"] == "sizing":
             if {r["name"]: r["flags"] for r in record["sets"]} != sets or record["perturb"] != perturb:
@@ -81,7 +82,9 @@ def _stale(name: str, book: RecordBook, scratch: Path) -> list[str]:
 @pytest.mark.parametrize("name", NAMES)
 def test_the_recorded_runs_are_those_of_todays_submission_and_plan(name: str, tmp_path: Path) -> None:
     stale = _stale(name, _book(name), tmp_path)
-    assert not stale, f"{name}: the recorded runs are stale ({'; '.join(stale)}): record them again with `make fixtures`"
+    assert not stale, (
+        f"{name}: the recorded runs are stale ({'; '.join(stale)}): record them again with `make fixtures`"
+    )
 
 
 def test_the_references_records_pass_every_criterion() -> None:

@@ -10,6 +10,7 @@ the two are compared on the runs both made, and what the replay's variants faile
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -23,10 +24,10 @@ import httpx
 import pytest
 from recorded import FIXTURES, ROOT
 
-from grader.records.book import RecordBook
 from grader.grading.replay import SPREAD, failing_in, failing_runs, is_variant, on_runs_of, replay
-from grader.rubric import load_rubric
 from grader.kit.chaff import list_chaff, materialize
+from grader.records.book import RecordBook
+from grader.rubric import load_rubric
 
 pytestmark = pytest.mark.slow
 
@@ -96,10 +97,12 @@ def test_a_criterion_of_every_run_is_replayed_in_several_sandboxes_with_the_reco
     assert any(is_variant(k) for k in replayed.records), "a grade at seed 0 draws unseen variants"
     # several at once: the servers' ledgers show runs whose requests overlap in time (one at a time none would;
     # how much faster that is, on a quiet machine, is bench/replay.py's figure, not a bound here)
-    spans = sorted((min(r["arrival"] for r in rec["ledger"]),
-                    max(r["finished"] or r["arrival"] for r in rec["ledger"]))
-                   for rec in replayed.records.values() if rec.get("ledger"))
-    overlapping = sum(1 for (_, end), (start, _) in zip(spans, spans[1:]) if start < end)
+    spans = sorted(
+        (min(r["arrival"] for r in rec["ledger"]), max(r["finished"] or r["arrival"] for r in rec["ledger"]))
+        for rec in replayed.records.values()
+        if rec.get("ledger")
+    )
+    overlapping = sum(1 for (_, end), (start, _) in itertools.pairwise(spans) if start < end)
     assert overlapping >= len(spans) // 3, f"{overlapping} of {len(spans)} runs overlapped the one before"
     print(f"\nreplay summary-counts-failed loadgen.summary, {SPREAD} at once: {done.seconds:.1f} s")
 
@@ -113,8 +116,9 @@ def test_the_by_hand_commands_reproduce_the_scenario(tmp_path):
     serve = next(line for line in done.by_hand if line.startswith("fake-server serve"))
     argv = serve.split()
     argv[argv.index("--port") + 1] = "0"
-    server = subprocess.Popen([str(Path(sys.executable).parent / argv[0]), *argv[1:]], stdout=subprocess.PIPE,
-                              text=True)
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / argv[0]), *argv[1:]], stdout=subprocess.PIPE, text=True
+    )
     try:
         base = server.stdout.readline().split(" on ")[-1].strip()
         settings = httpx.get(base + "/v1/models", timeout=10).json()["data"][0]
@@ -133,9 +137,28 @@ def test_the_by_hand_commands_reproduce_the_scenario(tmp_path):
 def test_a_report_folder_replays_what_it_failed(tmp_path):
     folder = materialize(CHAFF["cut-ok"].path, tmp_path / "chaff")
     out = tmp_path / "graded"
-    graded = subprocess.run([sys.executable, "-m", "grader.cli", "grade", "--seed", "0", str(folder), "--out", str(out), "--only",
-                             "loadgen.cut", "--only", "loadgen.runs"], cwd=ROOT, capture_output=True, text=True,
-                            timeout=300, check=False)
+    graded = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "grade",
+            "--seed",
+            "0",
+            str(folder),
+            "--out",
+            str(out),
+            "--only",
+            "loadgen.cut",
+            "--only",
+            "loadgen.runs",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert graded.returncode == 0, graded.stderr
     report = json.loads((out / "report.json").read_text())
     (cut,) = [t for t in report["tests"] if t["extra_data"]["id"] == "loadgen.cut"]
@@ -144,8 +167,15 @@ def test_a_report_folder_replays_what_it_failed(tmp_path):
     before = sorted(p.relative_to(folder) for p in folder.rglob("*") if "__pycache__" not in p.parts)
     temp = tmp_path / "tmp"
     temp.mkdir()
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "replay", str(out)], cwd=folder, capture_output=True,
-                          text=True, timeout=300, check=False, env={**os.environ, "TMPDIR": str(temp)})
+    done = subprocess.run(
+        [sys.executable, "-m", "grader.cli", "replay", str(out)],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "TMPDIR": str(temp)},
+    )
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith("FAILED 0/1  loadgen.cut  (seed 0") and "loadgen.runs" not in done.stdout
     assert "to reproduce by hand:" in done.stdout and "fake-server serve --scenario" in done.stdout
@@ -163,13 +193,33 @@ def test_a_report_folder_replays_a_criterion_on_the_runs_that_failed_it(tmp_path
     shutil.copytree(FIXTURES / "summary-counts-failed", report / "runs")
     index = json.loads((report / "runs" / "index.json").read_text())
     (report / "runs" / "index.json").write_text(json.dumps({**index, "submission": str(folder)}))
-    rejudged = subprocess.run([sys.executable, "-m", "grader.cli", "rejudge", str(report)], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120, check=False)
+    rejudged = subprocess.run(
+        [sys.executable, "-m", "grader.cli", "rejudge", str(report)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert rejudged.returncode == 0, rejudged.stderr
     failed_there = failing_runs(RecordBook.read(report / "runs"), RUBRIC, "loadgen.summary")
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "replay", str(report), "loadgen.summary", "--out",
-                           str(tmp_path / "again")], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "replay",
+            str(report),
+            "loadgen.summary",
+            "--out",
+            str(tmp_path / "again"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith("FAILED 0/") and "scenario cut: reported" in done.stdout
     replayed = RecordBook.read(tmp_path / "again" / "runs").records.values()
@@ -179,8 +229,13 @@ def test_a_report_folder_replays_a_criterion_on_the_runs_that_failed_it(tmp_path
 
 @pytest.mark.rotating(4)
 def test_serve_keeps_the_scenarios_server_up_until_ctrl_c(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "replay", str(REFERENCE), "loadgen.cut", "--serve"],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grader.cli", "replay", str(REFERENCE), "loadgen.cut", "--serve"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         lines = []
         deadline = time.monotonic() + 60
@@ -195,9 +250,12 @@ def test_serve_keeps_the_scenarios_server_up_until_ctrl_c(tmp_path):
         assert "--base-url " + url in command and "--requests 6" in command
         body = {"model": "fake-model", "messages": [{"role": "user", "content": "x"}], "max_tokens": 16, "stream": True}
         got: list[str] = []
-        with pytest.raises(httpx.RemoteProtocolError):  # the scenario's fault: the stream is cut after 5 tokens
-            with httpx.stream("POST", url + "/chat/completions", json=body, timeout=10) as response:
-                got.extend(response.iter_lines())
+        # the scenario's fault: the stream is cut after 5 tokens
+        with (
+            pytest.raises(httpx.RemoteProtocolError),
+            httpx.stream("POST", url + "/chat/completions", json=body, timeout=10) as response,
+        ):
+            got.extend(response.iter_lines())
         assert any(line.startswith("data: {") for line in got) and not any("[DONE]" in line for line in got)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
@@ -213,9 +271,24 @@ def test_serve_keeps_the_scenarios_server_up_until_ctrl_c(tmp_path):
 
 @pytest.mark.rotating(4)
 def test_serve_a_gateway_case_prints_its_servers_config_and_request(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "replay", str(REFERENCE), "gateway.no-fallback-4xx",
-                             "--serve", "--case", "local-404"], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "replay",
+            str(REFERENCE),
+            "gateway.no-fallback-4xx",
+            "--serve",
+            "--case",
+            "local-404",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
     try:
         lines = []
         while not (line := proc.stdout.readline()).startswith("ready"):
@@ -224,8 +297,11 @@ def test_serve_a_gateway_case_prints_its_servers_config_and_request(tmp_path):
         local = next(line.split(": ", 1)[1] for line in lines if line.startswith("local fake server:"))
         config = Path(next(line.split(": ", 1)[1] for line in lines if line.startswith("gateway config:")))
         assert json.loads(config.read_text())["local"]["base_url"] == local
-        answer = httpx.post(local + "/chat/completions", json={"model": "qwen-local", "messages": [
-            {"role": "user", "content": "x"}], "max_tokens": 4}, timeout=10)
+        answer = httpx.post(
+            local + "/chat/completions",
+            json={"model": "qwen-local", "messages": [{"role": "user", "content": "x"}], "max_tokens": 4},
+            timeout=10,
+        )
         assert answer.status_code == 404  # the case's fault is on
         assert any(line.startswith("then: curl") for line in lines)
         proc.send_signal(signal.SIGINT)
@@ -240,8 +316,14 @@ def test_serve_a_gateway_case_prints_its_servers_config_and_request(tmp_path):
 @pytest.mark.rotating(18)
 def test_a_replay_that_cannot_be_made_says_why_in_one_line(tmp_path):
     def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "grader.cli", "replay", *argv], cwd=ROOT, capture_output=True,
-                              text=True, timeout=60, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "grader.cli", "replay", *argv],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
 
     for argv, message in [
         ((str(REFERENCE), "loadgen.nope"), "loadgen.nope: no such criterion"),
@@ -265,9 +347,28 @@ def test_a_candidate_facing_report_names_no_hidden_scenario(tmp_path):
     override.write_text("rubric: 1\ncriteria:\n  loadgen.role-chunk: {visibility: hidden}\n")
     folder = materialize(CHAFF["ttft-from-role-chunk"].path, tmp_path / "chaff")
     out = tmp_path / "graded"
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", "--seed", "0", str(folder), "--out", str(out), "--only",
-                           "loadgen.role-chunk", "--rubric", str(override)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "grade",
+            "--seed",
+            "0",
+            str(folder),
+            "--out",
+            str(out),
+            "--only",
+            "loadgen.role-chunk",
+            "--rubric",
+            str(override),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     text = (out / "report.json").read_text()
     report = json.loads(text)

@@ -8,10 +8,10 @@ import pytest
 from recorded import FIXTURES, ROOT
 
 from grader.criteria.catalog import registered
-from grader.records.book import RecordBook
 from grader.grading.replay import ReplayError, _narrowed, _option, failing_in, failing_runs
-from grader.rubric import load_rubric
 from grader.kit.chaff import list_chaff
+from grader.records.book import RecordBook
+from grader.rubric import load_rubric
 
 RUBRIC = load_rubric()
 CHAFF = {c.name: c for c in list_chaff(ROOT / "submissions" / "chaff")}

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from slow_and_hung import hung, slow
 
-from grader.grading.grade import GradeRequest, grade
-from grader.rubric import load_rubric, Scenario
-from grader.criteria.loadgen.observed import observe
 from grader.criteria.catalog import registered
+from grader.criteria.loadgen.observed import observe
 from grader.criteria.verdict import is_borderline
+from grader.grading.grade import GradeRequest, grade
 from grader.records.loadgen import HUNG, LoadgenRun
+from grader.rubric import Scenario, load_rubric
 from grader.rubric.durations import expected_s, limit_s
 
 RUBRIC = load_rubric()
@@ -30,8 +30,9 @@ def test_each_scenarios_limit_follows_its_own_expected_duration() -> None:
     assert expected_s(slow_one) == pytest.approx(2 * 24 / 40, rel=0.05)
     fast_one = RUBRIC.scenarios["cut"]
     assert limit_s(slow_one, limits) > limit_s(fast_one, limits) >= limits["start_s"]
-    stalled = Scenario("stalled", "", {**fast_one.server, "faults": [{"kind": "stall_before_headers", "seconds": 3}]},
-                       fast_one.loadgen)
+    stalled = Scenario(
+        "stalled", "", {**fast_one.server, "faults": [{"kind": "stall_before_headers", "seconds": 3}]}, fast_one.loadgen
+    )
     assert expected_s(stalled) == pytest.approx(expected_s(fast_one) + 3)
     # a client's own time per request: 120 short requests get more than 6 fast ones, whatever the server's clock
     many = RUBRIC.scenarios["many"]
@@ -42,17 +43,32 @@ def test_each_scenarios_limit_follows_its_own_expected_duration() -> None:
 
 def test_a_hung_run_says_what_the_ledger_shows_and_what_it_printed() -> None:
     scenario = RUBRIC.scenarios["baseline"]
-    ledger = [{"id": "a", "number": 1, "status": 200, "arrival": 1.0, "finished": 1.5, "chunks": []},
-              {"id": "b", "number": 2, "status": 200, "arrival": 1.1, "finished": None, "chunks": []}]
-    run = LoadgenRun(scenario, 0, ["python", "lg.py"], None, HUNG, "sent 2\nwaiting for a slot", "", 8.5, 8.5,
-                     "out.json", '{"requests": []}', ledger)
+    ledger = [
+        {"id": "a", "number": 1, "status": 200, "arrival": 1.0, "finished": 1.5, "chunks": []},
+        {"id": "b", "number": 2, "status": 200, "arrival": 1.1, "finished": None, "chunks": []},
+    ]
+    run = LoadgenRun(
+        scenario,
+        0,
+        ["python", "lg.py"],
+        None,
+        HUNG,
+        "sent 2\nwaiting for a slot",
+        "",
+        8.5,
+        8.5,
+        "out.json",
+        '{"requests": []}',
+        ledger,
+    )
     assert run.stopped and run.problems == [run.hung()]
     assert "stopped after 8.5 s" in run.problems[0]
     assert "1 request(s) done, 1 still open and 14 of the 16 asked never sent" in run.problems[0]
     assert "waiting for a slot" in run.problems[0]
     # run on past its limit while the server still finished requests, then stopped: the message says both
-    longer = LoadgenRun(scenario, 0, ["python", "lg.py"], None, HUNG, "", "", 12.5, 8.5, "out.json", None, ledger,
-                        extended_s=4.0)
+    longer = LoadgenRun(
+        scenario, 0, ["python", "lg.py"], None, HUNG, "", "", 12.5, 8.5, "out.json", None, ledger, extended_s=4.0
+    )
     assert "stopped after 12.5 s: this scenario's limit is 8.5 s, and it ran on 4.0 s more" in longer.hung()
     assert LoadgenRun.from_record(longer.to_record()).extended_s == 4.0
 
@@ -60,11 +76,17 @@ def test_a_hung_run_says_what_the_ledger_shows_and_what_it_printed() -> None:
 def test_a_command_late_only_to_exit_is_a_rerun_on_a_busy_machine_and_a_fail_on_a_quiet_one() -> None:
     scenario = RUBRIC.scenarios["baseline"]
     asked = scenario.loadgen["requests"]
-    done = [{"id": str(n), "number": n, "status": 200, "arrival": 1.0, "finished": 1.5, "chunks": []}
-            for n in range(1, asked + 1)]
+    done = [
+        {"id": str(n), "number": n, "status": 200, "arrival": 1.0, "finished": 1.5, "chunks": []}
+        for n in range(1, asked + 1)
+    ]
     one_open = [*done[:-1], {**done[-1], "finished": None}]
-    runs = {name: observe(LoadgenRun(scenario, 0, ["python", "lg.py"], None, HUNG, "", "", 9.2, 9.2, "out.json",
-                                     None, ledger)) for name, ledger in (("done", done), ("open", one_open))}
+    runs = {
+        name: observe(
+            LoadgenRun(scenario, 0, ["python", "lg.py"], None, HUNG, "", "", 9.2, 9.2, "out.json", None, ledger)
+        )
+        for name, ledger in (("done", done), ("open", one_open))
+    }
     bands = RUBRIC.judging.borderline, RUBRIC.judging.busy_borderline
     for criterion_id in ("loadgen.runs", "loadgen.ttft"):
         check = registered()[criterion_id].judge

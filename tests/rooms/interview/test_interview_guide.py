@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 import yaml
+from chromium import needs_chromium, png_pixels, render_with_chromium
 from click.testing import CliRunner
 from recorded import AS_GRADED, FIXTURES, digest
-from chromium import needs_chromium, png_pixels, render_with_chromium
 
 from grader.cli import main
 from grader.grading.rejudge import rejudge

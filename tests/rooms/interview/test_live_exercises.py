@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-
 from kit_paths import ROOT
+
 from grader.cli import main
 from grader.criteria.catalog import registered
 from grader.criteria.live import expected
@@ -127,7 +127,7 @@ def _verdicts(criteria: list[Any], wanted: dict[str, str] | None = None) -> dict
     out = {}
     for c in criteria:
         withheld = c.status == "inconclusive" and (bool(c.busy) or "too busy" in c.output or wanted is not None)
-        out[c.id] = ((wanted or {}).get(c.id, "passed") if withheld else c.status)
+        out[c.id] = (wanted or {}).get(c.id, "passed") if withheld else c.status
     return out
 
 
@@ -148,8 +148,8 @@ def test_the_reference_passes_each_exercise_and_its_chaff_fails_it_and_rejudges_
         }
         reference, defective = runs["reference"].result(), runs["chaff"].result()
     exercise = POOL.exercise(name)
-    assert _verdicts(reference.made.grade.criteria) == dict.fromkeys(exercise.criteria, "passed"), (
-        "\n".join(lines["reference"])
+    assert _verdicts(reference.made.grade.criteria) == dict.fromkeys(exercise.criteria, "passed"), "\n".join(
+        lines["reference"]
     )
     wanted = {cid: ("failed" if cid in chaff.targets else "passed") for cid in exercise.criteria}
     assert _verdicts(defective.made.grade.criteria, wanted) == wanted, "\n".join(lines["chaff"])
@@ -165,7 +165,8 @@ def test_the_reference_passes_each_exercise_and_its_chaff_fails_it_and_rejudges_
     assert result.exit_code == 0, result.output
     assert _statuses(tmp_path / "rejudged") == recorded
     assert {cid: s for cid, s in recorded.items() if s != "inconclusive"} == {
-        cid: s for cid, s in wanted.items() if recorded.get(cid) != "inconclusive"}
+        cid: s for cid, s in wanted.items() if recorded.get(cid) != "inconclusive"
+    }
     log = json.loads((tmp_path / "chaff" / name / LOG).read_text())
     assert [r["run"] for r in log["runs"]] == [1] and log["runs"][0]["statuses"] == recorded
 

@@ -17,8 +17,8 @@ import httpx
 import jsonschema
 import pytest
 import yaml
-
 from kit_paths import ROOT
+
 from grader.manifests import check_manifests
 
 CHART = ROOT / "chart"
@@ -64,8 +64,12 @@ def test_helm_lint_reports_what_the_values_schema_rejects() -> None:
 def test_default_values_pass_validation_and_every_check() -> None:
     report = check_manifests([CHART])
     assert report.failed_ids == []
-    assert [d.kind for d in report.documents] == ["Deployment", "PodDisruptionBudget", "PersistentVolumeClaim",
-                                                   "Service"]
+    assert [d.kind for d in report.documents] == [
+        "Deployment",
+        "PodDisruptionBudget",
+        "PersistentVolumeClaim",
+        "Service",
+    ]
 
 
 def test_fake_server_values_fail_only_the_gpu_item_as_documented() -> None:
@@ -92,8 +96,10 @@ def test_autoscaling_renders_a_valid_scaledobject_with_string_metadata(tmp_path:
     metadata = so["spec"]["triggers"][0]["metadata"]
     assert metadata["threshold"] == "7" and metadata["activationThreshold"] == "2"
     assert metadata["query"] == 'sum(vllm:num_requests_waiting{model_name="qwen2.5-7b-instruct"})'
-    assert so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"][
-        "stabilizationWindowSeconds"] == 600
+    assert (
+        so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"]
+        == 600
+    )
     values_file = tmp_path / "values.yaml"
     values_file.write_text(yaml.safe_dump(values))
     assert check_manifests([CHART], values=values_file).passed
@@ -122,14 +128,22 @@ def test_existing_claim_is_used_instead_of_creating_one() -> None:
         ({"replicas": 2}, "at '': additional properties 'replicas' not allowed", "replicas", 1),
         ({"image": {"tag": 0.11}}, "at '/image/tag': got number, want string", "image.tag", 2),
         ({"model": {"maxModelLen": "8k"}}, "at '/model/maxModelLen': got string, want integer", "model.maxModelLen", 2),
-        ({"probes": {"startup": {"periodSeconds": 10, "failureThreshold": 60, "timeoutSeconds": 5,
-                                 "initialDelay": 30}}},
-         "at '/probes/startup': additional properties 'initialDelay' not allowed", "probes.startup.initialDelay", 4),
+        (
+            {
+                "probes": {
+                    "startup": {"periodSeconds": 10, "failureThreshold": 60, "timeoutSeconds": 5, "initialDelay": 30}
+                }
+            },
+            "at '/probes/startup': additional properties 'initialDelay' not allowed",
+            "probes.startup.initialDelay",
+            4,
+        ),
     ],
     ids=["unknown-top-level-key", "numeric-image-tag", "string-max-model-len", "unknown-nested-key"],
 )
-def test_values_schema_rejects_with_the_key_path(values: dict[str, Any], helm_says: str, path: str, line: int,
-                                                 tmp_path: Path) -> None:
+def test_values_schema_rejects_with_the_key_path(
+    values: dict[str, Any], helm_says: str, path: str, line: int, tmp_path: Path
+) -> None:
     with helm_python.Chart.load(CHART) as chart, pytest.raises(helm_python.HelmValuesError) as raised:
         chart.render(values=values, name="vllm")
     assert helm_says in str(raised.value)
@@ -178,8 +192,11 @@ def test_fake_server_values_start_the_real_fake_server() -> None:
         port = probe.getsockname()[1]
     args = list(container["args"])
     args[args.index("--port") + 1] = str(port)
-    process = subprocess.Popen([sys.executable, "-m", "fake_server", *container["command"][1:], *args],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fake_server", *container["command"][1:], *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 20
         while True:

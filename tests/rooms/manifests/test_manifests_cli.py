@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from click.testing import CliRunner
-
 from kit_paths import ROOT, TESTS
+
 from grader.cli import main
 from grader.manifests import CHECKLIST, FORMAT_VERSION
 
@@ -102,10 +102,16 @@ def test_allow_kind_option() -> None:
 
 def test_exit_status_of_a_real_process() -> None:
     command = [sys.executable, "-c", "from grader.cli import main; main()", "manifests"]
-    good = subprocess.run([*command, str(FIXTURES / "good.yaml")],
-                          check=False, cwd=ROOT, capture_output=True, text=True)
-    bad = subprocess.run([*command, str(FIXTURES / "memory-no-limit.yaml"), "--format", "json"],
-                         check=False, cwd=ROOT, capture_output=True, text=True)
+    good = subprocess.run(
+        [*command, str(FIXTURES / "good.yaml")], check=False, cwd=ROOT, capture_output=True, text=True
+    )
+    bad = subprocess.run(
+        [*command, str(FIXTURES / "memory-no-limit.yaml"), "--format", "json"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert (good.returncode, bad.returncode) == (0, 1), good.stderr + bad.stderr
     assert json.loads(bad.stdout)["summary"]["failed"] == ["memory-limit"]
     assert bad.stderr == ""

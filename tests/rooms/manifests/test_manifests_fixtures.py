@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 from kit_paths import TESTS
+
 from grader.manifests import CHECKLIST, check_manifests
 
 FIXTURES = TESTS / "fixtures" / "manifests"

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
 from kit_paths import TESTS
+
 from grader.manifests.checks import CHECKLIST, Context
 from grader.manifests.loader import PathKey, load_text
 from grader.manifests.workload import find_servers

@@ -21,7 +21,9 @@ from grader.manifests.workload import find_servers, parse_length
 def test_loader_keeps_lines_duplicates_and_timestamps_as_strings() -> None:
     docs, problems = load_text(
         "# comment\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
-        "  creationTimestamp: 2024-05-01T00:00:00Z\ndata:\n  x: '1'\n  x: '2'\n---\n---\n[1]\n", "f.yaml")
+        "  creationTimestamp: 2024-05-01T00:00:00Z\ndata:\n  x: '1'\n  x: '2'\n---\n---\n[1]\n",
+        "f.yaml",
+    )
     assert [d.ref for d in docs] == ["ConfigMap/a"]
     doc = docs[0]
     assert doc.line == 2 and doc.line_of(("metadata", "name")) == 5 and doc.line_of(("data", "x", "deep")) == 9
@@ -38,8 +40,10 @@ def test_loader_reports_where_a_yaml_error_is() -> None:
 
 
 def _server(container: str) -> str:
-    return ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {app: x}}\nspec:\n  containers:\n"
-            "  - name: sidecar\n    image: envoyproxy/envoy\n" + container)
+    return (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {app: x}}\nspec:\n  containers:\n"
+        "  - name: sidecar\n    image: envoyproxy/envoy\n" + container
+    )
 
 
 @pytest.mark.parametrize(
@@ -49,8 +53,10 @@ def _server(container: str) -> str:
         "  - name: s\n    image: vllm/vllm-openai\n    args: ['--max-model-len=4096']\n",
         "  - name: s\n    image: my/server\n    command: [vllm, serve, m]\n    args: [--max_model_len, '4k']\n",
         "  - name: s\n    image: my/server\n    command: [sh, -c, 'exec vllm serve m --max-model-len 4K']\n",
-        "  - name: s\n    image: my/server\n    command: [python3, -m, vllm.entrypoints.openai.api_server]\n"
-        "    args: [--max-model-len, '4096']\n",
+        (
+            "  - name: s\n    image: my/server\n    command: [python3, -m, vllm.entrypoints.openai.api_server]\n"
+            "    args: [--max-model-len, '4096']\n"
+        ),
         "  - name: s\n    image: kit\n    command: [fake-server, serve, --max-model-len, '4096']\n",
     ],
     ids=["args", "equals", "underscore-and-k", "shell-script", "module", "fake-server"],
@@ -64,21 +70,33 @@ def test_the_server_and_its_flag_are_found_however_written(container: str) -> No
 
 
 def test_positional_model_and_sidecars() -> None:
-    docs, _ = load_text(_server("  - name: s\n    image: x\n    command: [vllm, serve, /models/m, --port, '9000']\n"),
-                        "f.yaml")
+    docs, _ = load_text(
+        _server("  - name: s\n    image: x\n    command: [vllm, serve, /models/m, --port, '9000']\n"), "f.yaml"
+    )
     server = find_servers(docs)[0]
     assert server.positional_model() is not None and server.positional_model().value == "/models/m"
     assert server.flag("--port")[0].value == "9000" and server.flag("--port")[0].path == ("command", 4)
 
 
-@pytest.mark.parametrize(("text", "value"), [("8192", 8192), ("8k", 8000), ("8K", 8192), ("1.5k", 1500),
-                                             ("auto", None), ("-1", None), ("0", None)])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("8192", 8192), ("8k", 8000), ("8K", 8192), ("1.5k", 1500), ("auto", None), ("-1", None), ("0", None)],
+)
 def test_parse_length(text: str, value: int | None) -> None:
     assert parse_length(text) == value
 
 
-@pytest.mark.parametrize(("text", "value"), [("32Gi", Decimal(32 * 2**30)), ("500m", Decimal("0.5")),
-                                             ("1e3", Decimal(1000)), (4, Decimal(4)), ("4 Gi", None), ("Gi", None)])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("32Gi", Decimal(32 * 2**30)),
+        ("500m", Decimal("0.5")),
+        ("1e3", Decimal(1000)),
+        (4, Decimal(4)),
+        ("4 Gi", None),
+        ("Gi", None),
+    ],
+)
 def test_parse_quantity(text: object, value: Decimal | None) -> None:
     assert parse_quantity(text) == value
 
@@ -87,24 +105,37 @@ def test_selector_semantics() -> None:
     labels = {"app": "vllm", "tier": "gpu"}
     assert selector_matches({"matchLabels": {"app": "vllm"}}, labels)
     assert not selector_matches({"matchLabels": {"app": "vllm", "zone": "a"}}, labels)
-    assert selector_matches({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu", "cpu"]},
-                                                  {"key": "canary", "operator": "DoesNotExist"}]}, labels)
-    assert not selector_matches({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["gpu"]}]},
-                                labels)
+    assert selector_matches(
+        {
+            "matchExpressions": [
+                {"key": "tier", "operator": "In", "values": ["gpu", "cpu"]},
+                {"key": "canary", "operator": "DoesNotExist"},
+            ]
+        },
+        labels,
+    )
+    assert not selector_matches({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["gpu"]}]}, labels)
 
 
 def test_fmt_path() -> None:
-    assert fmt_path(("spec", "containers", 0, "resources", "limits", "nvidia.com/gpu")) == \
-        'spec.containers[0].resources.limits["nvidia.com/gpu"]'
+    assert (
+        fmt_path(("spec", "containers", 0, "resources", "limits", "nvidia.com/gpu"))
+        == 'spec.containers[0].resources.limits["nvidia.com/gpu"]'
+    )
 
 
 def test_schema_messages_name_the_field() -> None:
-    docs, _ = load_text("apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec:\n  ports:\n"
-                        "  - targetPort: 80\n    nodePort: '30000'\n", "svc.yaml")
+    docs, _ = load_text(
+        "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec:\n  ports:\n"
+        "  - targetPort: 80\n    nodePort: '30000'\n",
+        "svc.yaml",
+    )
     findings = validate_documents(docs, SchemaStore())
     messages = {(f.path, f.message) for f in findings}
-    assert messages == {("spec.ports[0].port", "required field 'port' is missing"),
-                        ("spec.ports[0].nodePort", "expected integer, got string '30000'")}
+    assert messages == {
+        ("spec.ports[0].port", "required field 'port' is missing"),
+        ("spec.ports[0].nodePort", "expected integer, got string '30000'"),
+    }
     assert all(f.resource == "Service/s" and f.file == "svc.yaml" and f.fix for f in findings)
     assert {f.line for f in findings} == {6, 7}
 
@@ -121,12 +152,21 @@ def test_a_check_with_nothing_found_fails() -> None:
 
 
 def test_gradescope_export_has_one_test_per_check() -> None:
-    report = ManifestReport("src", "1.37.0", checks=[
-        CheckResult("a", "A", [Finding(False, "bad", resource="Pod/p", path="spec", fix="do", file="f.yaml", line=3)]),
-        CheckResult("b", "B", [Finding(True, "fine")])])
+    report = ManifestReport(
+        "src",
+        "1.37.0",
+        checks=[
+            CheckResult(
+                "a", "A", [Finding(False, "bad", resource="Pod/p", path="spec", fix="do", file="f.yaml", line=3)]
+            ),
+            CheckResult("b", "B", [Finding(True, "fine")]),
+        ],
+    )
     tests = report.to_gradescope_tests()
     assert [(t["name"], t["status"], t["tags"]) for t in tests] == [
-        ("a: A", "failed", ["manifests", "a"]), ("b: B", "passed", ["manifests", "b"])]
+        ("a: A", "failed", ["manifests", "a"]),
+        ("b: B", "passed", ["manifests", "b"]),
+    ]
     assert tests[0]["output"] == "FAIL Pod/p spec: bad (f.yaml:3). Fix: do"
 
 

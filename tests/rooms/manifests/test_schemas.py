@@ -50,10 +50,13 @@ def test_build_writes_both_kubeconform_names_for_every_kind(tmp_path: Path) -> N
 
 @pytest.mark.parametrize(
     ("api_version", "kind", "name"),
-    [("apps/v1", "Deployment", "deployment-apps-v1.json"), ("v1", "Service", "service-v1.json"),
-     ("networking.k8s.io/v1", "Ingress", "ingress-networking-v1.json"),
-     ("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscaler-autoscaling-v2.json"),
-     ("keda.sh/v1alpha1", "ScaledObject", "scaledobject-keda-v1alpha1.json")],
+    [
+        ("apps/v1", "Deployment", "deployment-apps-v1.json"),
+        ("v1", "Service", "service-v1.json"),
+        ("networking.k8s.io/v1", "Ingress", "ingress-networking-v1.json"),
+        ("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscaler-autoscaling-v2.json"),
+        ("keda.sh/v1alpha1", "ScaledObject", "scaledobject-keda-v1alpha1.json"),
+    ],
 )
 def test_file_names_follow_kubeconform(api_version: str, kind: str, name: str) -> None:
     assert builtin_file_name(api_version, kind) == name
@@ -83,11 +86,24 @@ def test_schemas_are_standalone_strict_and_small() -> None:
 
 def _scaled_object(threshold: Any) -> dict[str, Any]:
     return {
-        "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": {"name": "vllm"},
-        "spec": {"scaleTargetRef": {"name": "vllm"}, "minReplicaCount": 1, "maxReplicaCount": 2,
-                 "triggers": [{"type": "prometheus", "metadata": {
-                     "serverAddress": "http://prometheus:9090",
-                     "query": "sum(vllm:num_requests_waiting)", "threshold": threshold}}]},
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": "vllm"},
+        "spec": {
+            "scaleTargetRef": {"name": "vllm"},
+            "minReplicaCount": 1,
+            "maxReplicaCount": 2,
+            "triggers": [
+                {
+                    "type": "prometheus",
+                    "metadata": {
+                        "serverAddress": "http://prometheus:9090",
+                        "query": "sum(vllm:num_requests_waiting)",
+                        "threshold": threshold,
+                    },
+                }
+            ],
+        },
     }
 
 
@@ -110,9 +126,14 @@ def test_scaledobject_rejects_unknown_fields() -> None:
 
 
 INFERENCE_POOL: dict[str, Any] = {
-    "apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool", "metadata": {"name": "vllm-pool"},
-    "spec": {"selector": {"matchLabels": {"app": "vllm"}}, "targetPorts": [{"number": 8000}],
-             "endpointPickerRef": {"name": "vllm-epp", "port": {"number": 9002}, "failureMode": "FailClose"}},
+    "apiVersion": "inference.networking.k8s.io/v1",
+    "kind": "InferencePool",
+    "metadata": {"name": "vllm-pool"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "vllm"}},
+        "targetPorts": [{"number": 8000}],
+        "endpointPickerRef": {"name": "vllm-epp", "port": {"number": 9002}, "failureMode": "FailClose"},
+    },
 }
 
 

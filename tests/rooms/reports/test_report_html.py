@@ -92,15 +92,26 @@ def test_page_has_every_section_badge_and_hidden_label() -> None:
     outline = _outline(to_html(sample_grade()))
     for section in ["sandbox", "summary", "scores", "checklist", *CRITERIA, *PLOTS]:
         assert outline.ids.count(section) == 1, section
-    assert outline.badges == {"loadgen.ttft": "passed", "loadgen.role-chunk": "failed",
-                              "loadgen.p90-queue": "inconclusive", "gateway.fallback-5xx": "skipped",
-                              "tests.chaff": "failed"}
+    assert outline.badges == {
+        "loadgen.ttft": "passed",
+        "loadgen.role-chunk": "failed",
+        "loadgen.p90-queue": "inconclusive",
+        "gateway.fallback-5xx": "skipped",
+        "tests.chaff": "failed",
+    }
     assert len(set(STATUS_LABELS.values())) == 4
     assert sorted(set(outline.hidden_labels)) == ["loadgen.role-chunk", "scores"]
     assert outline.svg_in == PLOTS
     text = " ".join(outline.text)
-    for heading in ("What the candidate sees", "What the grader sent", "What the candidate reported",
-                    "What the ledger shows", "Evidence", "Plots", "For a person to judge"):
+    for heading in (
+        "What the candidate sees",
+        "What the grader sent",
+        "What the candidate reported",
+        "What the ledger shows",
+        "Evidence",
+        "Plots",
+        "For a person to judge",
+    ):
         assert heading in text, heading
 
 
@@ -138,8 +149,9 @@ def test_long_evidence_tables_are_cut_with_a_note() -> None:
 
 # --- rendered by Chromium -------------------------------------------------------------------
 
+
 def _rgb(rows: list[bytes], x: int, y: int, bpp: int) -> tuple[int, int, int]:
-    r, g, b = rows[y][x * bpp:x * bpp + 3]
+    r, g, b = rows[y][x * bpp : x * bpp + 3]
     return r, g, b
 
 
@@ -165,7 +177,7 @@ def test_chromium_renders_every_section_and_a_real_page(tmp_path: Path, sandboxe
     width, height, rows = png_pixels(shot)
     assert (width, height) == (1200, 2400)
     bpp = len(rows[0]) // width
-    colours = {rows[y][x * bpp:x * bpp + 3] for y in range(0, height, 7) for x in range(0, width, 7)}
+    colours = {rows[y][x * bpp : x * bpp + 3] for y in range(0, height, 7) for x in range(0, width, 7)}
     assert len(colours) > 50, f"the screenshot is nearly blank: {len(colours)} colours"
     r, g, b = _rgb(rows, 10, 10, bpp)  # inside the banner, above the title
     banner_is_red = r > 150 and g < 80 and b < 80

@@ -122,8 +122,12 @@ def test_junit_validates_against_the_xsd_with_one_suite_per_deliverable(tmp_path
     root = ET.parse(path).getroot()
     suites = {s.get("name"): s for s in root.iter("testsuite")}
     assert list(suites) == ["loadgen", "gateway", "tests"]
-    assert {k: suites["loadgen"].get(k) for k in ("tests", "failures", "errors", "skipped")} == \
-        {"tests": "3", "failures": "1", "errors": "0", "skipped": "1"}
+    assert {k: suites["loadgen"].get(k) for k in ("tests", "failures", "errors", "skipped")} == {
+        "tests": "3",
+        "failures": "1",
+        "errors": "0",
+        "skipped": "1",
+    }
     assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("5", "2", "2")
     cases = {c.get("name"): c for c in root.iter("testcase")}
     assert cases["loadgen.ttft"].get("classname") == "loadgen" and cases["loadgen.ttft"].get("time") == "2.500"
@@ -154,8 +158,10 @@ def test_junit_xsd_rejects_a_broken_file(tmp_path: Path) -> None:
 def test_reports_are_byte_identical_for_the_same_grade_even_in_another_process(tmp_path: Path) -> None:
     first = write_reports(sample_grade(), tmp_path / "a")
     second = write_reports(sample_grade(), tmp_path / "b")
-    code = ("import sys; from pathlib import Path; from grader.reports import write_reports; "
-            "from report_samples import sample_grade; write_reports(sample_grade(), Path(sys.argv[1]))")
+    code = (
+        "import sys; from pathlib import Path; from grader.reports import write_reports; "
+        "from report_samples import sample_grade; write_reports(sample_grade(), Path(sys.argv[1]))"
+    )
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "c")], cwd=ROOT / "tests", check=True, timeout=120)
     for fmt, path in first.items():
         assert path.read_bytes() == second[fmt].read_bytes() == (tmp_path / "c" / path.name).read_bytes(), fmt
@@ -168,18 +174,25 @@ def test_score_table_has_a_line_per_criterion_and_the_total() -> None:
     total = next(i for i, line in enumerate(table) if line.startswith("TOTAL"))
     body = [line.split() for line in table[2:total]]
     assert [(row[0], row[1], row[2]) for row in body] == [
-        ("PASSED", "3/3", "loadgen.ttft"), ("FAILED", "0/2", "loadgen.role-chunk"),
-        ("INCONCLUSIVE", "0/2", "loadgen.p90-queue"), ("SKIPPED", "0/2", "gateway.fallback-5xx"),
-        ("FAILED", "2/3", "tests.chaff")]
+        ("PASSED", "3/3", "loadgen.ttft"),
+        ("FAILED", "0/2", "loadgen.role-chunk"),
+        ("INCONCLUSIVE", "0/2", "loadgen.p90-queue"),
+        ("SKIPPED", "0/2", "gateway.fallback-5xx"),
+        ("FAILED", "2/3", "tests.chaff"),
+    ]
     assert "[hidden]" in table[3]
     assert table[total].split() == ["TOTAL", "5/12"]
     # each failed or undecided public criterion's replay, the submission quoted for a shell; none for the hidden one
-    assert table[total + 3:total + 5] == [f"  grader replay 'submissions/<candidate-7>' {criterion} --seed 42"
-                                          for criterion in ("loadgen.p90-queue", "tests.chaff")]
+    assert table[total + 3 : total + 5] == [
+        f"  grader replay 'submissions/<candidate-7>' {criterion} --seed 42"
+        for criterion in ("loadgen.p90-queue", "tests.chaff")
+    ]
     # then a pass that came close to its limit: its closest call, and its replay
     assert table[total + 6].startswith("Near misses (passed, but close to a limit")
-    assert table[total + 7] == ("  loadgen.ttft: request 7: TTFT stops +16 ms from the first content chunk the server "
-                                "sent; allowed 20 ms (margin 0.82)")
+    assert table[total + 7] == (
+        "  loadgen.ttft: request 7: TTFT stops +16 ms from the first content chunk the server "
+        "sent; allowed 20 ms (margin 0.82)"
+    )
     assert table[total + 8] == "    grader replay 'submissions/<candidate-7>' loadgen.ttft --seed 42"
     assert not score_table(sample_grade(sandboxed=True)).startswith("UNSANDBOXED")
 
@@ -191,8 +204,9 @@ def test_a_grade_that_fails_nearly_everything_lists_a_few_replays_and_says_how_t
     table = score_table(grade).splitlines()
     listed = [line for line in table if line.startswith("  grader replay")]
     assert [line.split()[3] for line in listed] == [f"tests.c{i}" for i in range(REPLAYS_LISTED)]
-    assert table[-1] == ("  ... and 4 more: grader replay 'submissions/<candidate-7>' ID --seed 42, "
-                         "with a failed ID above")
+    assert table[-1] == (
+        "  ... and 4 more: grader replay 'submissions/<candidate-7>' ID --seed 42, with a failed ID above"
+    )
 
 
 def test_human_scores_fold_into_the_totals(tmp_path: Path) -> None:
@@ -216,11 +230,13 @@ def test_human_scores_fold_into_the_totals(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("scores", "says"),
-    [({"human.9": (1, 1)}, "no checklist item 'human.9'"),
-     ({"human.1": (5, 4)}, "human.1: score 5 must lie in 0..max_score"),
-     ({"human.2": (-1, 4)}, "human.2: score -1"),
-     ({"human.1": "good"}, "human.1: a human score is (score, max_score)"),
-     ({"human.1": (1, 2), "Memo: is the sizing argument sound?": (1, 2)}, "human.1 scored twice")],
+    [
+        ({"human.9": (1, 1)}, "no checklist item 'human.9'"),
+        ({"human.1": (5, 4)}, "human.1: score 5 must lie in 0..max_score"),
+        ({"human.2": (-1, 4)}, "human.2: score -1"),
+        ({"human.1": "good"}, "human.1: a human score is (score, max_score)"),
+        ({"human.1": (1, 2), "Memo: is the sizing argument sound?": (1, 2)}, "human.1 scored twice"),
+    ],
 )
 def test_bad_human_scores_are_refused_by_item_and_leave_the_file_alone(tmp_path: Path, scores, says: str) -> None:
     path = write_reports(sample_grade(), tmp_path)["json"]
@@ -265,9 +281,16 @@ def test_odd_evidence_and_an_empty_grade_still_give_valid_reports(tmp_path: Path
     grade = sample_grade(sandboxed=True)
     odd = grade.criteria[0].evidence
     odd.rows = [[1], [1, 2, 3, 4], [None, float("nan"), float("inf")], [Path("/tmp/x"), b"\x00raw"]]
-    odd.plots = [Plot(kind="scatter", title="no series", x_label="", y_label="", series={}, diagonal=True),
-                 Plot(kind="step", title="not finite", x_label="", y_label="",
-                      series={"s": [(float("nan"), 1.0), (1.0, float("inf")), (2.0, 3.0)]})]
+    odd.plots = [
+        Plot(kind="scatter", title="no series", x_label="", y_label="", series={}, diagonal=True),
+        Plot(
+            kind="step",
+            title="not finite",
+            x_label="",
+            y_label="",
+            series={"s": [(float("nan"), 1.0), (1.0, float("inf")), (2.0, 3.0)]},
+        ),
+    ]
     empty = sample_grade(sandboxed=True)
     empty.criteria, empty.human_checklist, empty.contract_problems = [], [], []
     for name, g in (("odd", grade), ("empty", empty)):

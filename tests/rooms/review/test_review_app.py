@@ -91,8 +91,15 @@ def test_a_save_writes_what_human_score_writes_and_the_export_carries_it(app, gr
     twin = tmp_path / "twin"
     shutil.copytree(grades / "ada-okonkwo", twin)  # the guide is built: the same report, before any point
     form = _form(version, lines)
-    form.update({"score:interview.1": "2", "score:interview.2": "3", "note:interview.1": "explained the slot wait",
-                 "decision": "advance", "reason": "strong on the gateway"})
+    form.update(
+        {
+            "score:interview.1": "2",
+            "score:interview.2": "3",
+            "note:interview.1": "explained the slot wait",
+            "decision": "advance",
+            "reason": "strong on the gateway",
+        }
+    )
     saved = client.post("/c/ada-okonkwo/sheet", data=form, headers=JSON)
     assert saved.status_code == 200, saved.text
     assert saved.json()["version"] != version and "alice" in saved.json()["message"]
@@ -109,7 +116,10 @@ def test_a_save_writes_what_human_score_writes_and_the_export_carries_it(app, gr
     rows = {r["name"]: r for r in csv.DictReader((grades / "grades.csv").open())}
     assert exported.text == (grades / "grades.csv").read_text()
     assert rows["ada-okonkwo"]["interview_score"] == "5"
-    assert (rows["ada-okonkwo"]["decision"], rows["ada-okonkwo"]["decision_reason"]) == ("advance", "strong on the gateway")
+    assert (rows["ada-okonkwo"]["decision"], rows["ada-okonkwo"]["decision_reason"]) == (
+        "advance",
+        "strong on the gateway",
+    )
     assert rows["grace-lindqvist"]["decision"] == ""
     # the same summary writer: the columns grade-many writes, in its order, the two added before the criteria
     header = next(csv.reader((grades / "grades.csv").open()))
@@ -135,7 +145,9 @@ GARBAGE = [
 ]
 
 
-@pytest.mark.parametrize(("change", "message"), GARBAGE, ids=[m.split(":")[0] + "-" + str(i) for i, (_, m) in enumerate(GARBAGE)])
+@pytest.mark.parametrize(
+    ("change", "message"), GARBAGE, ids=[m.split(":")[0] + "-" + str(i) for i, (_, m) in enumerate(GARBAGE)]
+)
 def test_garbage_is_refused_with_a_message_naming_the_field(
     shared: httpx.Client, built: tuple[Path, dict[str, object]], change: dict[str, str], message: str
 ) -> None:
@@ -160,11 +172,27 @@ def test_malformed_requests_are_4xx_never_5xx(shared: httpx.Client) -> None:
     del missing["score:interview.3"]
     cases = [
         client.post("/c/grace-lindqvist/sheet", data=missing, headers=JSON),
-        client.post("/c/grace-lindqvist/sheet", content=b"\xff\xfe=\x00", headers={**JSON, "Content-Type": "application/x-www-form-urlencoded"}),
-        client.post("/c/grace-lindqvist/sheet", content=b"version=" + b"a" * 300_000, headers={**JSON, "Content-Type": "application/x-www-form-urlencoded"}),
+        client.post(
+            "/c/grace-lindqvist/sheet",
+            content=b"\xff\xfe=\x00",
+            headers={**JSON, "Content-Type": "application/x-www-form-urlencoded"},
+        ),
+        client.post(
+            "/c/grace-lindqvist/sheet",
+            content=b"version=" + b"a" * 300_000,
+            headers={**JSON, "Content-Type": "application/x-www-form-urlencoded"},
+        ),
         client.post("/c/grace-lindqvist/sheet", json={"version": version}, headers=JSON),
-        client.post("/c/grace-lindqvist/sheet", content="&".join(["a=1"] * 3000), headers={**JSON, "Content-Type": "application/x-www-form-urlencoded"}),
-        client.post("/c/grace-lindqvist/sheet", content=urlencode_twice(form), headers={**JSON, "Content-Type": "application/x-www-form-urlencoded"}),
+        client.post(
+            "/c/grace-lindqvist/sheet",
+            content="&".join(["a=1"] * 3000),
+            headers={**JSON, "Content-Type": "application/x-www-form-urlencoded"},
+        ),
+        client.post(
+            "/c/grace-lindqvist/sheet",
+            content=urlencode_twice(form),
+            headers={**JSON, "Content-Type": "application/x-www-form-urlencoded"},
+        ),
         client.post("/c/nobody/sheet", data=form, headers=JSON),
         client.post("/c/grace-lindqvist/live", data={"exercise": "no-such-exercise"}, headers=JSON),
         client.post("/c/grace-lindqvist/live", data={}, headers=JSON),
@@ -196,23 +224,36 @@ def test_two_saves_on_one_version_are_one_save_and_a_refusal_naming_who_saved(gr
         with httpx.Client(base_url=alice.url, timeout=60) as a, httpx.Client(base_url=bob.url, timeout=60) as b:
             version, lines = _sheet(a, "alan-marchetti")
             assert _sheet(b, "alan-marchetti")[0] == version
-            first = a.post("/c/alan-marchetti/sheet", data={**_form(version, lines), "score:interview.1": "1"}, headers=JSON)
+            first = a.post(
+                "/c/alan-marchetti/sheet", data={**_form(version, lines), "score:interview.1": "1"}, headers=JSON
+            )
             assert first.status_code == 200, first.text
-            second = b.post("/c/alan-marchetti/sheet", data={**_form(version, lines), "score:interview.2": "3"}, headers=JSON)
+            second = b.post(
+                "/c/alan-marchetti/sheet", data={**_form(version, lines), "score:interview.2": "3"}, headers=JSON
+            )
             assert second.status_code == 409
             assert re.match(r"alice saved this sheet at \d\d:\d\d:\d\d UTC", second.json()["message"])
-            checklist = json.loads((grades / "alan-marchetti" / "report.json").read_text())["extra_data"]["human"]["checklist"]
+            checklist = json.loads((grades / "alan-marchetti" / "report.json").read_text())["extra_data"]["human"][
+                "checklist"
+            ]
             scored = {e["id"]: e["score"] for e in checklist if e["score"] is not None}
             assert scored == {"interview.1": 1.0}
             # a recorded score left empty on the current version: refused, naming the field
             version = _sheet(b, "alan-marchetti")[0]
             cleared = b.post("/c/alan-marchetti/sheet", data=_form(version, lines), headers=JSON)
-            assert cleared.status_code == 400 and "score:interview.1: a recorded score can be changed but not cleared" in cleared.json()["message"]
+            assert (
+                cleared.status_code == 400
+                and "score:interview.1: a recorded score can be changed but not cleared" in cleared.json()["message"]
+            )
             # a change made with grader human-score meanwhile is named as such
             version = _sheet(b, "alan-marchetti")[0]
-            done = CliRunner().invoke(main, ["human-score", str(grades / "alan-marchetti" / "report.json"), "interview.3=2/3"])
+            done = CliRunner().invoke(
+                main, ["human-score", str(grades / "alan-marchetti" / "report.json"), "interview.3=2/3"]
+            )
             assert done.exit_code == 0, done.output
-            third = b.post("/c/alan-marchetti/sheet", data={**_form(version, lines), "score:interview.1": "1"}, headers=JSON)
+            third = b.post(
+                "/c/alan-marchetti/sheet", data={**_form(version, lines), "score:interview.1": "1"}, headers=JSON
+            )
             assert third.status_code == 409 and "outside this page (grader human-score" in third.json()["message"]
     finally:
         alice.stop()
@@ -237,8 +278,13 @@ def test_the_edition_a_grade_records_is_shown_and_a_dash_where_none(app, grades:
     with (grades / "grades.csv").open("w", newline="") as handle:
         writer = csv.DictWriter(handle, header)
         writer.writeheader()
-        writer.writerows({**r, "edition": "2024-autumn" if r["name"] == "ada-okonkwo" else "", "contract": "1"} for r in rows)
-    rows = {re.search(r"href='/c/([^']+)'", row).group(1): row for row in client.get("/").text.split("<tr data-decision")[1:]}
+        writer.writerows(
+            {**r, "edition": "2024-autumn" if r["name"] == "ada-okonkwo" else "", "contract": "1"} for r in rows
+        )
+    rows = {
+        re.search(r"href='/c/([^']+)'", row).group(1): row
+        for row in client.get("/").text.split("<tr data-decision")[1:]
+    }
     assert "title='contract 1, 0.1.0'>2025-spring<" in rows["grace-lindqvist"]  # report.json's, first
     assert ">2024-autumn<" in rows["ada-okonkwo"]  # grades.csv's, where report.json records none
     assert "<td>—</td>" in rows["alan-marchetti"]
@@ -270,7 +316,9 @@ def test_files_come_from_the_round_alone(app, grades: Path, tmp_path: Path) -> N
     # the raw request line, as no client normalises it
     host, port = running.url.split("//")[1].rstrip("/").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(f"GET /files/../../../../{secret} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
+        sock.sendall(
+            f"GET /files/../../../../{secret} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode()
+        )
         raw = b""
         while chunk := sock.recv(65536):
             raw += chunk
@@ -281,7 +329,9 @@ def test_loopback_answers_its_own_address_and_refuses_other_origins(shared: http
     client = shared
     assert client.get("/", headers={"Host": "evil.example:80"}).status_code == 403  # DNS rebinding
     version, lines = _sheet(client, "grace-lindqvist")
-    answer = client.post("/c/grace-lindqvist/sheet", data=_form(version, lines), headers={**JSON, "Origin": "http://evil.example"})
+    answer = client.post(
+        "/c/grace-lindqvist/sheet", data=_form(version, lines), headers={**JSON, "Origin": "http://evil.example"}
+    )
     assert answer.status_code == 403
 
 
@@ -319,13 +369,20 @@ def test_a_blind_review_answers_with_codes_and_records_a_reveal(grades: Path) ->
         with httpx.Client(base_url=running.url, timeout=60) as client:
             answers = [client.get("/"), client.get("/items"), client.post("/export")]
             for code in codes.values():
-                answers += [client.get(f"/c/{code}"), client.get(f"/files/{code}/report.html"),
-                            client.get(f"/files/{code}/report.json"), client.get(f"/files/{code}/interview/guide.md")]
+                answers += [
+                    client.get(f"/c/{code}"),
+                    client.get(f"/files/{code}/report.html"),
+                    client.get(f"/files/{code}/report.json"),
+                    client.get(f"/files/{code}/interview/guide.md"),
+                ]
             answers.append(client.get("/files/index.html"))
             for answer in answers:
                 assert answer.status_code == 200, (answer.request.url, answer.status_code)
                 for name in names:
-                    assert not re.search(rf"(?i)(?<![a-z]){re.escape(name)}(?![a-z])", answer.text), (answer.request.url, name)
+                    assert not re.search(rf"(?i)(?<![a-z]){re.escape(name)}(?![a-z])", answer.text), (
+                        answer.request.url,
+                        name,
+                    )
             assert client.get("/c/ada-okonkwo").status_code == 404  # a name is no key
             assert client.get(f"/files/{codes['ada-okonkwo']}/sources.json.gz").status_code == 403  # binary: not shown
             revealed = client.post(f"/c/{codes['grace-lindqvist']}/reveal", data={"reviewer": "carol"})

@@ -39,8 +39,8 @@ pytestmark = pytest.mark.skipif(
     ".ci/run and make install them)",
 )
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (the kit's test extra)")
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 NAMES = ["Ada", "Okonkwo", "Grace", "Lindqvist", "Alan", "Marchetti", "example.org"]
 LIVE_EXERCISE = "reasoning-stream-error"  # the pool's shortest: eight requests, two at a time
@@ -72,14 +72,24 @@ def servers(rounds: dict[str, Path]) -> Iterator[dict[str, Running]]:
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
-                "--no-first-run", "--disable-extensions", "--disable-background-networking", "--window-size=1280,800",
-                f"--user-data-dir={tmp_path_factory.mktemp('profile')}"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-extensions",
+        "--disable-background-networking",
+        "--window-size=1280,800",
+        f"--user-data-dir={tmp_path_factory.mktemp('profile')}",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(90)
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+    )
     yield driver
     driver.quit()
 
@@ -131,8 +141,13 @@ def test_the_round_opens_ranked_sortable_filterable_with_its_flags(browser, serv
     names = [a.text for a in table.find_elements(By.CSS_SELECTOR, "tbody td:nth-child(2) a")]
     assert sorted(names) == ["Ada Okonkwo", "Alan Marchetti", "Grace Lindqvist"]
     assert "default" in table.text  # the edition these grades record
-    _wait(browser, lambda d: (d.refresh() or "being judged" not in d.find_element(By.ID, "ranking").text), 90,
-          "the unseen variants' verdicts", poll=1)
+    _wait(
+        browser,
+        lambda d: d.refresh() or "being judged" not in d.find_element(By.ID, "ranking").text,
+        90,
+        "the unseen variants' verdicts",
+        poll=1,
+    )
     _shot(browser, tmp_path, "review-round.png")
     table = browser.find_element(By.ID, "ranking")
     assert "passed" in table.text or "not passed" in table.text
@@ -184,7 +199,10 @@ def test_a_sheet_scored_in_the_page_lands_where_human_score_writes_and_in_grades
     assert exported.status_code == 200
     row = next(r for r in csv.DictReader((rounds["named"] / "grades.csv").open()) if r["name"] == "ada-okonkwo")
     assert (row["interview_score"], row["decision"], row["decision_reason"]) == (
-        "5", "advance", "clear on batching and fallbacks")
+        "5",
+        "advance",
+        "clear on batching and fallbacks",
+    )
 
 
 @pytest.mark.slow
@@ -226,7 +244,7 @@ def test_two_reviewers_the_second_save_is_refused_and_what_they_typed_stays(brow
         _saved(browser)
         browser.switch_to.window(bob)
         _choose(browser, "interview.2", "1")
-        state, text = _wait(browser, lambda d: _status(d) if _status(d)[0] == "conflict" else None, what="a conflict")
+        _state, text = _wait(browser, lambda d: _status(d) if _status(d)[0] == "conflict" else None, what="a conflict")
         assert re.match(r"alice saved this sheet at \d\d:\d\d:\d\d UTC on \d{4}-\d\d-\d\d, after you opened it", text)
         assert _chosen(browser, "interview.2") == "1"  # kept on the page
         assert _points(folder) == {"interview.1": (3, 3)}  # never silently overwritten
@@ -256,8 +274,11 @@ def test_a_blind_round_shows_no_name_until_one_is_revealed(browser, servers, rou
 
     browser.get(base)
     nameless("the round page")
-    keys = [a.get_attribute("href").rsplit("/", 1)[1] for a in browser.find_elements(By.CSS_SELECTOR, "#ranking td a")
-            if "/c/" in a.get_attribute("href")]
+    keys = [
+        a.get_attribute("href").rsplit("/", 1)[1]
+        for a in browser.find_elements(By.CSS_SELECTOR, "#ranking td a")
+        if "/c/" in a.get_attribute("href")
+    ]
     assert sorted(keys) == sorted(codes.values())
     documents = {browser.find_element(By.PARTIAL_LINK_TEXT, "in 4 deliverables").get_attribute("href")}  # a pair
     for key in keys:
@@ -319,10 +340,12 @@ def test_a_path_out_of_the_round_is_refused(browser, servers, rounds, tmp_path: 
     secret.write_text("<p>not the round's</p>")
     (rounds["named"] / "grace-lindqvist" / "notes.html").symlink_to(secret)
     base = servers["alice"].url
-    for path, status in [("files/..%2F..%2F..%2F..%2Fetc%2Fpasswd", "404"),
-                         (f"files/grace-lindqvist%2F..%2F..%2F..%2F..{secret}", "404"),
-                         ("files/grace-lindqvist/notes.html", "403"),
-                         ("files/.blind-codes.json", "404")]:
+    for path, status in [
+        ("files/..%2F..%2F..%2F..%2Fetc%2Fpasswd", "404"),
+        (f"files/grace-lindqvist%2F..%2F..%2F..%2F..{secret}", "404"),
+        ("files/grace-lindqvist/notes.html", "403"),
+        ("files/.blind-codes.json", "404"),
+    ]:
         browser.get(base + path)
         assert browser.find_element(By.TAG_NAME, "h1").text == status, path
         assert "root:" not in browser.page_source and "not the round's" not in browser.page_source

@@ -15,21 +15,29 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from kit_paths import ROOT
+
 from grader.kit.chaff import materialize, read_chaff
 from grader.round.many import ManyError, find_submissions, finished
 
 SUBMISSIONS = ROOT / "submissions"
 CHAFF = ["manifests-no-gpu", "manifests-pdb-no-selector", "sizing-gpu-price-constant", "sizing-peak-factor-ignored"]
 ONLY = ["--only", "manifests", "--only", "sizing"]  # graded from the submission's files and one sizing command
-WEIGHTS = {c["id"]: float(c["weight"]) for c in yaml.safe_load((ROOT / "grader" / "rubric.yaml").read_text())["criteria"]}
+WEIGHTS = {
+    c["id"]: float(c["weight"]) for c in yaml.safe_load((ROOT / "grader" / "rubric.yaml").read_text())["criteria"]
+}
 SELECTED = [cid for cid in WEIGHTS if cid.startswith(("manifests.", "sizing."))]
 
 
 def _grader(*args: object, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "grader.cli", *map(str, args)], check=False, capture_output=True,
-                          text=True, timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "grader.cli", *map(str, args)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +45,11 @@ def round_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A hiring round as it arrives: the reference as a .tar.gz, each chaff a folder."""
     folder = tmp_path_factory.mktemp("round")
     with tarfile.open(folder / "reference.tar.gz", "w:gz") as tar:
-        tar.add(SUBMISSIONS / "reference", arcname="reference",
-                filter=lambda info: None if "__pycache__" in info.name else info)
+        tar.add(
+            SUBMISSIONS / "reference",
+            arcname="reference",
+            filter=lambda info: None if "__pycache__" in info.name else info,
+        )
     for name in CHAFF:
         materialize(SUBMISSIONS / "chaff" / name, folder / name)
     return folder
@@ -51,7 +62,11 @@ def _rows(out: Path) -> list[dict[str, str]]:
 
 def _stamp(folder: Path) -> tuple[int, int, str]:
     report = folder / "report.json"
-    return report.stat().st_ino, report.stat().st_mtime_ns, json.loads(report.read_text())["extra_data"]["kit"]["started"]
+    return (
+        report.stat().st_ino,
+        report.stat().st_mtime_ns,
+        json.loads(report.read_text())["extra_data"]["kit"]["started"],
+    )
 
 
 @pytest.mark.slow
@@ -120,8 +135,9 @@ def test_finished_grades_are_kept_only_for_the_same_criteria_and_seed(round_dir:
     assert f"the round's seed: {seed}" in done.stderr
     assert json.loads((out / "manifests-no-gpu" / "report.json").read_text())["extra_data"]["kit"]["seed"] == seed
     assert [r["seed"] for r in _rows(out)] == [str(seed)]
-    refused = _grader("grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests",
-                      "--seed", seed + 1)
+    refused = _grader(
+        "grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests", "--seed", seed + 1
+    )
     assert refused.returncode == 2 and f"graded at seed {seed}" in refused.stderr
     other = tmp_path / "another-round"
     assert _grader("grade-many", round_dir / "manifests-no-gpu", "--out", other, "--only", "manifests").returncode == 0
@@ -180,9 +196,14 @@ def test_human_score_folds_points_into_the_report_and_the_summary(tmp_path: Path
     assert float(row["human_score"]) == pytest.approx(3.5)
     assert float(row["score"]) == pytest.approx(after["score"])
 
-    for bad, why in [("human.1", "expected ITEM=SCORE/MAX"), ("human.1=2", "SCORE/MAX"),
-                     ("human.1=two/3", "must be numbers"), ("human.1=4/3", "must lie in 0..max_score"),
-                     ("human.99=1/1", "no checklist item 'human.99'"), ("human.1=nan/3", "finite")]:
+    for bad, why in [
+        ("human.1", "expected ITEM=SCORE/MAX"),
+        ("human.1=2", "SCORE/MAX"),
+        ("human.1=two/3", "must be numbers"),
+        ("human.1=4/3", "must lie in 0..max_score"),
+        ("human.99=1/1", "no checklist item 'human.99'"),
+        ("human.1=nan/3", "finite"),
+    ]:
         failed = _grader("human-score", report, bad)
         assert failed.returncode == 1, (bad, failed.stderr)
         lines = failed.stderr.strip().splitlines()

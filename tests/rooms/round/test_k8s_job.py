@@ -19,22 +19,29 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from kit_paths import ROOT, TESTS
+
 from grader.grading.archive import MAX_BYTES
 from grader.kit.chaff import materialize
 from grader.round.k8s_job import CAPABILITIES, JobError, JobSpec, check_job, job_manifest, write_job
 
 sys.path.insert(0, str(TESTS / "pods"))
-from expect import job_seed, job_submissions  # noqa: E402 - the pod test's own reading of a Job
+from expect import job_seed, job_submissions
 
 SUBMISSIONS = ROOT / "submissions"
 NAMES = ["manifests-no-gpu", "manifests-pdb-no-selector", "reference"]  # sorted: index order
 
 
 def _grader(*args: object, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "grader.cli", *map(str, args)], check=False, capture_output=True,
-                          text=True, timeout=120, cwd=cwd, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "grader.cli", *map(str, args)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +56,20 @@ def round_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def job(round_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     path = tmp_path_factory.mktemp("job") / "job.yaml"
-    done = _grader("grade-many", round_dir, "--emit-k8s-job", path, "--only", "manifests", "--parallelism", "2",
-                   "--image", "registry.example/grader:0.1.0", "--job-name", "round-7")
+    done = _grader(
+        "grade-many",
+        round_dir,
+        "--emit-k8s-job",
+        path,
+        "--only",
+        "manifests",
+        "--parallelism",
+        "2",
+        "--image",
+        "registry.example/grader:0.1.0",
+        "--job-name",
+        "round-7",
+    )
     assert done.returncode == 0, done.stderr
     return path, yaml.safe_load(path.read_text())
 
@@ -62,7 +81,7 @@ def test_the_emitted_job_is_indexed_and_validates_offline(job: tuple[Path, dict]
     assert spec["completionMode"] == "Indexed" and spec["completions"] == len(NAMES) and spec["parallelism"] == 2
     container = spec["template"]["spec"]["containers"][0]
     assert container["image"] == "registry.example/grader:0.1.0"
-    assert container["args"][-len(NAMES):] == [f"/submissions/{n}" for n in NAMES]
+    assert container["args"][-len(NAMES) :] == [f"/submissions/{n}" for n in NAMES]
     assert "$(JOB_COMPLETION_INDEX)" in container["args"]
     # The kit's own checker, as a user runs it: strict schema validation of batch/v1 Job passes.
     checked = _grader("manifests", path, "--format", "json")
@@ -118,8 +137,12 @@ def test_privileged_and_a_runtime_class_are_explicit_and_validate(tmp_path: Path
     pod, security = _pod(yaml.safe_load(text))
     assert pod["runtimeClassName"] == "gvisor" and pod["hostUsers"] is False and security["privileged"] is False
     assert check_job(gvisor) == []
-    assert job_manifest(dataclasses.replace(spec, runtime_class="kata-qemu.v2"))["spec"]["template"]["spec"][
-        "runtimeClassName"] == "kata-qemu.v2"
+    assert (
+        job_manifest(dataclasses.replace(spec, runtime_class="kata-qemu.v2"))["spec"]["template"]["spec"][
+            "runtimeClassName"
+        ]
+        == "kata-qemu.v2"
+    )
     with pytest.raises(JobError, match="runtime-class 'gVisor'"):
         job_manifest(dataclasses.replace(spec, runtime_class="gVisor"))
 
@@ -131,14 +154,17 @@ def test_an_invalid_job_is_caught_by_the_same_check(job: tuple[Path, dict], tmp_
     problems = check_job(broken)
     assert problems and any("completion" in p for p in problems), problems
     assert check_job(path) == []
-    bad = _grader("grade-many", SUBMISSIONS / "reference", "--emit-k8s-job", tmp_path / "j.yaml", "--job-name", "Round_7")
+    bad = _grader(
+        "grade-many", SUBMISSIONS / "reference", "--emit-k8s-job", tmp_path / "j.yaml", "--job-name", "Round_7"
+    )
     assert bad.returncode == 2 and "job-name 'Round_7': must be a DNS label" in bad.stderr
 
 
 @pytest.mark.slow
 @pytest.mark.rotating(30)
-def test_each_index_grades_its_submission_and_merge_builds_the_csv(job: tuple[Path, dict], round_dir: Path,
-                                                                   tmp_path: Path) -> None:
+def test_each_index_grades_its_submission_and_merge_builds_the_csv(
+    job: tuple[Path, dict], round_dir: Path, tmp_path: Path
+) -> None:
     _, data = job
     args = data["spec"]["template"]["spec"]["containers"][0]["args"]
     volumes = {"/submissions": str(round_dir)}
@@ -146,8 +172,10 @@ def test_each_index_grades_its_submission_and_merge_builds_the_csv(job: tuple[Pa
     for index in range(len(NAMES)):
         reports = node_a if index < 2 else node_b
         argv = [a.replace("$(JOB_COMPLETION_INDEX)", str(index)) for a in args]
-        argv = [reports.as_posix() if a == "/reports" else re.sub(r"^/submissions", volumes["/submissions"], a)
-                for a in argv]
+        argv = [
+            reports.as_posix() if a == "/reports" else re.sub(r"^/submissions", volumes["/submissions"], a)
+            for a in argv
+        ]
         done = _grader(*argv)
         assert done.returncode == 0, done.stderr
         assert f"{NAMES[index]}: graded" in done.stdout
@@ -161,8 +189,12 @@ def test_each_index_grades_its_submission_and_merge_builds_the_csv(job: tuple[Pa
     # One exam: every pod graded at the seed the Job gives it, and the merged grades.csv is byte for byte what a
     # local grade-many of the round at that seed writes (what the pod test, `make test-image`, holds the pods to).
     seed = job_seed(data)
-    assert {json.loads((n / name / "report.json").read_text())["extra_data"]["kit"]["seed"]
-            for n in (node_a, node_b) for name in NAMES if (n / name).is_dir()} == {seed}
+    assert {
+        json.loads((n / name / "report.json").read_text())["extra_data"]["kit"]["seed"]
+        for n in (node_a, node_b)
+        for name in NAMES
+        if (n / name).is_dir()
+    } == {seed}
     assert job_submissions(data) == NAMES
     local = tmp_path / "local"
     done = _grader("grade-many", round_dir, "--out", local, "--only", "manifests", "--jobs", "1", "--seed", seed)
@@ -235,8 +267,7 @@ def test_the_kit_the_image_copies_grades_without_submissions(round_dir: Path, tm
     assert not (kit / "submissions").exists()
     env = {**os.environ, "PYTHONPATH": str(kit)}
     out = tmp_path / "out"
-    done = _grader("grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests",
-                   cwd=kit, env=env)
+    done = _grader("grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests", cwd=kit, env=env)
     assert done.returncode == 0, done.stderr
     kit_data = json.loads((out / "manifests-no-gpu" / "report.json").read_text())["extra_data"]["kit"]
     assert kit_data["rubric"].startswith(str(kit))  # graded by the copy, not by this checkout
@@ -255,8 +286,12 @@ def test_the_command_line_asks_for_privilege_and_a_runtime_class_explicitly(tmp_
     base = [sys.executable, "-m", "grader.cli", "grade-many", str(subs), "--emit-k8s-job"]
     plain = subprocess.run([*base, str(tmp_path / "plain.yaml")], capture_output=True, text=True, check=False)
     assert plain.returncode == 0 and "unprivileged pods" in plain.stdout, plain.stderr
-    asked = subprocess.run([*base, str(tmp_path / "priv.yaml"), "--privileged", "--runtime-class", "gvisor"],
-                           capture_output=True, text=True, check=False)
+    asked = subprocess.run(
+        [*base, str(tmp_path / "priv.yaml"), "--privileged", "--runtime-class", "gvisor"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert asked.returncode == 0 and "PRIVILEGED pods under RuntimeClass gvisor" in asked.stdout, asked.stderr
     pod = yaml.safe_load((tmp_path / "priv.yaml").read_text())["spec"]["template"]["spec"]
     assert pod["runtimeClassName"] == "gvisor"

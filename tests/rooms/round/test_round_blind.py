@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from round_builder import write_report
 
-from grader.round.summary import read_rows
 from grader.round.blind import BLIND, CODES, BlindError, Redactor, codes_for
 from grader.round.commands import SummaryOptions, _summary, run_human_score
 from grader.round.sources import Deliverable, Sources, write_sources
+from grader.round.summary import read_rows
 
 PEOPLE = {"ada-okonkwo": "Ada Okonkwo", "ken-lindqvist": "Ken Lindqvist", "grace-o-brien": "Grace O'Brien"}
 
@@ -22,12 +22,19 @@ PEOPLE = {"ada-okonkwo": "Ada Okonkwo", "ken-lindqvist": "Ken Lindqvist", "grace
 def named_round(tmp_path: Path) -> Path:
     out = tmp_path / "grades"
     for i, (folder, person) in enumerate(PEOPLE.items()):
-        report = write_report(out / folder, person, [("memo.figures", "memo", 1, i % 2, "failed" if i % 2 == 0 else "passed"),
-                                                     ("loadgen.runs", "loadgen", 1, 1, "passed")],
-                              human=[("human.1", None, 3)])
+        report = write_report(
+            out / folder,
+            person,
+            [
+                ("memo.figures", "memo", 1, i % 2, "failed" if i % 2 == 0 else "passed"),
+                ("loadgen.runs", "loadgen", 1, 1, "passed"),
+            ],
+            human=[("human.1", None, 3)],
+        )
         text = (report / "report.html").read_text()  # a report quoting the candidate's own files
-        (report / "report.html").write_text(text.replace("</body>", f"<pre>Written by {person} "
-                                                         f"({folder.replace('-', '.')}@example.org)</pre></body>"))
+        (report / "report.html").write_text(
+            text.replace("</body>", f"<pre>Written by {person} ({folder.replace('-', '.')}@example.org)</pre></body>")
+        )
         (report / "grade.log").write_text(f"grading /returns/{folder}.zip\n")
         memo = f"# Memo\n\nAuthor: {person} Jr\n\nNumbers by {person.split()[0]}.\n"
         write_sources(Sources(person, {"memo": Deliverable("memo/MEMO.md", {"memo/MEMO.md": memo})}), report)
@@ -97,16 +104,35 @@ def test_the_redactor_reads_each_string_as_one_pattern_of_every_name_would() -> 
     names = {"ada": {"Ada Okonkwo", "ada-okonkwo"}, "adam": {"Ada Okonkwo-Smith"}, "ken": {"Ken Lindqvist", "KL"}}
     codes = {"ada": "C-AAAA", "adam": "C-BBBB", "ken": "C-KKKK"}
     redact = Redactor(names, codes)
-    pieces = ["Ada", "ADA", "ada", "Okonkwo", "okonkwo", "Smith", "Ken", "LINDQVIST", "KL", "adamant", "x", "İ",
-              "<b>", "9"]
+    pieces = [
+        "Ada",
+        "ADA",
+        "ada",
+        "Okonkwo",
+        "okonkwo",
+        "Smith",
+        "Ken",
+        "LINDQVIST",
+        "KL",
+        "adamant",
+        "x",
+        "İ",
+        "<b>",
+        "9",
+    ]
     separators = [" ", "-", "_", "", "  ", "--_-", ".", "\n"]
     rng = random.Random(7)
     for _ in range(3000):
         text = "".join(rng.choice(pieces) + rng.choice(separators) for _ in range(rng.randint(1, 8)))
-        full = {"".join(_TOKEN.findall(s)).lower(): codes[w] for w, ss in names.items() for s in ss
-                if len(_TOKEN.findall(s)) > 1}
+        full = {
+            "".join(_TOKEN.findall(s)).lower(): codes[w]
+            for w, ss in names.items()
+            for s in ss
+            if len(_TOKEN.findall(s)) > 1
+        }
         expected = _full_names(tuple(redact._alternatives)).sub(
-            lambda m: full["".join(_TOKEN.findall(m.group())).lower()], text)
+            lambda m, full=full: full["".join(_TOKEN.findall(m.group())).lower()], text
+        )
         parts = re.compile(r"(?<![^\W_])(?:" + "|".join(map(re.escape, redact._part_names)) + r")(?![^\W_])")
         expected = parts.sub(lambda m: redact._parts[m.group()], expected)
         assert redact.text(text) == expected, text

@@ -12,23 +12,31 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from kit_paths import ROOT
+
 from grader.round.many import Entry, ManyError, check_job_order, find_submissions, pick, pod_entries
 
 
-
 def _grader(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "grader.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=120, check=False, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "grader.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=ROOT,
+    )
 
 
 @pytest.fixture
 def round_dir(tmp_path: Path) -> Path:
     """A round as candidates return it: folders, archives, one folder without submission.yaml."""
     folder = tmp_path / "returns"
-    shutil.copytree(ROOT / "submissions" / "reference", folder / "reference",
-                    ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    shutil.copytree(
+        ROOT / "submissions" / "reference",
+        folder / "reference",
+        ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"),
+    )
     with zipfile.ZipFile(folder / "alice.zip", "w") as archive:
         archive.writestr("submission.yaml", "contract: 1\n")
     (folder / "bob").mkdir()
@@ -44,20 +52,22 @@ def _job_paths(round_dir: Path, tmp_path: Path) -> list[Path]:
     done = _grader("grade-many", round_dir, "--emit-k8s-job", job_file)
     assert done.returncode == 0, done.stderr
     args = yaml.safe_load(job_file.read_text())["spec"]["template"]["spec"]["containers"][0]["args"]
-    listed = args[args.index("--") + 1:]
+    listed = args[args.index("--") + 1 :]
     assert all(a.startswith("/submissions/") for a in listed), listed
     return [round_dir / a.removeprefix("/submissions/") for a in listed]
 
 
-def test_the_round_folder_and_the_jobs_list_pick_the_same_submission_at_each_index(round_dir: Path,
-                                                                                   tmp_path: Path) -> None:
+def test_the_round_folder_and_the_jobs_list_pick_the_same_submission_at_each_index(
+    round_dir: Path, tmp_path: Path
+) -> None:
     paths = _job_paths(round_dir, tmp_path)
     whole = find_submissions([round_dir])
     assert len(paths) == len(whole) == 4
     for index in range(len(whole)):
         by_folder, by_list = pick(pod_entries([round_dir]), index), pick(pod_entries(paths), index)
-        assert (by_folder.name, by_folder.path) == (by_list.name, by_list.path) == (whole[index].name,
-                                                                                    whole[index].path)
+        assert (
+            (by_folder.name, by_folder.path) == (by_list.name, by_list.path) == (whole[index].name, whole[index].path)
+        )
     with pytest.raises(ManyError, match=r"--index 4: out of range; there are 4 submissions \(0\.\.3\)"):
         pick(pod_entries([round_dir]), 4)
 
@@ -67,8 +77,9 @@ def test_the_command_line_grades_the_same_submission_both_ways(round_dir: Path, 
     paths = _job_paths(round_dir, tmp_path)
     said = []
     for name, arguments in (("folder", [round_dir]), ("list", ["--", *paths])):
-        done = _grader("grade-many", "--out", tmp_path / name, "--index", 2, "--only", "manifests.schema-valid",
-                       *arguments)
+        done = _grader(
+            "grade-many", "--out", tmp_path / name, "--index", 2, "--only", "manifests.schema-valid", *arguments
+        )
         assert done.returncode == 0, done.stderr
         said.append(done.stdout.split(":")[0])
         assert not (tmp_path / name / "grades.csv").exists()  # a pod's part: report folders only

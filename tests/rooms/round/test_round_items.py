@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from round_builder import write_report
 
-from grader.round.summary import read_rows, summary_files
 from grader.round.analysis import analyse
 from grader.round.items import item_analysis, pearson
+from grader.round.summary import read_rows, summary_files
 
 # Four candidates, five criteria; a fifth candidate was graded on `a` only and it was inconclusive.
 #            a (loadgen, 1)  b (gateway, 2)  c (memo, 1)  d (sizing, 1)  e (loadgen, 1)   total
@@ -21,10 +21,34 @@ from grader.round.items import item_analysis, pearson
 #   p3       0 failed        2 passed        1 passed     0 failed       0 failed         3
 #   p4       0 failed        0 failed        1 passed     0 failed       1 passed         2
 ROUND = {
-    "p1": [("a", 1, 1, "passed"), ("b", 2, 2, "passed"), ("c", 1, 1, "passed"), ("d", 1, 0, "failed"), ("e", 1, 1, "passed")],
-    "p2": [("a", 1, 1, "passed"), ("b", 2, 1, "failed"), ("c", 1, 1, "passed"), ("d", 1, 0, "failed"), ("e", 1, 0, "failed")],
-    "p3": [("a", 1, 0, "failed"), ("b", 2, 2, "passed"), ("c", 1, 1, "passed"), ("d", 1, 0, "failed"), ("e", 1, 0, "failed")],
-    "p4": [("a", 1, 0, "failed"), ("b", 2, 0, "failed"), ("c", 1, 1, "passed"), ("d", 1, 0, "failed"), ("e", 1, 1, "passed")],
+    "p1": [
+        ("a", 1, 1, "passed"),
+        ("b", 2, 2, "passed"),
+        ("c", 1, 1, "passed"),
+        ("d", 1, 0, "failed"),
+        ("e", 1, 1, "passed"),
+    ],
+    "p2": [
+        ("a", 1, 1, "passed"),
+        ("b", 2, 1, "failed"),
+        ("c", 1, 1, "passed"),
+        ("d", 1, 0, "failed"),
+        ("e", 1, 0, "failed"),
+    ],
+    "p3": [
+        ("a", 1, 0, "failed"),
+        ("b", 2, 2, "passed"),
+        ("c", 1, 1, "passed"),
+        ("d", 1, 0, "failed"),
+        ("e", 1, 0, "failed"),
+    ],
+    "p4": [
+        ("a", 1, 0, "failed"),
+        ("b", 2, 0, "failed"),
+        ("c", 1, 1, "passed"),
+        ("d", 1, 0, "failed"),
+        ("e", 1, 1, "passed"),
+    ],
     "p5": [("a", 1, 0, "inconclusive")],
 }
 DELIVERABLE = {"a": "loadgen", "b": "gateway", "c": "memo", "d": "sizing", "e": "loadgen"}

@@ -40,7 +40,9 @@ def copies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Sources]:
     return found
 
 
-def test_every_disguised_copy_is_flagged_against_the_reference_and_the_skeleton_is_not(copies: dict[str, Sources]) -> None:
+def test_every_disguised_copy_is_flagged_against_the_reference_and_the_skeleton_is_not(
+    copies: dict[str, Sources],
+) -> None:
     result = compare(copies, {"reference": _sizing_of(REFERENCE)})
     best = {p.a: p for p in result.pairs if p.leak}
     for name in DISGUISES:
@@ -50,13 +52,16 @@ def test_every_disguised_copy_is_flagged_against_the_reference_and_the_skeleton_
 
 
 def test_the_independent_load_generator_is_not_flagged_against_the_reference_and_its_renamed_copy_is(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     copy = tmp_path / "copy"
     copy.mkdir()
     (copy / "loadgen.py").write_text((INDEPENDENT / "loadgen.py").read_text())
     disguise(copy, ("rename",), rename_with=suffixed, folders=())
-    only_loadgen = {"independent": snapshot(INDEPENDENT), "copy": Sources("", {
-        "loadgen": Deliverable("loadgen.py", {"loadgen.py": (copy / "loadgen.py").read_text()})})}
+    only_loadgen = {
+        "independent": snapshot(INDEPENDENT),
+        "copy": Sources("", {"loadgen": Deliverable("loadgen.py", {"loadgen.py": (copy / "loadgen.py").read_text()})}),
+    }
     reference = snapshot(REFERENCE)
     leak = Sources("", {"loadgen": reference.deliverables["loadgen"]})
     result = compare(only_loadgen, {"reference": leak})
@@ -74,9 +79,11 @@ def test_shares_are_copydetects_compare_files(copies: dict[str, Sources]) -> Non
     prints = Fingerprinter(None)
     a = prints.document("a", "sizing", {"arithmetic.py": ours})
     b = prints.document("b", "sizing", {"arithmetic.py": theirs})
-    result = compare({"a": Sources("", {"sizing": Deliverable("", {"arithmetic.py": ours})})},
-                     {"b": Sources("", {"sizing": Deliverable("", {"arithmetic.py": theirs})})},
-                     starter=Path("/nonexistent"))
+    result = compare(
+        {"a": Sources("", {"sizing": Deliverable("", {"arithmetic.py": ours})})},
+        {"b": Sources("", {"sizing": Deliverable("", {"arithmetic.py": theirs})})},
+        starter=Path("/nonexistent"),
+    )
     fa = CodeFingerprint("a.py", 25, 1, fp=io.StringIO(ours))
     fb = CodeFingerprint("b.py", 25, 1, fp=io.StringIO(theirs))
     _, (sim_a, sim_b), _ = compare_files(fa, fb)
@@ -85,7 +92,7 @@ def test_shares_are_copydetects_compare_files(copies: dict[str, Sources]) -> Non
     assert 0.3 < pair.share_a < 1.0  # one function written anew
     regions_a, regions_b = matched_regions(a, b)
     assert regions_a and regions_b
-    assert all(ours[r.start:r.end].strip() for r in regions_a)
+    assert all(ours[r.start : r.end].strip() for r in regions_a)
 
 
 _IN_ANOTHER_PROCESS = """
@@ -103,10 +110,17 @@ print(json.dumps([[p.a, p.b, p.share_a, p.share_b] for p in result.pairs]))
 
 def test_the_same_inputs_give_the_same_figures_whatever_the_hash_seed() -> None:
     """copydetect hashes with Python's salted hash(): with a window of 1 the figures do not depend on it."""
+
     def run(seed: str) -> list[list[object]]:
-        done = subprocess.run([sys.executable, "-c", _IN_ANOTHER_PROCESS, str(REFERENCE), str(INDEPENDENT)],
-                              capture_output=True, text=True, check=True, cwd=ROOT, env={"PYTHONHASHSEED": seed},
-                              timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-c", _IN_ANOTHER_PROCESS, str(REFERENCE), str(INDEPENDENT)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+            env={"PYTHONHASHSEED": seed},
+            timeout=60,
+        )
         return json.loads(done.stdout)
 
     first = run("1")

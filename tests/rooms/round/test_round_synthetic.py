@@ -18,8 +18,14 @@ THRESHOLD = 0.5
 
 
 def _grader(*args: object, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "grader.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=timeout, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "grader.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return done
 
@@ -31,8 +37,14 @@ def _pairs(out: Path) -> dict[tuple[str, str, str], float]:
 
 def _leak(pairs: dict[tuple[str, str, str], float], a: str, deliverable: str) -> float:
     """Its closest leak: the reference, or a chaff (the reference with one edit), whichever is closer."""
-    return max((s for (x, b, d), s in pairs.items() if x == a and d == deliverable
-                and (b == "reference" or b.startswith("chaff/"))), default=0.0)
+    return max(
+        (
+            s
+            for (x, b, d), s in pairs.items()
+            if x == a and d == deliverable and (b == "reference" or b.startswith("chaff/"))
+        ),
+        default=0.0,
+    )
 
 
 def _score(pairs: dict[tuple[str, str, str], float], a: str, b: str, deliverable: str) -> float:
@@ -43,8 +55,18 @@ def _score(pairs: dict[tuple[str, str, str], float], a: str, b: str, deliverable
 def synthetic(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Member]]:
     root = tmp_path_factory.mktemp("round")
     members = build_round(root, size=20)
-    _grader("grade-many", "--merge", root / "grades", "--out", root / "grades", "--anonymize", "--jobs", "2",
-            "--reveal", root / "names.csv")
+    _grader(
+        "grade-many",
+        "--merge",
+        root / "grades",
+        "--out",
+        root / "grades",
+        "--anonymize",
+        "--jobs",
+        "2",
+        "--reveal",
+        root / "names.csv",
+    )
     return root, members
 
 
@@ -69,8 +91,11 @@ def test_every_disguised_copy_is_flagged_against_what_it_copied(synthetic: tuple
     assert all(float(grades[m.name]["similarity"]) >= THRESHOLD for m in members.values() if m.copied)
     disguised = next(m.name for m in members.values() if m.kind == "disguised")
     index = (root / "grades" / "index.html").read_text()
-    link = next(f"similarity/{disguised}--{b.replace('/', '-')}.html" for (a, b, _), s in pairs.items()
-                if a == disguised and s >= THRESHOLD)
+    link = next(
+        f"similarity/{disguised}--{b.replace('/', '-')}.html"
+        for (a, b, _), s in pairs.items()
+        if a == disguised and s >= THRESHOLD
+    )
     assert link in index and "<mark>" in (root / "grades" / link).read_text()
 
 
@@ -83,9 +108,11 @@ def test_honest_work_and_the_skeleton_are_not_flagged(synthetic: tuple[Path, dic
     skeleton = next(m.name for m in members.values() if m.kind == "skeleton")
     gateway_copy = next(m.name for m in members.values() if m.kind == "gateway-copy")
     for (a, b, part), score in pairs.items():
-        if independent in (a, b) and (b == "reference" or b.startswith("chaff/") or
-                                      members.get(b if a == independent else a, members[independent]).copied
-                                      == "reference"):
+        if independent in (a, b) and (
+            b == "reference"
+            or b.startswith("chaff/")
+            or members.get(b if a == independent else a, members[independent]).copied == "reference"
+        ):
             assert score < THRESHOLD, (a, b, part, score)
         assert skeleton not in (a, b), (a, b, part)  # nothing of its own once the starter's text is set aside
         if gateway_copy in (a, b):  # its other deliverables are the skeleton
@@ -119,8 +146,9 @@ def test_a_round_graded_by_job_pods_and_merged_is_compared_as_a_local_one(tmp_pa
     chosen = [m for m in members.values() if m.kind in ("disguised", "independent", "skeleton")][:3]
     listed = [tmp_path / "built" / "submissions" / m.name for m in chosen]  # as the Job lists them
     for index in range(3):
-        _grader("grade-many", "--out", tmp_path / f"pod-{index}", "--index", index, "--only", "manifests", "--",
-                *listed)
+        _grader(
+            "grade-many", "--out", tmp_path / f"pod-{index}", "--index", index, "--only", "manifests", "--", *listed
+        )
     _grader("grade-many", "--merge", *(tmp_path / f"pod-{i}" for i in range(3)), "--out", tmp_path / "grades")
     for m in chosen:
         assert (tmp_path / "grades" / m.name / "sources.json.gz").is_file()

@@ -38,7 +38,9 @@ def _statuses(rubric: Rubric, scenario: str) -> set[int]:
 
 def loadgen_error_statuses(v: Variants, seed: int) -> list[str]:
     published = _statuses(RUBRIC, "http-errors")
-    drawn = {f["status"] for f in v.scenario(RUBRIC.scenarios["http-errors"], 1, seed).server["faults"] if "status" in f}
+    drawn = {
+        f["status"] for f in v.scenario(RUBRIC.scenarios["http-errors"], 1, seed).server["faults"] if "status" in f
+    }
     return [] if drawn - published else [f"every drawn status is one of the published {sorted(published)}"]
 
 
@@ -67,8 +69,12 @@ def gateway_first_byte(v: Variants, seed: int) -> list[str]:
     stall = _case(plan, "local-first-byte-in-time")["local_faults"][0]["seconds"]
     fitted = RUBRIC.gateway.first_byte_s
     if stall < fitted + 0.1 or stall > plan.first_byte_s - 0.25:
-        return [f"the in-time first byte at {stall} s is not between the published {fitted} s and the drawn "
-                f"{plan.first_byte_s} s with room"]
+        return [
+            (
+                f"the in-time first byte at {stall} s is not between the published {fitted} s and the drawn "
+                f"{plan.first_byte_s} s with room"
+            )
+        ]
     return []
 
 
@@ -95,22 +101,35 @@ def gateway_probe(v: Variants, seed: int) -> list[str]:
     band = criterion.tol("probe_low_ratio") * interval, criterion.tol("probe_high_ratio") * interval
     margin = toward_bound(RUBRIC.gateway.health_interval_s, interval, *band)
     # far enough to stand even on a machine too busy to keep time (a median of many gaps is no noise)
-    return [] if margin > max(CLEAR, criterion.tol("probe_clear_ratio")) else [f"a probe every published {RUBRIC.gateway.health_interval_s} s has "
-                                                 f"margin {margin:.2f} on a drawn {interval} s: not a clear fail"]
+    return (
+        []
+        if margin > max(CLEAR, criterion.tol("probe_clear_ratio"))
+        else [
+            (
+                f"a probe every published {RUBRIC.gateway.health_interval_s} s has "
+                f"margin {margin:.2f} on a drawn {interval} s: not a clear fail"
+            )
+        ]
+    )
 
 
 def gateway_prices(v: Variants, seed: int) -> list[str]:
     drawn = v.gateway_plan(RUBRIC.gateway, 1, seed).config["api"]["prices"]
     published = RUBRIC.gateway.config["api"]["prices"]
-    return [f"{k}: drawn {drawn[k]} is within half again of the published {published[k]}"
-            for k in drawn if max(drawn[k], published[k]) < 1.5 * min(drawn[k], published[k])]
+    return [
+        f"{k}: drawn {drawn[k]} is within half again of the published {published[k]}"
+        for k in drawn
+        if max(drawn[k], published[k]) < 1.5 * min(drawn[k], published[k])
+    ]
 
 
 def gateway_framing(v: Variants, seed: int) -> list[str]:
     servers = v.gateway_plan(RUBRIC.gateway, 1, seed)
-    return [f"{name}: LF endings, as published" for name, s in (("local", servers.local_server),
-                                                               ("api", servers.api_server))
-            if s.get("sse_line_ending", "lf") == "lf"]
+    return [
+        f"{name}: LF endings, as published"
+        for name, s in (("local", servers.local_server), ("api", servers.api_server))
+        if s.get("sse_line_ending", "lf") == "lf"
+    ]
 
 
 def gateway_template(v: Variants, seed: int) -> list[str]:
@@ -133,12 +152,16 @@ def gateway_route_names(v: Variants, seed: int) -> list[str]:
     """A gateway naming the published models and key: each server must serve another name and take another key, the
     servers as the grader starts them (their settings follow the drawn config)."""
     plan, published = v.gateway_plan(RUBRIC.gateway, 1, seed), RUBRIC.gateway
-    out = [f"{route}: serves the published model {p.config[route]['model']}"
-           for route, p in (("local", published), ("api", published))
-           if plan.config[route]["model"] == published.config[route]["model"]]
-    out += [f"{route}'s server serves {server['served_model_name']}, not the config's {plan.config[route]['model']}"
-            for route, server in (("local", plan.local_server), ("api", plan.api_server))
-            if server["served_model_name"] != [plan.config[route]["model"]]]
+    out = [
+        f"{route}: serves the published model {p.config[route]['model']}"
+        for route, p in (("local", published), ("api", published))
+        if plan.config[route]["model"] == published.config[route]["model"]
+    ]
+    out += [
+        f"{route}'s server serves {server['served_model_name']}, not the config's {plan.config[route]['model']}"
+        for route, server in (("local", plan.local_server), ("api", plan.api_server))
+        if server["served_model_name"] != [plan.config[route]["model"]]
+    ]
     if plan.api_server["api_key"] in (published.config["api"]["api_key"], None):
         out.append(f"the API takes the published key {published.config['api']['api_key']}")
     return out
@@ -189,12 +212,17 @@ FITTED: dict[str, Callable[[Variants, int], list[str]]] = {
 def test_each_fitted_chaff_fails_its_criterion_on_every_seed(chaff: str) -> None:
     assert VARIANTS is not None
     failures = {seed: why for seed in SEEDS if (why := FITTED[chaff](VARIANTS, seed))}
-    assert not failures, f"{chaff} could pass on {len(failures)} of {len(SEEDS)} seeds: {dict(list(failures.items())[:3])}"
+    assert not failures, (
+        f"{chaff} could pass on {len(failures)} of {len(SEEDS)} seeds: {dict(list(failures.items())[:3])}"
+    )
 
 
 def test_every_fitted_chaff_has_its_arithmetic_here() -> None:
-    listed = {c for entry in yaml.safe_load((ROOT / "grader/kit/fittable.yaml").read_text())["constants"]
-              for c in entry.get("chaff") or ()}
+    listed = {
+        c
+        for entry in yaml.safe_load((ROOT / "grader/kit/fittable.yaml").read_text())["constants"]
+        for c in entry.get("chaff") or ()
+    }
     assert listed == set(FITTED), f"fitted chaff without arithmetic: {sorted(listed - set(FITTED))}"
 
 

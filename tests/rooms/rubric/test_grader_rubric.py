@@ -8,10 +8,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-
 from kit_paths import ROOT
+
 from grader.criteria.catalog import registered
-from grader.rubric import DEFAULT_RUBRIC, load_rubric, RubricError
+from grader.rubric import DEFAULT_RUBRIC, RubricError, load_rubric
 from grader.rubric.live_pool import load_pool
 
 SCHEMAS = ROOT / "schemas" / "grader"
@@ -19,7 +19,9 @@ SCHEMAS = ROOT / "schemas" / "grader"
 
 def test_the_kits_rubric_is_valid_and_every_criterion_has_a_check():
     rubric = load_rubric()
-    jsonschema.validate(yaml.safe_load(DEFAULT_RUBRIC.read_text()), json.loads((SCHEMAS / "rubric.schema.json").read_text()))
+    jsonschema.validate(
+        yaml.safe_load(DEFAULT_RUBRIC.read_text()), json.loads((SCHEMAS / "rubric.schema.json").read_text())
+    )
     checks = registered()
     live = set(load_pool(yaml.safe_load(DEFAULT_RUBRIC.read_text())).criteria)  # checks only live exercises judge
     assert {c.id for c in rubric.criteria} | live == set(checks), "every criterion has a check, every check a criterion"
@@ -45,19 +47,30 @@ def test_a_check_that_needs_a_number_its_entry_does_not_give_stops_the_load_nami
     def drop_send_lead(data):
         entry = next(c for c in data["criteria"] if c["id"] == "loadgen.ttft")
         del entry["tolerance"]["send_lead_s"]
+
     with pytest.raises(RubricError, match=r"loadgen\.ttft: tolerance: its check needs send_lead_s"):
         load_rubric(_rubric_with(tmp_path, drop_send_lead), checks=registered())
 
 
 def test_a_criterion_with_no_check_or_the_wrong_deliverable_is_refused(tmp_path):
     def add_unknown(data):
-        data["criteria"].append({"id": "loadgen.vibes", "deliverable": "loadgen", "weight": 1, "visibility": "public",
-                                 "scenario": "baseline", "text": "Good vibes."})
+        data["criteria"].append(
+            {
+                "id": "loadgen.vibes",
+                "deliverable": "loadgen",
+                "weight": 1,
+                "visibility": "public",
+                "scenario": "baseline",
+                "text": "Good vibes.",
+            }
+        )
+
     with pytest.raises(RubricError, match=r"loadgen\.vibes: no check is registered"):
         load_rubric(_rubric_with(tmp_path, add_unknown), checks=registered())
 
     def move(data):
         next(c for c in data["criteria"] if c["id"] == "memo.p99-max")["deliverable"] = "sizing"
+
     with pytest.raises(RubricError, match=r"memo\.p99-max: its check judges the memo deliverable"):
         load_rubric(_rubric_with(tmp_path, move), checks=registered())
 
@@ -71,18 +84,25 @@ def test_the_gateway_plan_is_data_and_a_price_the_api_does_not_bill_is_refused(t
 
     def misprice(data):
         data["gateway"]["servers"]["api"]["price_output"] = 25
-    with pytest.raises(RubricError, match=r"servers\.api\.price_output: the API.s prices come from config\.api\.prices\.output_per_million_usd; leave it out"):
+
+    with pytest.raises(
+        RubricError,
+        match=r"servers\.api\.price_output: the API.s prices come from config\.api\.prices\.output_per_million_usd; leave it out",
+    ):
         load_rubric(_rubric_with(tmp_path, misprice))
 
     def unknown_case(data):
         next(c for c in data["criteria"] if c["id"] == "gateway.fallback-5xx")["cases"] = ["local-500", "local-501"]
+
     with pytest.raises(RubricError, match=r"no gateway case named 'local-501'"):
         load_rubric(_rubric_with(tmp_path, unknown_case))
 
 
 def test_an_override_changes_weight_visibility_and_a_tolerance(tmp_path):
     override = tmp_path / "team.yaml"
-    override.write_text("rubric: 1\ncriteria:\n  loadgen.ttft: {weight: 5, visibility: hidden, tolerance: {abs_s: 0.01}}\n")
+    override.write_text(
+        "rubric: 1\ncriteria:\n  loadgen.ttft: {weight: 5, visibility: hidden, tolerance: {abs_s: 0.01}}\n"
+    )
     rubric, kit = load_rubric(override=override), load_rubric()
     ttft = rubric.criterion("loadgen.ttft")
     assert (ttft.weight, ttft.visibility, ttft.tol("abs_s")) == (5.0, "hidden", 0.01)
@@ -90,16 +110,25 @@ def test_an_override_changes_weight_visibility_and_a_tolerance(tmp_path):
     assert rubric.criterion("loadgen.tps").weight == kit.criterion("loadgen.tps").weight
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    ("rubric: 1\ncriteria:\n  loadgen.nope: {weight: 1}\n", "criteria.loadgen.nope: the rubric has no such criterion"),
-    ("rubric: 1\ncriteria:\n  loadgen.ttft: {weight: -1}\n", "criteria.loadgen.ttft.weight"),
-    ("rubric: 1\ncriteria:\n  loadgen.ttft: {visibility: secret}\n", "criteria.loadgen.ttft.visibility"),
-    ("rubric: 1\ncriteria:\n  loadgen.ttft: {points: 2}\n", "criteria.loadgen.ttft"),
-    ("rubric: 1\ncriteria:\n  loadgen.ttft: {tolerance: {rel: 0.1}}\n", "criteria.loadgen.ttft.tolerance.rel: the criterion's entry gives no such number"),
-    ("rubric: 1\ncriteria:\n  loadgen.ttft: {tolerance: {abs_s: -1}}\n", "criteria.loadgen.ttft.tolerance.abs_s"),
-    ("rubric: 2\ncriteria: {}\n", "rubric"),
-    ("rubric: 1\ncriteria: [\n", "line"),
-])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (
+            "rubric: 1\ncriteria:\n  loadgen.nope: {weight: 1}\n",
+            "criteria.loadgen.nope: the rubric has no such criterion",
+        ),
+        ("rubric: 1\ncriteria:\n  loadgen.ttft: {weight: -1}\n", "criteria.loadgen.ttft.weight"),
+        ("rubric: 1\ncriteria:\n  loadgen.ttft: {visibility: secret}\n", "criteria.loadgen.ttft.visibility"),
+        ("rubric: 1\ncriteria:\n  loadgen.ttft: {points: 2}\n", "criteria.loadgen.ttft"),
+        (
+            "rubric: 1\ncriteria:\n  loadgen.ttft: {tolerance: {rel: 0.1}}\n",
+            "criteria.loadgen.ttft.tolerance.rel: the criterion's entry gives no such number",
+        ),
+        ("rubric: 1\ncriteria:\n  loadgen.ttft: {tolerance: {abs_s: -1}}\n", "criteria.loadgen.ttft.tolerance.abs_s"),
+        ("rubric: 2\ncriteria: {}\n", "rubric"),
+        ("rubric: 1\ncriteria: [\n", "line"),
+    ],
+)
 def test_a_bad_override_is_reported_by_file_and_field(tmp_path, text, says):
     override = tmp_path / "team.yaml"
     override.write_text(text)

@@ -11,7 +11,7 @@ import yaml
 from grader.grading.grade import GradeRequest, unseen_material
 from grader.rubric import load_rubric
 from grader.rubric.draws import get_path
-from grader.rubric.variants import VARIANTS_FILE, gateway_criterion, load_variants, VariantsError
+from grader.rubric.variants import VARIANTS_FILE, VariantsError, gateway_criterion, load_variants
 
 RUBRIC = load_rubric()
 VARIANTS = load_variants(RUBRIC)

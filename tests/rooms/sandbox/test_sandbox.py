@@ -33,7 +33,7 @@ pytestmark = pytest.mark.skipif(not AVAILABLE, reason=f"bubblewrap sandbox unava
 LIMITS = Limits(cpu_s=20, memory_bytes=256 * 1024**2, pids=64, output_bytes=1024**2, disk_bytes=48 * 1024**2)
 SECRET = "do-not-leak-7f3a"
 
-PROBE = '''
+PROBE = """
 import json, os, sys
 out = {}
 for path in sys.argv[1:]:
@@ -43,9 +43,9 @@ for path in sys.argv[1:]:
     except OSError as exc:
         out[path] = type(exc).__name__
 print(json.dumps(out))
-'''
+"""
 
-WRITE_PROBE = '''
+WRITE_PROBE = """
 import json, sys
 out = {}
 for path in sys.argv[1:]:
@@ -56,9 +56,9 @@ for path in sys.argv[1:]:
     except OSError as exc:
         out[path] = type(exc).__name__
 print(json.dumps(out))
-'''
+"""
 
-FIND_HARNESS = '''
+FIND_HARNESS = """
 def harness_pid():
     for name in os.listdir("/proc"):
         if name.isdigit():
@@ -68,9 +68,12 @@ def harness_pid():
                         return int(name)
             except OSError:
                 pass
-'''
+"""
 
-SIGNAL_PROBE = "import json, os, signal, sys, httpx\n" + FIND_HARNESS + '''
+SIGNAL_PROBE = (
+    "import json, os, signal, sys, httpx\n"
+    + FIND_HARNESS
+    + """
 out = {"harness": harness_pid()}
 for label, pid in (("harness", out["harness"]), ("init", 1)):
     try:
@@ -87,9 +90,10 @@ r = httpx.get(sys.argv[1] + "/admin/ledger", timeout=10)
 out["admin_status"] = r.status_code
 out["admin_body"] = r.text[:200]
 print(json.dumps(out))
-'''
+"""
+)
 
-DAEMON = '''
+DAEMON = """
 import os, sys, time
 marker, flag = sys.argv[1], sys.argv[2]
 if os.fork() == 0:
@@ -101,9 +105,9 @@ deadline = time.monotonic() + 20
 while not os.path.exists(flag) and time.monotonic() < deadline:
     time.sleep(0.02)
 print("daemon up" if os.path.exists(flag) else "daemon never started")
-'''
+"""
 
-FIND_MARKER = '''
+FIND_MARKER = """
 import os, sys
 hits = []
 for name in os.listdir("/proc"):
@@ -115,9 +119,9 @@ for name in os.listdir("/proc"):
         except OSError:
             pass
 print(len(hits))
-'''
+"""
 
-FORK_BOMB = '''
+FORK_BOMB = """
 import os, time
 pids, error = [], None
 for _ in range(3000):
@@ -131,27 +135,27 @@ for _ in range(3000):
         os._exit(0)
     pids.append(pid)
 print(len(pids), error, flush=True)
-'''
+"""
 
-MEMORY_HOG = '''
+MEMORY_HOG = """
 import sys
 chunks = []
 for i in range(32):  # at most 2 GiB
     chunks.append(b"x" * (64 * 1024 * 1024))
     print(len(chunks) * 64, "MiB", flush=True)
 print("never stopped")
-'''
+"""
 
-FLOOD = '''
+FLOOD = """
 import sys
 block = "y" * 65535 + "\\n"
 for _ in range(1024):  # at most 64 MiB
     sys.stdout.write(block)
 sys.stdout.flush()
 print("not cut")
-'''
+"""
 
-DISK_FILL = '''
+DISK_FILL = """
 import errno, os
 written, error = 0, None
 try:
@@ -165,9 +169,9 @@ except OSError as exc:
 finally:
     os.remove("fill.bin")
 print(written, error)
-'''
+"""
 
-STREAM = '''
+STREAM = """
 import json, sys, openai
 client = openai.OpenAI(base_url=sys.argv[1], api_key="unused", max_retries=0)
 pieces = []
@@ -176,13 +180,22 @@ for chunk in client.chat.completions.create(model="fake-model", messages=[{"role
     if chunk.choices and chunk.choices[0].delta.content:
         pieces.append(chunk.choices[0].delta.content)
 print(json.dumps({"chunks": len(pieces), "text": "".join(pieces)}))
-'''
+"""
 
 
 def _write_scripts(folder: Path) -> None:
-    scripts = {"probe.py": PROBE, "write_probe.py": WRITE_PROBE, "signal_probe.py": SIGNAL_PROBE, "daemon.py": DAEMON,
-               "find_marker.py": FIND_MARKER, "fork_bomb.py": FORK_BOMB, "memory_hog.py": MEMORY_HOG, "flood.py": FLOOD,
-               "disk_fill.py": DISK_FILL, "stream.py": STREAM}
+    scripts = {
+        "probe.py": PROBE,
+        "write_probe.py": WRITE_PROBE,
+        "signal_probe.py": SIGNAL_PROBE,
+        "daemon.py": DAEMON,
+        "find_marker.py": FIND_MARKER,
+        "fork_bomb.py": FORK_BOMB,
+        "memory_hog.py": MEMORY_HOG,
+        "flood.py": FLOOD,
+        "disk_fill.py": DISK_FILL,
+        "stream.py": STREAM,
+    }
     for name, text in scripts.items():
         (folder / name).write_text(textwrap.dedent(text))
     (folder / "submission.yaml").write_text("version: 1\n")
@@ -241,9 +254,16 @@ def test_only_loopback_and_no_route_off_the_machine(box: Sandbox) -> None:
 def test_hidden_material_is_unreadable(box: Sandbox, host: dict[str, Path]) -> None:
     grader_init = Path(grader.__file__).resolve()
     checkout = grader_init.parent.parent
-    paths = [str(grader_init), "/tmp/.h/kit/grader/__init__.py", "/tmp/.h/submission/probe.py",
-             str(host["root"] / "submissions/other/secret.txt"), str(host["root"] / "out/secret.txt"),
-             str(checkout / "tests" / "rooms" / "sandbox" / "test_sandbox.py"), str(checkout / "pyproject.toml"), "/root/.bash_history"]
+    paths = [
+        str(grader_init),
+        "/tmp/.h/kit/grader/__init__.py",
+        "/tmp/.h/submission/probe.py",
+        str(host["root"] / "submissions/other/secret.txt"),
+        str(host["root"] / "out/secret.txt"),
+        str(checkout / "tests" / "rooms" / "sandbox" / "test_sandbox.py"),
+        str(checkout / "pyproject.toml"),
+        "/root/.bash_history",
+    ]
     seen = run_json(box, ["probe.py", *paths])
     assert not any(v.startswith("READ") for v in seen.values()), seen
     assert seen["/tmp/.h/kit/grader/__init__.py"] == "PermissionError"
@@ -256,8 +276,16 @@ def test_hidden_material_is_unreadable(box: Sandbox, host: dict[str, Path]) -> N
 
 def test_nothing_is_writable_outside_the_box(box: Sandbox) -> None:
     fake_dir = Path(grader.__file__).resolve().parent.parent / "fake_server"
-    targets = ["/usr/x", "/etc/x", "/x", f"{fake_dir}/x.py", f"{sys.prefix}/x", "/tmp/.h/x", "/proc/sys/kernel/x",
-               "/dev/shm/x"]
+    targets = [
+        "/usr/x",
+        "/etc/x",
+        "/x",
+        f"{fake_dir}/x.py",
+        f"{sys.prefix}/x",
+        "/tmp/.h/x",
+        "/proc/sys/kernel/x",
+        "/dev/shm/x",
+    ]
     seen = run_json(box, ["write_probe.py", *targets, "/tmp/work/mine.txt", "/tmp/home/mine.txt"])
     assert {t: seen[t] for t in targets if seen[t] == "WROTE"} == {}
     assert seen["/tmp/work/mine.txt"] == seen["/tmp/home/mine.txt"] == "WROTE"
@@ -339,9 +367,18 @@ def test_a_candidate_streams_from_a_server_and_the_ledger_shows_it(box: Sandbox)
         assert len(records) == 1 and records[0]["stream"] is True
         assert records[0]["completion_tokens"] == seen["chunks"] > 0
 
-        reply = box.http("POST", server["base_url"] + "/chat/completions", stream=True, timeout_s=20,
-                         json={"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5,
-                               "stream": True})
+        reply = box.http(
+            "POST",
+            server["base_url"] + "/chat/completions",
+            stream=True,
+            timeout_s=20,
+            json={
+                "model": "fake-model",
+                "messages": [{"role": "user", "content": "hi"}],
+                "max_tokens": 5,
+                "stream": True,
+            },
+        )
         assert reply["status"] == 200 and reply["error"] is None
         assert reply["events"][-1][1] == "[DONE]"
         times = [t for t, _ in reply["events"]]
@@ -424,9 +461,14 @@ def test_waiting_for_a_port_ends_when_the_command_that_was_to_listen_is_gone(box
 
 
 def test_files_come_back_only_from_the_work_folder(box: Sandbox) -> None:
-    result = box.run(["true"], timeout_s=10, files_back=["results/keep.json", "results/escape.json", "results/none.json"])
-    assert result.files == {"results/keep.json": '{"kept": true}\n', "results/escape.json": None,
-                            "results/none.json": None}
+    result = box.run(
+        ["true"], timeout_s=10, files_back=["results/keep.json", "results/escape.json", "results/none.json"]
+    )
+    assert result.files == {
+        "results/keep.json": '{"kept": true}\n',
+        "results/escape.json": None,
+        "results/none.json": None,
+    }
 
 
 def test_bad_requests_are_errors_and_the_sandbox_lives_on(box: Sandbox) -> None:
@@ -448,7 +490,7 @@ def _sandbox_cgroups() -> list[str]:
     for fstype, root, mount, options in _mounts():
         for controller in ("pids", "memory", ""):
             if (controller in options or (fstype == "cgroup2" and controller == "")) and controller in own:
-                rel = own[controller][len(root):] if root != "/" else own[controller]
+                rel = own[controller][len(root) :] if root != "/" else own[controller]
                 folder = Path(mount) / rel.lstrip("/")
                 if folder.is_dir():
                     found += [str(p) for p in folder.glob(f"grader-sandbox-{os.getpid()}-*")]
@@ -492,8 +534,10 @@ def test_nothing_is_left_after_the_context_exits(host: dict[str, Path]) -> None:
             time.sleep(0.05)
         if _outer_hits("leftover-marker-55") == 0:  # say what the daemon's parent printed, if it never showed
             ended = sandbox.stop(handle)
-            pytest.fail(f"no daemon after 20 s: exit {ended.exit_code}, {ended.killed}, "
-                        f"out {ended.stdout_tail!r}, err {ended.stderr_tail!r}")
+            pytest.fail(
+                f"no daemon after 20 s: exit {ended.exit_code}, {ended.killed}, "
+                f"out {ended.stdout_tail!r}, err {ended.stderr_tail!r}"
+            )
         del handle  # closed without stopping it: close() must end it anyway
         inside = _descendants(bwrap_pid)
         assert len(inside) >= 3  # bwrap's init, the harness, the daemon at least
@@ -513,19 +557,30 @@ def test_unsandboxed_mode_says_so_and_cleans_up(host: dict[str, Path]) -> None:
 
 
 def test_run_result_round_trips() -> None:
-    result = RunResult(exit_code=0, timed_out=False, killed=None, stdout_tail="a", stderr_tail="", stdout_bytes=1,
-                       stderr_bytes=0, wall_s=0.1)
+    result = RunResult(
+        exit_code=0,
+        timed_out=False,
+        killed=None,
+        stdout_tail="a",
+        stderr_tail="",
+        stdout_bytes=1,
+        stderr_bytes=0,
+        wall_s=0.1,
+    )
     assert RunResult.from_dict(result.to_dict()) == result and result.ok
 
 
 def test_injected_files_and_env_are_all_the_candidate_gets(box: Sandbox) -> None:
     os.environ["SANDBOX_OUTER_ONLY"] = SECRET
     try:
-        script = ("import os, plugin_probe; print(plugin_probe.VALUE, os.environ.get('GIVEN'), "
-                  "os.environ.get('SANDBOX_OUTER_ONLY'), os.environ['TMPDIR'], os.environ['HOME']); "
-                  "open(plugin_probe.__file__, 'a')")
-        result = box.run(["python", "-c", script], timeout_s=20, env={"GIVEN": "yes"},
-                         inject={"plugin_probe.py": "VALUE = 42\n"})
+        script = (
+            "import os, plugin_probe; print(plugin_probe.VALUE, os.environ.get('GIVEN'), "
+            "os.environ.get('SANDBOX_OUTER_ONLY'), os.environ['TMPDIR'], os.environ['HOME']); "
+            "open(plugin_probe.__file__, 'a')"
+        )
+        result = box.run(
+            ["python", "-c", script], timeout_s=20, env={"GIVEN": "yes"}, inject={"plugin_probe.py": "VALUE = 42\n"}
+        )
     finally:
         del os.environ["SANDBOX_OUTER_ONLY"]
     assert result.stdout_tail.split() == ["42", "yes", "None", "/tmp/tmp", "/tmp/home"]
@@ -536,8 +591,11 @@ def test_cpu_limit_and_a_dead_harness(host: dict[str, Path]) -> None:
     with Sandbox(host["submission"], limits=Limits(cpu_s=1)) as sandbox:
         result = sandbox.run(["python", "-c", "while True: pass"], timeout_s=30)
         assert result.killed == "cpu limit" and "cpu" in result.limits_hit and result.wall_s < 25
-        harness = [pid for pid in _descendants(sandbox._proc.pid)
-                   if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", b"grader.sandbox.harness"]]
+        harness = [
+            pid
+            for pid in _descendants(sandbox._proc.pid)
+            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", b"grader.sandbox.harness"]
+        ]
         assert len(harness) == 1
         os.kill(harness[0], signal.SIGKILL)
         with pytest.raises(SandboxError, match="ended unexpectedly|not running"):
@@ -549,8 +607,13 @@ def test_an_installed_wheel_hides_the_grader_inside_the_venv(tmp_path: Path) -> 
 
     site = tmp_path / "venv/lib/python3.11/site-packages"
     chart = site / "grader/_kit/chart"
-    kit = KitPaths(fake_server=site / "fake_server", grader=site / "grader", python_prefixes=(tmp_path / "venv",),
-                   python_bin=tmp_path / "venv/bin", extras=(chart,))
+    kit = KitPaths(
+        fake_server=site / "fake_server",
+        grader=site / "grader",
+        python_prefixes=(tmp_path / "venv",),
+        python_bin=tmp_path / "venv/bin",
+        extras=(chart,),
+    )
     argv = bwrap_argv("bwrap", kit, tmp_path / "sub", disk_bytes=1 << 20, cgroups={}, python="python")
     pairs = list(itertools.pairwise(argv))
     assert ("--ro-bind", str(tmp_path / "venv")) in pairs and ("--ro-bind", str(site / "fake_server")) not in pairs
@@ -574,10 +637,14 @@ def test_a_kit_installed_where_the_sandbox_makes_its_folders_is_refused_with_whe
         site = next(venv.glob("lib/python*/site-packages"))  # this kit's packages, as an editable install sees them
         (site / "kit.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
         (tmp_path / "sub").mkdir()
-        probe = (f"from grader.sandbox import Sandbox, SandboxRefused\n"
-                 f"try:\n    Sandbox({str(tmp_path / 'sub')!r}).open()\n"
-                 f"except SandboxRefused as exc:\n    print('REFUSED', exc)\n")
-        done = subprocess.run([str(venv / "bin" / "python"), "-c", probe], capture_output=True, text=True, timeout=60)
+        probe = (
+            f"from grader.sandbox import Sandbox, SandboxRefused\n"
+            f"try:\n    Sandbox({str(tmp_path / 'sub')!r}).open()\n"
+            f"except SandboxRefused as exc:\n    print('REFUSED', exc)\n"
+        )
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", probe], capture_output=True, text=True, timeout=60, check=False
+        )
     finally:
         shutil.rmtree(inject if made_inject else venv.parent, ignore_errors=True)
     assert done.stdout.startswith("REFUSED the kit lives at /tmp/inject/"), done.stdout + done.stderr
@@ -589,8 +656,7 @@ def test_only_the_stub_client_is_on_the_path_not_the_starters_skeleton_packages(
     sub = tmp_path / "sub"
     (sub / "loadgen").mkdir(parents=True)
     (sub / "loadgen" / "mine.py").write_text("X = 1\n")
-    probe = ("import api_client, loadgen\n"
-             "print(sorted(loadgen.__path__), api_client.__name__)\n")
+    probe = "import api_client, loadgen\nprint(sorted(loadgen.__path__), api_client.__name__)\n"
     with Sandbox(sub) as box:
         result = box.run(["python", "-c", probe], timeout_s=30)
     assert result.exit_code == 0, result.stderr_tail

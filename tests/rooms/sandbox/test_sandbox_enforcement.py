@@ -22,22 +22,29 @@ from grader.sandbox.enforcement import NOT_ENFORCED, Enforcement
 from grader.sandbox.protocol import Limits
 
 V1 = SandboxCgroups(1, {"pids": Path("/cg/pids/s"), "memory": Path("/cg/memory/s")}, ("pids", "memory"))
-V1_PIDS_ONLY = SandboxCgroups(1, {"pids": Path("/cg/pids/s")}, ("pids",), "cannot create /cg/memory/s (Permission denied)")
+V1_PIDS_ONLY = SandboxCgroups(
+    1, {"pids": Path("/cg/pids/s")}, ("pids",), "cannot create /cg/memory/s (Permission denied)"
+)
 V2_BARE = SandboxCgroups(2, {"unified": Path("/cg/s")}, (), "cgroup v2 has no pids or memory controller under /cg")
 NO_CGROUP = SandboxCgroups(why="cannot create /cg/pids/s (Read-only file system)")
 SWEEP = "a sweep of the candidate's uid"
 
 
-@pytest.mark.parametrize(("cgroups", "run_as", "rlimits", "processes", "memory", "cleanup"), [
-    (V1, 65534, True, "cgroup v1", "cgroup v1", "cgroup v1"),
-    (V1_PIDS_ONLY, 65534, True, "cgroup v1", "rlimit", "cgroup v1"),
-    (V2_BARE, 65534, True, "rlimit", "rlimit", "cgroup v2"),
-    (NO_CGROUP, 65534, True, "rlimit", "rlimit", SWEEP),
-    (NO_CGROUP, None, True, "none", "rlimit", "none"),  # not root: no uid of its own to count or sweep
-    (NO_CGROUP, 65534, False, "none", "none", SWEEP),  # no prlimit
-], ids=["v1", "v1-pids-only", "v2-no-controllers", "no-cgroup", "not-root", "no-prlimit"])
-def test_each_host_names_what_holds_each_limit(cgroups: SandboxCgroups, run_as: int | None, rlimits: bool,
-                                               processes: str, memory: str, cleanup: str) -> None:
+@pytest.mark.parametrize(
+    ("cgroups", "run_as", "rlimits", "processes", "memory", "cleanup"),
+    [
+        (V1, 65534, True, "cgroup v1", "cgroup v1", "cgroup v1"),
+        (V1_PIDS_ONLY, 65534, True, "cgroup v1", "rlimit", "cgroup v1"),
+        (V2_BARE, 65534, True, "rlimit", "rlimit", "cgroup v2"),
+        (NO_CGROUP, 65534, True, "rlimit", "rlimit", SWEEP),
+        (NO_CGROUP, None, True, "none", "rlimit", "none"),  # not root: no uid of its own to count or sweep
+        (NO_CGROUP, 65534, False, "none", "none", SWEEP),  # no prlimit
+    ],
+    ids=["v1", "v1-pids-only", "v2-no-controllers", "no-cgroup", "not-root", "no-prlimit"],
+)
+def test_each_host_names_what_holds_each_limit(
+    cgroups: SandboxCgroups, run_as: int | None, rlimits: bool, processes: str, memory: str, cleanup: str
+) -> None:
     enforcement = Enforcement(cgroups, run_as=run_as, rlimits=rlimits, isolated=True)
     holders = enforcement.holders()
     assert (holders["processes"], holders["memory"], holders["cleanup"]) == (processes, memory, cleanup)
@@ -96,8 +103,10 @@ def test_an_unmapped_candidate_uid_is_refused_in_one_line(monkeypatch: pytest.Mo
     assert "\n" not in why and "uid 65534 is not mapped in this user namespace (it maps uids 0)" in why
     assert "hostUsers: false" in why and "no candidate code was run" in why
     maps["gid"] = [(0, 0, 1), (5, 1005, 10)]
-    assert "uid and gid 65534 are not mapped in this user namespace (it maps uids 0 and gids 0, 5-14)" in \
-        userns.unmapped(65534)
+    assert (
+        "uid and gid 65534 are not mapped in this user namespace (it maps uids 0 and gids 0, 5-14)"
+        in userns.unmapped(65534)
+    )
 
 
 def test_v2_controllers_are_used_only_where_the_parent_offers_them(tmp_path: Path) -> None:

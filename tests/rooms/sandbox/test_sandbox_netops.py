@@ -48,8 +48,7 @@ def _events(writes: list[bytes]) -> list[str]:
 
 
 def test_every_line_ending_and_a_line_end_split_between_writes() -> None:
-    writes = [b"data: {\"a\": 1}\r\n\r\n", b"data:{\"b\": 2}\r", b"\r", b"data: {\"c\": 3}\r", b"\n\r\n",
-              b"data: [DONE]\n\n"]
+    writes = [b'data: {"a": 1}\r\n\r\n', b'data:{"b": 2}\r', b"\r", b'data: {"c": 3}\r', b"\n\r\n", b"data: [DONE]\n\n"]
     assert _events(writes) == ['{"a": 1}', '{"b": 2}', '{"c": 3}', "[DONE]"]
 
 

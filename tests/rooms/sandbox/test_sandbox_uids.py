@@ -30,10 +30,19 @@ def test_two_leases_differ_and_a_released_uid_is_leased_again(tmp_path: Path) ->
 def test_a_lease_held_by_another_process_is_not_given(tmp_path: Path) -> None:
     """The lock is what graders in separate processes agree on."""
     held = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from pathlib import Path; from grader.sandbox import uids; "
-         f"lease = uids.lease(lambda uid: '', locks=Path({str(tmp_path)!r})); print(lease.uid, flush=True); "
-         "sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys; from pathlib import Path; from grader.sandbox import uids; "
+                f"lease = uids.lease(lambda uid: '', locks=Path({str(tmp_path)!r})); print(lease.uid, flush=True); "
+                "sys.stdin.read()"
+            ),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert held.stdout is not None
         theirs = int(held.stdout.readline())

@@ -23,15 +23,18 @@ def test_a_yaml_error_names_the_file_and_line_and_numbers_read_as_a_person_means
     assert read_yaml(path) == {"rel": 0.005, "abs_s": 0.025, "name": "1e3x"}
 
 
-@pytest.mark.parametrize(("text", "reads"), [
-    (f"---\n{GOOD}---\n# Memo\n", True),
-    (f"\ufeff---\n{GOOD}---\n# Memo\n", True),  # a byte-order mark before the fence
-    (f"---  \n{GOOD}---\t\n# Memo\n", True),  # trailing blanks on the fences
-    ("---\n---\n# Memo\n", False),  # empty front matter
-    (f"  ---\n{GOOD}---\n# Memo\n", False),  # an indented fence is no fence
-    (f"---\n{GOOD}  ---\n# Memo\n", False),  # nor is an indented closing one
-    ("---\n- a\n- b\n---\n", False),  # not a mapping
-])
+@pytest.mark.parametrize(
+    ("text", "reads"),
+    [
+        (f"---\n{GOOD}---\n# Memo\n", True),
+        (f"\ufeff---\n{GOOD}---\n# Memo\n", True),  # a byte-order mark before the fence
+        (f"---  \n{GOOD}---\t\n# Memo\n", True),  # trailing blanks on the fences
+        ("---\n---\n# Memo\n", False),  # empty front matter
+        (f"  ---\n{GOOD}---\n# Memo\n", False),  # an indented fence is no fence
+        (f"---\n{GOOD}  ---\n# Memo\n", False),  # nor is an indented closing one
+        ("---\n- a\n- b\n---\n", False),  # not a mapping
+    ],
+)
 def test_contract_and_grade_agree_on_what_a_front_matter_is(tmp_path: Path, text: str, reads: bool) -> None:
     memo = tmp_path / "MEMO.md"
     memo.write_text(text, encoding="utf-8")
