@@ -21,6 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "pods.json"
+POD_TESTS = "test_pods.py"  # the tests that run pods; the checks beside them run in every `make test`
 
 
 def _real() -> bool:
@@ -49,7 +50,7 @@ def _commit() -> str:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """A real run that collected pod tests starts a new result."""
-    if _real() and any("pods" in item.path.parts for item in session.items):
+    if _real() and any(item.path.name == POD_TESTS for item in session.items):
         RESULTS.unlink(missing_ok=True)
         record(
             command="make test-image",
@@ -65,7 +66,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()
-    if not _real() or "pods" not in item.path.parts or not RESULTS.is_file():
+    if not _real() or item.path.name != POD_TESTS or not RESULTS.is_file():
         return
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         known = json.loads(RESULTS.read_text())
