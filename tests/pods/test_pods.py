@@ -36,6 +36,7 @@ import images
 import pod
 import pytest
 import yaml
+from grader_cli import run_grader
 from pod_results import record as _record
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hostile"))
@@ -79,17 +80,6 @@ def _unexpected_writes(changed: list[str]) -> list[str]:
     return [path for path in changed if path not in POD_CHANGES]
 
 
-def _grader(*args: object, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "grader.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        cwd=ROOT,
-    )
-
-
 @pytest.fixture(scope="module")
 def image() -> str:
     if why := images.unusable():
@@ -125,7 +115,7 @@ def _reports_volume(folder: Path) -> Path:
 
 
 def _emit(round_dir: Path, job_file: Path, *extra: str) -> dict[str, Any]:
-    done = _grader(
+    done = run_grader(
         "grade-many",
         round_dir,
         "--emit-k8s-job",
@@ -248,12 +238,14 @@ def test_the_jobs_pods_grade_a_round_as_a_local_grade_many_does(image: str, scra
     assert {r.pod.name: _unexpected_writes(r.changed) for r in ran} == {r.pod.name: [] for r in ran}
 
     merged = scratch / "merged"
-    done = _grader("grade-many", "--merge", reports, "--out", merged)
+    done = run_grader("grade-many", "--merge", reports, "--out", merged)
     assert done.returncode == 0, done.stderr
     local = scratch / "local"
     started = time.monotonic()
     # one exam: the local round is graded at the seed the Job gives every pod (a round draws its own otherwise)
-    done = _grader("grade-many", round_dir, "--out", local, "--jobs", "1", "--seed", expect.job_seed(job), timeout=1800)
+    done = run_grader(
+        "grade-many", round_dir, "--out", local, "--jobs", "1", "--seed", expect.job_seed(job), timeout=1800
+    )
     local_s = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     from_pods, from_here = (merged / "grades.csv").read_text(), (local / "grades.csv").read_text()

@@ -8,11 +8,10 @@ that probes /health, yet did not ask it while the grader waited for the probe to
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from grader_cli import run_grader
 from kit_paths import ROOT
 
 from grader.criteria.busy import busy_from_ledgers
@@ -66,23 +65,8 @@ def _starved_probe(tmp_path: Path) -> Path:
 def test_a_probe_that_never_saw_the_503_makes_the_case_inconclusive_not_a_wrong_pass(tmp_path: Path) -> None:
     folder = _starved_probe(tmp_path)
     out = tmp_path / "report"
-    grader = Path(sys.executable).parent / "grader"
-    done = subprocess.run(
-        [
-            str(grader),
-            "grade",
-            "--seed",
-            "0",
-            str(folder),
-            "--out",
-            str(out),
-            "--only",
-            "gateway.require-local-unhealthy",
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    done = run_grader(
+        "grade", "--seed", "0", folder, "--out", out, "--only", "gateway.require-local-unhealthy", timeout=300
     )
     assert done.returncode == 0, done.stderr[-2000:]
     (test,) = [

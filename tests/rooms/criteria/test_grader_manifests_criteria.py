@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+from grader_cli import run_grader
 from kit_paths import ROOT
 
 from grader.kit.chaff import materialize
@@ -21,26 +20,7 @@ def test_every_checklist_item_is_a_rubric_line() -> None:
 
 def test_a_literal_token_loses_only_its_line(tmp_path: Path) -> None:
     chaff = materialize(ROOT / "submissions" / "chaff" / "manifests-literal-hf-token", tmp_path / "chaff")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "grader.cli",
-            "grade",
-            "--seed",
-            "0",
-            str(chaff),
-            "--out",
-            str(tmp_path / "out"),
-            "--only",
-            "manifests",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_grader("grade", "--seed", "0", chaff, "--out", tmp_path / "out", "--only", "manifests", timeout=300)
     assert done.returncode == 0, done.stderr
     tests = {t["name"].split(":")[0]: t for t in json.loads((tmp_path / "out" / "report.json").read_text())["tests"]}
     lost = sorted(k for k, t in tests.items() if t["extra_data"]["status"] != "passed")  # points or not

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from grader_cli import run_grader
 from kit_paths import ROOT
 from recorded import FIXTURES
 
@@ -210,25 +211,7 @@ def test_a_memo_that_shows_its_arithmetic_and_a_users_share_keeps_full_memo_mark
         check=False,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    graded = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "grader.cli",
-            "grade",
-            "--seed",
-            "0",
-            str(submission),
-            "--only",
-            "memo",
-            "--out",
-            str(tmp_path / "report"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    graded = run_grader("grade", "--seed", "0", submission, "--only", "memo", "--out", tmp_path / "report", timeout=120)
     assert graded.returncode == 0, graded.stdout + graded.stderr
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     memo_ids = {c.id for c in load_rubric().criteria if c.deliverable == "memo"}

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from grader_cli import run_grader
 from kit_paths import ROOT
 from recorded import FIXTURES
 
@@ -97,26 +98,7 @@ def test_a_two_gpu_replica_and_stated_conventions() -> None:
 
 
 def _grade(folder: Path, out: Path) -> dict[str, dict[str, object]]:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "grader.cli",
-            "grade",
-            "--seed",
-            "0",
-            str(folder),
-            "--out",
-            str(out),
-            "--only",
-            "sizing",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_grader("grade", "--seed", "0", folder, "--out", out, "--only", "sizing", timeout=300)
     assert done.returncode == 0, done.stderr
     report = json.loads((out / "report.json").read_text())
     return {t["name"].split(":")[0]: t for t in report["tests"]}

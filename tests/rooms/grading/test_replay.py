@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from grader_cli import run_grader
 from recorded import FIXTURES, ROOT
 
 from grader.grading.replay import SPREAD, failing_in, failing_runs, is_variant, on_runs_of, replay
@@ -137,27 +138,8 @@ def test_the_by_hand_commands_reproduce_the_scenario(tmp_path):
 def test_a_report_folder_replays_what_it_failed(tmp_path):
     folder = materialize(CHAFF["cut-ok"].path, tmp_path / "chaff")
     out = tmp_path / "graded"
-    graded = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "grader.cli",
-            "grade",
-            "--seed",
-            "0",
-            str(folder),
-            "--out",
-            str(out),
-            "--only",
-            "loadgen.cut",
-            "--only",
-            "loadgen.runs",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    graded = run_grader(
+        "grade", "--seed", "0", folder, "--out", out, "--only", "loadgen.cut", "--only", "loadgen.runs", timeout=300
     )
     assert graded.returncode == 0, graded.stderr
     report = json.loads((out / "report.json").read_text())
@@ -203,23 +185,7 @@ def test_a_report_folder_replays_a_criterion_on_the_runs_that_failed_it(tmp_path
     )
     assert rejudged.returncode == 0, rejudged.stderr
     failed_there = failing_runs(RecordBook.read(report / "runs"), RUBRIC, "loadgen.summary")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "grader.cli",
-            "replay",
-            str(report),
-            "loadgen.summary",
-            "--out",
-            str(tmp_path / "again"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_grader("replay", report, "loadgen.summary", "--out", tmp_path / "again", timeout=300)
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith("FAILED 0/") and "scenario cut: reported" in done.stdout
     replayed = RecordBook.read(tmp_path / "again" / "runs").records.values()
@@ -347,27 +313,8 @@ def test_a_candidate_facing_report_names_no_hidden_scenario(tmp_path):
     override.write_text("rubric: 1\ncriteria:\n  loadgen.role-chunk: {visibility: hidden}\n")
     folder = materialize(CHAFF["ttft-from-role-chunk"].path, tmp_path / "chaff")
     out = tmp_path / "graded"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "grader.cli",
-            "grade",
-            "--seed",
-            "0",
-            str(folder),
-            "--out",
-            str(out),
-            "--only",
-            "loadgen.role-chunk",
-            "--rubric",
-            str(override),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    done = run_grader(
+        "grade", "--seed", "0", folder, "--out", out, "--only", "loadgen.role-chunk", "--rubric", override, timeout=300
     )
     assert done.returncode == 0, done.stderr
     text = (out / "report.json").read_text()

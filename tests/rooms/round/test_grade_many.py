@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from grader_cli import run_grader
 from kit_paths import ROOT
 
 from grader.kit.chaff import materialize, read_chaff
@@ -27,17 +28,6 @@ WEIGHTS = {
     c["id"]: float(c["weight"]) for c in yaml.safe_load((ROOT / "grader" / "rubric.yaml").read_text())["criteria"]
 }
 SELECTED = [cid for cid in WEIGHTS if cid.startswith(("manifests.", "sizing."))]
-
-
-def _grader(*args: object, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "grader.cli", *map(str, args)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +82,7 @@ def test_grade_many_ranks_resumes_after_a_kill_and_keeps_finished_grades(round_d
     assert not (out / "grades.csv").exists()
     stamps = {n: _stamp(out / n) for n in done_before}
 
-    second = _grader("grade-many", round_dir, "--out", out, "--jobs", "2", *ONLY)
+    second = run_grader("grade-many", round_dir, "--out", out, "--jobs", "2", *ONLY)
     assert second.returncode == 0, second.stderr
     assert f"{len(names) - len(done_before)} to grade, {len(done_before)} finished grades kept" in second.stderr
     for name in done_before:
@@ -129,18 +119,20 @@ def test_finished_grades_are_kept_only_for_the_same_criteria_and_seed(round_dir:
     """A round's seed is drawn for it, kept in round.json and written in every report and in grades.csv; the
     round resumed keeps it, and another seed for the same round is refused (it would be two exams)."""
     out = tmp_path / "grades"
-    done = _grader("grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests")
+    done = run_grader("grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests")
     assert done.returncode == 0, done.stderr
     seed = json.loads((out / "round.json").read_text())["seed"]
     assert f"the round's seed: {seed}" in done.stderr
     assert json.loads((out / "manifests-no-gpu" / "report.json").read_text())["extra_data"]["kit"]["seed"] == seed
     assert [r["seed"] for r in _rows(out)] == [str(seed)]
-    refused = _grader(
+    refused = run_grader(
         "grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests", "--seed", seed + 1
     )
     assert refused.returncode == 2 and f"graded at seed {seed}" in refused.stderr
     other = tmp_path / "another-round"
-    assert _grader("grade-many", round_dir / "manifests-no-gpu", "--out", other, "--only", "manifests").returncode == 0
+    assert (
+        run_grader("grade-many", round_dir / "manifests-no-gpu", "--out", other, "--only", "manifests").returncode == 0
+    )
     assert json.loads((other / "round.json").read_text())["seed"] != seed, "each round draws its own exam"
     folder = out / "manifests-no-gpu"
     manifests = [c for c in SELECTED if c.startswith("manifests.")]
@@ -148,9 +140,9 @@ def test_finished_grades_are_kept_only_for_the_same_criteria_and_seed(round_dir:
     assert not finished(folder, criteria=manifests, seed=seed + 1)
     assert not finished(folder, criteria=SELECTED, seed=seed)
     stamp = _stamp(folder)
-    again = _grader("grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests")
+    again = run_grader("grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests")
     assert "0 to grade, 1 finished grades kept" in again.stderr and _stamp(folder) == stamp
-    forced = _grader("grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests", "--force")
+    forced = run_grader("grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests", "--force")
     assert forced.returncode == 0 and "1 to grade, 0 finished grades kept" in forced.stderr
     assert _stamp(folder)[1] != stamp[1]
     (folder / "report.html").unlink()  # a grade cut short between two report files is not finished
@@ -167,7 +159,7 @@ def test_submissions_are_found_by_folder_archive_and_round(round_dir: Path, tmp_
     (tmp_path / "empty").mkdir()
     no_yaml = find_submissions([tmp_path / "empty"])  # a folder with nothing in it is one (broken) submission
     assert [e.name for e in no_yaml] == ["empty"]
-    bad = _grader("grade-many", tmp_path / "missing", "--out", tmp_path / "o")
+    bad = run_grader("grade-many", tmp_path / "missing", "--out", tmp_path / "o")
     assert bad.returncode == 2 and "missing: no such file or folder" in bad.stderr and "Traceback" not in bad.stderr
 
 
@@ -175,14 +167,14 @@ def test_submissions_are_found_by_folder_archive_and_round(round_dir: Path, tmp_
 @pytest.mark.rotating(37)
 def test_human_score_folds_points_into_the_report_and_the_summary(tmp_path: Path) -> None:
     out = tmp_path / "grades"
-    done = _grader("grade-many", SUBMISSIONS / "reference", "--out", out, "--only", "memo.front-matter")
+    done = run_grader("grade-many", SUBMISSIONS / "reference", "--out", out, "--only", "memo.front-matter")
     assert done.returncode == 0, done.stderr
     report = out / "reference" / "report.json"
     before = json.loads(report.read_text())
     checklist = before["extra_data"]["human"]["checklist"]
     assert len(checklist) >= 2 and all(item["score"] is None for item in checklist)
 
-    scored = _grader("human-score", report, "human.1=2/3", f"{checklist[1]['item']}=1.5/2")
+    scored = run_grader("human-score", report, "human.1=2/3", f"{checklist[1]['item']}=1.5/2")
     assert scored.returncode == 0, scored.stderr
     after = json.loads(report.read_text())
     assert after["score"] == pytest.approx(before["score"] + 2 + 1.5)
@@ -190,7 +182,7 @@ def test_human_score_folds_points_into_the_report_and_the_summary(tmp_path: Path
     assert [(i["score"], i["max_score"]) for i in after["extra_data"]["human"]["checklist"][:2]] == [(2, 3), (1.5, 2)]
     assert after["extra_data"]["human"]["applied"] is True
 
-    merged = _grader("grade-many", "--merge", out, "--out", out)
+    merged = run_grader("grade-many", "--merge", out, "--out", out)
     assert merged.returncode == 0, merged.stderr
     row = _rows(out)[0]
     assert float(row["human_score"]) == pytest.approx(3.5)
@@ -204,10 +196,10 @@ def test_human_score_folds_points_into_the_report_and_the_summary(tmp_path: Path
         ("human.99=1/1", "no checklist item 'human.99'"),
         ("human.1=nan/3", "finite"),
     ]:
-        failed = _grader("human-score", report, bad)
+        failed = run_grader("human-score", report, bad)
         assert failed.returncode == 1, (bad, failed.stderr)
         lines = failed.stderr.strip().splitlines()
         assert len(lines) == 1 and why in lines[0], (bad, failed.stderr)
     assert json.loads(report.read_text()) == after  # a refused score changes nothing
-    missing = _grader("human-score", tmp_path / "nope.json", "human.1=1/1")
+    missing = run_grader("human-score", tmp_path / "nope.json", "human.1=1/1")
     assert missing.returncode == 1 and "no such file" in missing.stderr

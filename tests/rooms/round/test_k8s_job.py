@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from grader_cli import run_grader
 from kit_paths import ROOT, TESTS
 
 from grader.grading.archive import MAX_BYTES
@@ -30,18 +31,6 @@ from expect import job_seed, job_submissions
 
 SUBMISSIONS = ROOT / "submissions"
 NAMES = ["manifests-no-gpu", "manifests-pdb-no-selector", "reference"]  # sorted: index order
-
-
-def _grader(*args: object, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "grader.cli", *map(str, args)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env=env,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +45,7 @@ def round_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def job(round_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     path = tmp_path_factory.mktemp("job") / "job.yaml"
-    done = _grader(
+    done = run_grader(
         "grade-many",
         round_dir,
         "--emit-k8s-job",
@@ -84,7 +73,7 @@ def test_the_emitted_job_is_indexed_and_validates_offline(job: tuple[Path, dict]
     assert container["args"][-len(NAMES) :] == [f"/submissions/{n}" for n in NAMES]
     assert "$(JOB_COMPLETION_INDEX)" in container["args"]
     # The kit's own checker, as a user runs it: strict schema validation of batch/v1 Job passes.
-    checked = _grader("manifests", path, "--format", "json")
+    checked = run_grader("manifests", path, "--format", "json")
     report = json.loads(checked.stdout)
     schema = next(c for c in report["checks"] if c["id"] == "schema-valid")
     assert all(f["passed"] for f in schema["findings"]) and schema["findings"], schema
@@ -154,7 +143,7 @@ def test_an_invalid_job_is_caught_by_the_same_check(job: tuple[Path, dict], tmp_
     problems = check_job(broken)
     assert problems and any("completion" in p for p in problems), problems
     assert check_job(path) == []
-    bad = _grader(
+    bad = run_grader(
         "grade-many", SUBMISSIONS / "reference", "--emit-k8s-job", tmp_path / "j.yaml", "--job-name", "Round_7"
     )
     assert bad.returncode == 2 and "job-name 'Round_7': must be a DNS label" in bad.stderr
@@ -176,7 +165,7 @@ def test_each_index_grades_its_submission_and_merge_builds_the_csv(
             reports.as_posix() if a == "/reports" else re.sub(r"^/submissions", volumes["/submissions"], a)
             for a in argv
         ]
-        done = _grader(*argv)
+        done = run_grader(*argv)
         assert done.returncode == 0, done.stderr
         assert f"{NAMES[index]}: graded" in done.stdout
         assert not (reports / "grades.csv").exists()  # a pod writes its report folder only
@@ -184,7 +173,7 @@ def test_each_index_grades_its_submission_and_merge_builds_the_csv(
     assert [p.name for p in node_b.iterdir() if not p.name.startswith(".")] == NAMES[2:]
 
     merged = tmp_path / "merged"
-    done = _grader("grade-many", "--merge", node_a, node_b, "--out", merged)
+    done = run_grader("grade-many", "--merge", node_a, node_b, "--out", merged)
     assert done.returncode == 0, done.stderr
     # One exam: every pod graded at the seed the Job gives it, and the merged grades.csv is byte for byte what a
     # local grade-many of the round at that seed writes (what the pod test, `make test-image`, holds the pods to).
@@ -197,7 +186,7 @@ def test_each_index_grades_its_submission_and_merge_builds_the_csv(
     } == {seed}
     assert job_submissions(data) == NAMES
     local = tmp_path / "local"
-    done = _grader("grade-many", round_dir, "--out", local, "--only", "manifests", "--jobs", "1", "--seed", seed)
+    done = run_grader("grade-many", round_dir, "--out", local, "--only", "manifests", "--jobs", "1", "--seed", seed)
     assert done.returncode == 0, done.stderr
     assert (merged / "grades.csv").read_text() == (local / "grades.csv").read_text()
     with (merged / "grades.csv").open(newline="") as f:
@@ -213,9 +202,9 @@ def test_each_index_grades_its_submission_and_merge_builds_the_csv(
         assert (merged / name / "report.html").is_file()
         assert f'href="{name}/report.html"' in (merged / "index.html").read_text()
 
-    missing = _grader("grade-many", "--merge", node_a, node_a / "reference", "--out", merged)  # node_a has none
+    missing = run_grader("grade-many", "--merge", node_a, node_a / "reference", "--out", merged)  # node_a has none
     assert missing.returncode == 2 and "reference: no such folder" in missing.stderr
-    duplicate = _grader("grade-many", "--merge", node_a, node_a / NAMES[0], "--out", tmp_path / "m2")
+    duplicate = run_grader("grade-many", "--merge", node_a, node_a / NAMES[0], "--out", tmp_path / "m2")
     assert duplicate.returncode == 2 and f"two report folders named {NAMES[0]!r}" in duplicate.stderr
 
 
@@ -267,7 +256,9 @@ def test_the_kit_the_image_copies_grades_without_submissions(round_dir: Path, tm
     assert not (kit / "submissions").exists()
     env = {**os.environ, "PYTHONPATH": str(kit)}
     out = tmp_path / "out"
-    done = _grader("grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests", cwd=kit, env=env)
+    done = run_grader(
+        "grade-many", round_dir / "manifests-no-gpu", "--out", out, "--only", "manifests", cwd=kit, env=env
+    )
     assert done.returncode == 0, done.stderr
     kit_data = json.loads((out / "manifests-no-gpu" / "report.json").read_text())["extra_data"]["kit"]
     assert kit_data["rubric"].startswith(str(kit))  # graded by the copy, not by this checkout
@@ -277,7 +268,6 @@ def test_the_kit_the_image_copies_grades_without_submissions(round_dir: Path, tm
 
 
 def test_the_command_line_asks_for_privilege_and_a_runtime_class_explicitly(tmp_path: Path) -> None:
-    import subprocess
     import sys
 
     subs = tmp_path / "subs"

@@ -5,27 +5,15 @@ and a Job whose one pod would read its lone submission as a round is refused whe
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 import yaml
+from grader_cli import run_grader
 from kit_paths import ROOT
 
 from grader.round.many import Entry, ManyError, check_job_order, find_submissions, pick, pod_entries
-
-
-def _grader(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "grader.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=ROOT,
-    )
 
 
 @pytest.fixture
@@ -49,7 +37,7 @@ def round_dir(tmp_path: Path) -> Path:
 def _job_paths(round_dir: Path, tmp_path: Path) -> list[Path]:
     """The emitted Job's submission paths, as they are found on this machine (the volume is the round folder)."""
     job_file = tmp_path / "job.yaml"
-    done = _grader("grade-many", round_dir, "--emit-k8s-job", job_file)
+    done = run_grader("grade-many", round_dir, "--emit-k8s-job", job_file)
     assert done.returncode == 0, done.stderr
     args = yaml.safe_load(job_file.read_text())["spec"]["template"]["spec"]["containers"][0]["args"]
     listed = args[args.index("--") + 1 :]
@@ -77,7 +65,7 @@ def test_the_command_line_grades_the_same_submission_both_ways(round_dir: Path, 
     paths = _job_paths(round_dir, tmp_path)
     said = []
     for name, arguments in (("folder", [round_dir]), ("list", ["--", *paths])):
-        done = _grader(
+        done = run_grader(
             "grade-many", "--out", tmp_path / name, "--index", 2, "--only", "manifests.schema-valid", *arguments
         )
         assert done.returncode == 0, done.stderr

@@ -7,25 +7,17 @@ from __future__ import annotations
 import csv
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from kit_paths import ROOT
+from grader_cli import run_grader
 from round_builder import CODE_FOLDERS, Member, build_round
 
 THRESHOLD = 0.5
 
 
 def _grader(*args: object, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "grader.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=timeout,
-        check=False,
-    )
+    done = run_grader(*args, timeout=timeout)
     assert done.returncode == 0, done.stderr
     return done
 
