@@ -13,6 +13,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.rubric.draws import fill
 from grader.shared.contracts import LATEST
 
 __all__ = [
@@ -201,9 +202,18 @@ class GatewayPlan:
         }
 
 
+def _told(raw: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """A case with its `what` stating its own settings and the config's (`{local_faults.0.seconds}`,
+    `{config.local.timeouts.first_byte_s}`): an edition that moves them moves the text too."""
+    try:
+        return {**raw, "what": fill(raw["what"], {**raw, "config": data["config"], "servers": data["servers"]})}
+    except (KeyError, IndexError, TypeError) as exc:
+        raise PlanError(f"cases.{raw.get('name')}.what: names no setting of the case or config ({exc})") from None
+
+
 def read_plan(data: dict[str, Any]) -> GatewayPlan:
     """The plan from the rubric's `gateway:` block (already schema-checked), with the cross-checks a schema cannot make."""
-    cases = tuple(Case.from_dict(raw) for raw in data["cases"])
+    cases = tuple(Case.from_dict(_told(raw, data)) for raw in data["cases"])
     names = [c.name for c in cases]
     if twice := sorted({n for n in names if names.count(n) > 1}):
         raise PlanError(f"cases: {twice[0]!r} appears twice")

@@ -16,9 +16,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from grader.rubric.draws import fill
+from grader.rubric.editions import EditionError, with_edition
+from grader.rubric.files import DEFAULT_RUBRIC
 from grader.rubric.gateway_plan import GatewayPlan, PlanError, read_plan
 from grader.rubric.sizing_plan import SizingPlan
-from grader.shared.contracts import LATEST, supported
+from grader.shared.contracts import DEFAULT_EDITION, LATEST, supported
 from grader.shared.kit_files import schemas_dir
 from grader.shared.schema_words import schema_problems
 from grader.shared.yaml_files import YamlError, read_yaml
@@ -37,8 +40,6 @@ __all__ = [
 
 #: Each section's time limits, by name (the rubric's `limits:`; schemas/grader/rubric.schema.json says which).
 TimeLimits = dict[str, dict[str, float]]
-
-DEFAULT_RUBRIC = Path(__file__).resolve().parents[1] / "rubric.yaml"
 
 
 class CheckNeeds(Protocol):
@@ -162,12 +163,25 @@ class Rubric:
     sizing: SizingPlan  # the public input sets (a grade adds the unseen ones)
     criteria: tuple[Criterion, ...]
     contract: int = LATEST  # the contract version whose brief these criteria, scenarios and cases follow
+    edition: str = DEFAULT_EDITION  # whose published numbers it holds (grader/rubric/editions.py)
+    # the override and the checks it was loaded with, to load it again in another edition
+    loaded_with: tuple[Path | None, Mapping[str, CheckNeeds] | None] = field(default=(None, None), compare=False)
 
     def for_grade(self, index: Mapping[str, Any]) -> Rubric:
-        """The rubric as the brief a recorded grade followed has it: its run index's edition names the contract (a
-        grade recorded before editions followed the kit's latest)."""
+        """The rubric as the brief a recorded grade followed has it: its run index's edition names the edition and
+        the contract (a grade recorded before editions followed the default edition and the kit's latest)."""
         edition = index.get("edition") or {}
-        return self.for_contract(int(edition.get("contract") or self.contract))
+        return self.for_edition(str(edition.get("name") or DEFAULT_EDITION)).for_contract(
+            int(edition.get("contract") or self.contract)
+        )
+
+    def for_edition(self, name: str) -> Rubric:
+        """The same rubric with edition `name`'s published numbers (raises RubricError for a name that is none)."""
+        if name == self.edition:
+            return self
+        override, checks = self.loaded_with
+        again = load_rubric(self.path, override=override, checks=checks, edition=name)
+        return again.for_contract(self.contract)
 
     def for_contract(self, contract: int) -> Rubric:
         """The rubric as contract `contract`'s brief has it: only the scenarios and gateway cases that brief asks
@@ -221,16 +235,29 @@ def _names(value: Any) -> tuple[str, ...]:
 
 
 def load_rubric(
-    path: Path | None = None, *, override: Path | None = None, checks: Mapping[str, CheckNeeds] | None = None
+    path: Path | None = None,
+    *,
+    override: Path | None = None,
+    checks: Mapping[str, CheckNeeds] | None = None,
+    edition: str = DEFAULT_EDITION,
 ) -> Rubric:
-    """The rubric at `path` (default: the kit's), with an override file's weights, visibility and tolerances;
-    held to `checks` (the criteria registry, by criterion id) when they are given."""
+    """The rubric at `path` (default: the kit's), with an override file's weights, visibility and tolerances,
+    and edition `edition`'s published numbers (grader/rubric/editions.py); held to `checks` (the criteria
+    registry, by criterion id) when they are given."""
     path = Path(path) if path else DEFAULT_RUBRIC
-    data = _read(path, "rubric")
-    scenarios = {
-        name: Scenario(name, s["description"], dict(s["server"]), dict(s["loadgen"]), int(s.get("since", 1)))
-        for name, s in data["scenarios"].items()
-    }
+    try:
+        data = with_edition(_read(path, "rubric"), edition)
+    except EditionError as exc:
+        raise RubricError(str(exc)) from None
+    scenarios = {}
+    for name, s in data["scenarios"].items():
+        try:
+            description = fill(s["description"], s)
+        except (KeyError, IndexError, TypeError) as exc:
+            raise RubricError(
+                f"{path}: scenarios.{name}.description: names no setting of the scenario ({exc})"
+            ) from None
+        scenarios[name] = Scenario(name, description, dict(s["server"]), dict(s["loadgen"]), int(s.get("since", 1)))
     try:
         plan = read_plan(data["gateway"])
     except PlanError as exc:
@@ -301,6 +328,8 @@ def load_rubric(
         plan,
         sizing,
         tuple(criteria),
+        edition=edition,
+        loaded_with=(override, checks),
     )
 
 

@@ -24,6 +24,8 @@ from grader.rubric.variants import Variants, load_variants
 RUBRIC = load_rubric()
 VARIANTS = load_variants(RUBRIC)
 SEEDS = range(50)
+#: The default edition and three drawn ones (grader/rubric/editions.py).
+EDITIONS = ("default", "spring-2027", "autumn-2027", "cohort-12")
 #: Past the quiet borderline band's top: a verdict, not a rerun.
 CLEAR = RUBRIC.judging.borderline[1]
 
@@ -36,17 +38,15 @@ def _statuses(rubric: Rubric, scenario: str) -> set[int]:
     return {f["status"] for f in rubric.scenarios[scenario].server["faults"] if "status" in f}
 
 
-def loadgen_error_statuses(v: Variants, seed: int) -> list[str]:
-    published = _statuses(RUBRIC, "http-errors")
-    drawn = {
-        f["status"] for f in v.scenario(RUBRIC.scenarios["http-errors"], 1, seed).server["faults"] if "status" in f
-    }
+def loadgen_error_statuses(r: Rubric, v: Variants, seed: int) -> list[str]:
+    published = _statuses(r, "http-errors")
+    drawn = {f["status"] for f in v.scenario(r.scenarios["http-errors"], 1, seed).server["faults"] if "status" in f}
     return [] if drawn - published else [f"every drawn status is one of the published {sorted(published)}"]
 
 
-def loadgen_timeout(v: Variants, seed: int) -> list[str]:
-    published = RUBRIC.scenarios["timeout"].loadgen["timeout_s"]
-    drawn = v.scenario(RUBRIC.scenarios["timeout"], 1, seed)
+def loadgen_timeout(r: Rubric, v: Variants, seed: int) -> list[str]:
+    published = r.scenarios["timeout"].loadgen["timeout_s"]
+    drawn = v.scenario(r.scenarios["timeout"], 1, seed)
     timeout, (long, within) = drawn.loadgen["timeout_s"], [f["seconds"] for f in drawn.server["faults"]]
     out = []
     if within < published + 0.3:  # the fitted client abandons the in-time request at its published timeout
@@ -56,18 +56,18 @@ def loadgen_timeout(v: Variants, seed: int) -> list[str]:
     return out
 
 
-def _gateway_statuses(case: str, published: set[int]) -> Callable[[Variants, int], list[str]]:
-    def check(v: Variants, seed: int) -> list[str]:
-        status = _case(v.gateway_plan(RUBRIC.gateway, 1, seed), case)["local_faults"][0]["status"]
+def _gateway_statuses(case: str, published: set[int]) -> Callable[[Rubric, Variants, int], list[str]]:
+    def check(r: Rubric, v: Variants, seed: int) -> list[str]:
+        status = _case(v.gateway_plan(r.gateway, 1, seed), case)["local_faults"][0]["status"]
         return [f"{case}: status {status} is one a fitted gateway lists"] if status in published else []
 
     return check
 
 
-def gateway_first_byte(v: Variants, seed: int) -> list[str]:
-    plan = v.gateway_plan(RUBRIC.gateway, 1, seed)
+def gateway_first_byte(r: Rubric, v: Variants, seed: int) -> list[str]:
+    plan = v.gateway_plan(r.gateway, 1, seed)
     stall = _case(plan, "local-first-byte-in-time")["local_faults"][0]["seconds"]
-    fitted = RUBRIC.gateway.first_byte_s
+    fitted = r.gateway.first_byte_s
     if stall < fitted + 0.1 or stall > plan.first_byte_s - 0.25:
         return [
             (
@@ -78,44 +78,44 @@ def gateway_first_byte(v: Variants, seed: int) -> list[str]:
     return []
 
 
-def gateway_connect(v: Variants, seed: int) -> list[str]:
-    plan = v.gateway_plan(RUBRIC.gateway, 1, seed)
-    allowed = plan.connect_s + RUBRIC.criterion("gateway.fallback-timeout").tol("connect_margin_s")
-    fitted = RUBRIC.gateway.connect_s  # it asks the API only then
+def gateway_connect(r: Rubric, v: Variants, seed: int) -> list[str]:
+    plan = v.gateway_plan(r.gateway, 1, seed)
+    allowed = plan.connect_s + r.criterion("gateway.fallback-timeout").tol("connect_margin_s")
+    fitted = r.gateway.connect_s  # it asks the API only then
     return [] if fitted >= allowed + 0.3 else [f"a fitted {fitted} s connect is within {allowed:.3f} s + 0.3 s"]
 
 
-def gateway_total(v: Variants, seed: int) -> list[str]:
-    plan = v.gateway_plan(RUBRIC.gateway, 1, seed)
-    allowed = plan.total_s + RUBRIC.criterion("gateway.committed-stream").tol("total_margin_s")
-    fitted = RUBRIC.gateway.total_s  # its stream ends only then
+def gateway_total(r: Rubric, v: Variants, seed: int) -> list[str]:
+    plan = v.gateway_plan(r.gateway, 1, seed)
+    allowed = plan.total_s + r.criterion("gateway.committed-stream").tol("total_margin_s")
+    fitted = r.gateway.total_s  # its stream ends only then
     pause = _case(plan, "local-total-stall")["local_faults"][0]["seconds"]
     out = [] if fitted >= allowed + 0.2 else [f"a fitted total_s {fitted} s ends within {allowed:.3f} s + 0.2 s"]
     return out + ([] if pause >= fitted + 0.2 else [f"the pause {pause} s ends before the fitted {fitted} s"])
 
 
-def gateway_probe(v: Variants, seed: int) -> list[str]:
+def gateway_probe(r: Rubric, v: Variants, seed: int) -> list[str]:
     """A probe at the published period, judged as the criterion judges a median gap on the drawn interval."""
-    interval = v.gateway_plan(RUBRIC.gateway, 1, seed).health_interval_s
-    criterion = RUBRIC.criterion("gateway.health-probe")
+    interval = v.gateway_plan(r.gateway, 1, seed).health_interval_s
+    criterion = r.criterion("gateway.health-probe")
     band = criterion.tol("probe_low_ratio") * interval, criterion.tol("probe_high_ratio") * interval
-    margin = toward_bound(RUBRIC.gateway.health_interval_s, interval, *band)
+    margin = toward_bound(r.gateway.health_interval_s, interval, *band)
     # far enough to stand even on a machine too busy to keep time (a median of many gaps is no noise)
     return (
         []
         if margin > max(CLEAR, criterion.tol("probe_clear_ratio"))
         else [
             (
-                f"a probe every published {RUBRIC.gateway.health_interval_s} s has "
+                f"a probe every published {r.gateway.health_interval_s} s has "
                 f"margin {margin:.2f} on a drawn {interval} s: not a clear fail"
             )
         ]
     )
 
 
-def gateway_prices(v: Variants, seed: int) -> list[str]:
-    drawn = v.gateway_plan(RUBRIC.gateway, 1, seed).config["api"]["prices"]
-    published = RUBRIC.gateway.config["api"]["prices"]
+def gateway_prices(r: Rubric, v: Variants, seed: int) -> list[str]:
+    drawn = v.gateway_plan(r.gateway, 1, seed).config["api"]["prices"]
+    published = r.gateway.config["api"]["prices"]
     return [
         f"{k}: drawn {drawn[k]} is within half again of the published {published[k]}"
         for k in drawn
@@ -123,8 +123,8 @@ def gateway_prices(v: Variants, seed: int) -> list[str]:
     ]
 
 
-def gateway_framing(v: Variants, seed: int) -> list[str]:
-    servers = v.gateway_plan(RUBRIC.gateway, 1, seed)
+def gateway_framing(r: Rubric, v: Variants, seed: int) -> list[str]:
+    servers = v.gateway_plan(r.gateway, 1, seed)
     return [
         f"{name}: LF endings, as published"
         for name, s in (("local", servers.local_server), ("api", servers.api_server))
@@ -132,26 +132,26 @@ def gateway_framing(v: Variants, seed: int) -> list[str]:
     ]
 
 
-def gateway_template(v: Variants, seed: int) -> list[str]:
-    prompt = v.gateway_plan(RUBRIC.gateway, 1, seed).local_server.get("default_system_prompt")
+def gateway_template(r: Rubric, v: Variants, seed: int) -> list[str]:
+    prompt = v.gateway_plan(r.gateway, 1, seed).local_server.get("default_system_prompt")
     return [] if prompt else ["the local chat template adds nothing: a copied tokenizer counts right"]
 
 
-def gateway_context(v: Variants, seed: int) -> list[str]:
-    drawn, published = v.gateway_plan(RUBRIC.gateway, 1, seed).max_model_len, RUBRIC.gateway.max_model_len
+def gateway_context(r: Rubric, v: Variants, seed: int) -> list[str]:
+    drawn, published = v.gateway_plan(r.gateway, 1, seed).max_model_len, r.gateway.max_model_len
     return [] if abs(drawn - published) >= 8 else [f"max_model_len {drawn} is within 8 of the published {published}"]
 
 
-def gateway_tokenize_status(v: Variants, seed: int) -> list[str]:
-    status = _case(v.gateway_plan(RUBRIC.gateway, 1, seed), "tokenize-error")["local_faults"][0]["status"]
-    published = _case(RUBRIC.gateway, "tokenize-error")["local_faults"][0]["status"]
+def gateway_tokenize_status(r: Rubric, v: Variants, seed: int) -> list[str]:
+    status = _case(v.gateway_plan(r.gateway, 1, seed), "tokenize-error")["local_faults"][0]["status"]
+    published = _case(r.gateway, "tokenize-error")["local_faults"][0]["status"]
     return [f"the /tokenize error is the published {published}"] if status == published else []
 
 
-def gateway_route_names(v: Variants, seed: int) -> list[str]:
+def gateway_route_names(r: Rubric, v: Variants, seed: int) -> list[str]:
     """A gateway naming the published models and key: each server must serve another name and take another key, the
     servers as the grader starts them (their settings follow the drawn config)."""
-    plan, published = v.gateway_plan(RUBRIC.gateway, 1, seed), RUBRIC.gateway
+    plan, published = v.gateway_plan(r.gateway, 1, seed), r.gateway
     out = [
         f"{route}: serves the published model {p.config[route]['model']}"
         for route, p in (("local", published), ("api", published))
@@ -167,13 +167,13 @@ def gateway_route_names(v: Variants, seed: int) -> list[str]:
     return out
 
 
-def sizing_refusals(v: Variants, seed: int) -> list[str]:
-    unseen = RUBRIC.sizing.with_hidden().refuse
-    published = {(r.flag, repr(r.value)) for r in RUBRIC.sizing.refuse}
+def sizing_refusals(r: Rubric, v: Variants, seed: int) -> list[str]:
+    unseen = r.sizing.with_hidden().refuse
+    published = {(r.flag, repr(r.value)) for r in r.sizing.refuse}
     return [] if any((r.flag, repr(r.value)) not in published for r in unseen) else ["no unseen input to refuse"]
 
 
-def percentile_tests_fitted(v: Variants, seed: int) -> list[str]:
+def percentile_tests_fitted(r: Rubric, v: Variants, seed: int) -> list[str]:
     """The chaff's one test, p25 of a shuffled 1..10 is 3, against each unseen method the seed draws: it must let
     one through (the suite then loses the criterion's unseen half)."""
     missed = []
@@ -186,11 +186,11 @@ def percentile_tests_fitted(v: Variants, seed: int) -> list[str]:
 
 
 #: Each fitted chaff (grader/kit/fittable.yaml), and the arithmetic that shows its constant fails on a draw.
-FITTED: dict[str, Callable[[Variants, int], list[str]]] = {
+FITTED: dict[str, Callable[[Rubric, Variants, int], list[str]]] = {
     "loadgen-error-statuses-listed": loadgen_error_statuses,
     "loadgen-timeout-fixed": loadgen_timeout,
-    "gateway-fallback-on-listed-5xx": lambda v, s: (
-        _gateway_statuses("local-500", {500, 502, 503})(v, s) + _gateway_statuses("rl-500", {500, 502, 503})(v, s)
+    "gateway-fallback-on-listed-5xx": lambda r, v, s: (
+        _gateway_statuses("local-500", {500, 502, 503})(r, v, s) + _gateway_statuses("rl-500", {500, 502, 503})(r, v, s)
     ),
     "gateway-no-fallback-on-listed-4xx": _gateway_statuses("local-400", {400, 404, 429}),
     "gateway-first-byte-fixed": gateway_first_byte,
@@ -208,12 +208,17 @@ FITTED: dict[str, Callable[[Variants, int], list[str]]] = {
 }
 
 
+@pytest.mark.parametrize("edition", EDITIONS)
 @pytest.mark.parametrize("chaff", sorted(FITTED))
-def test_each_fitted_chaff_fails_its_criterion_on_every_seed(chaff: str) -> None:
+def test_each_fitted_chaff_fails_its_criterion_on_every_seed(chaff: str, edition: str) -> None:
+    """In every edition too: the variants are drawn around the edition's published numbers, and a chaff fitted to
+    them fails as one fitted to the default's does."""
     assert VARIANTS is not None
-    failures = {seed: why for seed in SEEDS if (why := FITTED[chaff](VARIANTS, seed))}
+    rubric = RUBRIC.for_edition(edition)
+    failures = {seed: why for seed in SEEDS if (why := FITTED[chaff](rubric, VARIANTS, seed))}
     assert not failures, (
-        f"{chaff} could pass on {len(failures)} of {len(SEEDS)} seeds: {dict(list(failures.items())[:3])}"
+        f"{chaff} could pass on {len(failures)} of {len(SEEDS)} seeds of edition {edition}: "
+        f"{dict(list(failures.items())[:3])}"
     )
 
 
@@ -238,4 +243,4 @@ def test_the_arithmetic_catches_a_draw_too_close_to_the_published_value(tmp_path
     close = load_variants(RUBRIC, path)
     assert close is not None
     for chaff in ("gateway-probe-fixed", "gateway-prices-published", "gateway-context-fixed"):
-        assert any(FITTED[chaff](close, seed) for seed in SEEDS), chaff
+        assert any(FITTED[chaff](RUBRIC, close, seed) for seed in SEEDS), chaff

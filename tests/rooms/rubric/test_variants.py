@@ -16,6 +16,8 @@ from grader.rubric.variants import VARIANTS_FILE, VariantsError, gateway_criteri
 RUBRIC = load_rubric()
 VARIANTS = load_variants(RUBRIC)
 SEEDS = range(200)
+#: The default edition and three drawn ones: the variants are drawn around each edition's published numbers.
+EDITIONS = ("default", "spring-2027", "autumn-2027", "cohort-12")
 
 
 def _variants():
@@ -35,14 +37,15 @@ def test_the_same_seed_draws_the_same_variant_and_other_seeds_draw_others() -> N
     assert v.gateway_plan(RUBRIC.gateway, 1, 3) != v.gateway_plan(RUBRIC.gateway, 1, 4)
 
 
-def test_every_draw_keeps_its_scenarios_shape() -> None:
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_every_draw_keeps_its_scenarios_shape(edition: str) -> None:
     """The ranges promise: a fault fires before the answer ends, a reasoning model still answers, a concurrency
     is reachable, an error status is of the public one's family but never the public one."""
-    v = _variants()
+    v, rubric = _variants(), RUBRIC.for_edition(edition)
     checked = {"after_tokens": 0, "status": 0, "reasoning": 0}
     for seed in SEEDS:
         for name in v.loadgen:
-            public = RUBRIC.scenarios[name]
+            public = rubric.scenarios[name]
             s = v.scenario(public, 1, seed)
             flags = s.loadgen
             for fault, original in zip(s.server.get("faults") or (), public.server.get("faults") or (), strict=True):
@@ -62,13 +65,14 @@ def test_every_draw_keeps_its_scenarios_shape() -> None:
     assert all(n >= len(SEEDS) for n in checked.values()), checked
 
 
-def test_every_gateway_draw_keeps_the_timeouts_apart() -> None:
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_every_gateway_draw_keeps_the_timeouts_apart(edition: str) -> None:
     """A stall that must trip a timeout stays 0.5 s above the drawn one, a pause meant to be waited for at least
     0.2 s below it; each drawn timeout lies on the other side of the public one from where a fitted gateway's
     constant would pass: first_byte_s above (the in-time first byte between the two), connect_s, total_s
     below, the probe's interval above."""
-    v = _variants()
-    public = RUBRIC.gateway
+    v, rubric = _variants(), RUBRIC.for_edition(edition)
+    public = rubric.gateway
     for seed in SEEDS:
         plan = v.gateway_plan(public, 1, seed)
         first_byte, total = plan.first_byte_s, plan.total_s
@@ -154,24 +158,26 @@ def test_the_self_check_runs_no_hidden_material_and_the_grade_runs_it_all(tmp_pa
     assert set(RUBRIC.sizing.sets) < set(grade.sizing.sets)
 
 
-def test_every_draw_stays_in_the_domain_the_brief_publishes_and_the_brief_shows_them() -> None:
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_every_draw_stays_in_the_domain_the_brief_publishes_and_the_brief_shows_them(edition: str) -> None:
     from grader.kit.generated import stale_parts
     from grader.rubric.domains import load_domains, outside, outside_drawn
     from grader.shared.yaml_files import read_yaml
 
     assert outside(load_domains(), read_yaml(VARIANTS_FILE)) == []
-    assert outside_drawn(load_domains(), _every_value_drawn(_variants(), range(200))) == []
+    rubric = RUBRIC.for_edition(edition)
+    assert outside_drawn(load_domains(), _every_value_drawn(_variants(), range(200), rubric)) == []
     assert stale_parts() == [], "run: python -m grader.kit.generated --write"
 
 
-def _every_value_drawn(v, seeds):
+def _every_value_drawn(v, seeds, rubric):
     """(where, path, value) of every setting each seed's variants drew, as the variants file names them."""
     for seed in seeds:
         for name, draws in v.loadgen.items():
-            drawn = v.scenario(RUBRIC.scenarios[name], 1, seed).to_dict()
+            drawn = v.scenario(rubric.scenarios[name], 1, seed).to_dict()
             for path in draws:
                 yield f"loadgen.{name}", path, get_path(drawn, path)
-        plan = v.gateway_plan(RUBRIC.gateway, 1, seed)
+        plan = v.gateway_plan(rubric.gateway, 1, seed)
         for path in v.gateway_config:
             yield "gateway.config", path, get_path(plan.config, path)
         for path in v.gateway_servers:
