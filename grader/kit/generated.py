@@ -6,6 +6,9 @@
 Each part sits between `<!-- NAME: begin -->` and `<!-- NAME: end -->` lines:
 - starter/TASK.md `unseen-domains`: every dimension the unseen variants draw and its domain
   (grader/rubric/domains.yaml), so the brief states the ranges of what the grade moves;
+- starter/TASK.md `memo-scenario`: what the memo sizes for, the edition's (grader/rubric/editions.py);
+- starter/TASK.md `rule-sheet`: every public criterion's weight, runs and tolerance, every published scenario,
+  the gateway's config and cases, and the sizing check's input sets, as the edition's rubric holds them;
 - submissions/README.md `chaff`: every chaff, its defect and its targets (each chaff.yaml);
 - docs/architecture.md `rooms`: the grader's rooms floor by floor, each with its job (grader/kit/rooms.py).
 """
@@ -18,10 +21,11 @@ from pathlib import Path
 
 from grader.kit.chaff import list_chaff
 from grader.kit.rooms import FLOORS
+from grader.kit.rule_sheet import render_memo_scenario, render_rule_sheet
 from grader.rubric.domains import load_domains
 from grader.shared.kit_files import kit_dir, submissions_dir
 
-__all__ = ["BRIEF", "render_chaff", "render_domains", "render_rooms", "stale_parts", "write_parts"]
+__all__ = ["BRIEF", "render_chaff", "render_domains", "render_rooms", "replace_part", "stale_parts", "write_parts"]
 
 BRIEF = kit_dir("starter") / "TASK.md"
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,9 +63,11 @@ def render_rooms() -> str:
     return "\n".join(lines)
 
 
-#: (the file, the part's name) -> what renders it.
+#: (the file, the part's name) -> what renders it (the default edition's, for the parts an edition moves).
 _PARTS = {
     (BRIEF, "unseen-domains"): render_domains,
+    (BRIEF, "memo-scenario"): render_memo_scenario,
+    (BRIEF, "rule-sheet"): render_rule_sheet,
     (ROOT / "submissions" / "README.md", "chaff"): render_chaff,
     (ROOT / "docs" / "architecture.md", "rooms"): render_rooms,
 }
@@ -72,6 +78,12 @@ def _marked(text: str, name: str) -> tuple[int, int]:
     begin, end = f"<!-- {name}: begin -->\n", f"<!-- {name}: end -->"
     start = text.index(begin) + len(begin)
     return start, text.rindex("\n", 0, text.index(end, start)) + 1
+
+
+def replace_part(text: str, name: str, part: str) -> str:
+    """`text` with its part `name` (between its markers) replaced by `part`."""
+    start, stop = _marked(text, name)
+    return text[:start] + part + "\n" + text[stop:]
 
 
 def stale_parts() -> list[str]:
@@ -87,9 +99,7 @@ def stale_parts() -> list[str]:
 
 def write_parts() -> None:
     for (path, name), render in _PARTS.items():
-        text = path.read_text(encoding="utf-8")
-        start, stop = _marked(text, name)
-        path.write_text(text[:start] + render() + "\n" + text[stop:], encoding="utf-8")
+        path.write_text(replace_part(path.read_text(encoding="utf-8"), name, render()), encoding="utf-8")
 
 
 def main() -> int:
