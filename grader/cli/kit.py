@@ -109,7 +109,14 @@ def selftest(
     help="linux-x86_64, linux-aarch64, macos-arm64, macos-x86_64, windows-amd64, or all (repeatable; "
     "default: this machine's).",
 )
-def bundle(out: Path, pythons: str, platforms: tuple[str, ...]) -> None:
+@click.option(
+    "--edition",
+    default="default",
+    show_default=True,
+    help="The cohort's edition: its own memo scenario, published scenario settings and gateway config, drawn "
+    "from its name (docs/editions.md); `default` keeps the kit's.",
+)
+def bundle(out: Path, pythons: str, platforms: tuple[str, ...], edition: str) -> None:
     """Build the candidate's offline archive: starter/, the kit's wheel and every dependency, chart/, schemas/, docs/.
 
     Needs the package index (pip download); the archive it writes installs with none. It holds no
@@ -118,7 +125,9 @@ def bundle(out: Path, pythons: str, platforms: tuple[str, ...]) -> None:
     from grader.kit.bundle import BundleError, build
 
     try:
-        results = build(out, pythons=[p.strip() for p in pythons.split(",")], platforms=platforms, echo=click.echo)
+        results = build(
+            out, pythons=[p.strip() for p in pythons.split(",")], platforms=platforms, edition=edition, echo=click.echo
+        )
     except BundleError as exc:
         raise click.UsageError(str(exc)) from None
     for result in results:

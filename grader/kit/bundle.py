@@ -32,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from grader.kit.edition_texts import edition_texts
+from grader.rubric.editions import EditionError, check_name
 from grader.shared.contracts import DEFAULT_EDITION, LATEST, kit_version
 
 __all__ = [
@@ -151,12 +153,12 @@ def candidate_rubric(text: str) -> str:
     return header + yaml.safe_dump(data, sort_keys=False, width=110, allow_unicode=True)
 
 
-def edition_stamp(root: Path) -> dict[str, Any]:
+def edition_stamp(root: Path, edition: str = DEFAULT_EDITION) -> dict[str, Any]:
     """What a bundle says it was made from: its edition, the kit's version, the contract version of its brief and
     the digest of the rubric that grades it. `grader check` prints it; the grade follows the contract it names."""
     rubric = (root / "grader" / "rubric.yaml").read_bytes()
     return {
-        "name": DEFAULT_EDITION,
+        "name": edition,
         "kit": kit_version(),
         "contract": LATEST,
         "rubric": hashlib.sha256(rubric).hexdigest()[:16],
@@ -297,6 +299,7 @@ def build(
     *,
     pythons: Iterable[str] = DEFAULT_PYTHONS,
     platforms: Iterable[str] = (),
+    edition: str = DEFAULT_EDITION,
     echo: Callable[[str], None] = print,
 ) -> list[BundleResult]:
     """`grader bundle`: one archive holding every platform named when `out` is a `.tar.gz`, else one archive
@@ -304,8 +307,8 @@ def build(
     named = tuple(p for name in platforms for p in (ALL_PLATFORMS if name == "all" else (name,))) or DEFAULT_PLATFORMS
     versions = [p for p in pythons if p]
     if out.name.endswith((".tar.gz", ".tgz")):
-        return [build_bundle(out, pythons=versions, platforms=named, echo=echo)]
-    return build_bundles(out, pythons=versions, platforms=named, echo=echo)
+        return [build_bundle(out, pythons=versions, platforms=named, edition=edition, echo=echo)]
+    return build_bundles(out, pythons=versions, platforms=named, edition=edition, echo=echo)
 
 
 def build_bundles(
@@ -313,13 +316,16 @@ def build_bundles(
     *,
     pythons: Iterable[str] = DEFAULT_PYTHONS,
     platforms: Iterable[str] = DEFAULT_PLATFORMS,
+    edition: str = DEFAULT_EDITION,
     echo: Callable[[str], None] = print,
 ) -> list[BundleResult]:
     """One archive per platform in `folder` (`takehome-PLATFORM.tar.gz`): each candidate downloads only
     their own laptop's wheels."""
     pythons, platforms = tuple(pythons), tuple(platforms)
     return [
-        build_bundle(folder / f"{TOP}-{platform}.tar.gz", pythons=pythons, platforms=(platform,), echo=echo)
+        build_bundle(
+            folder / f"{TOP}-{platform}.tar.gz", pythons=pythons, platforms=(platform,), edition=edition, echo=echo
+        )
         for platform in platforms
     ]
 
@@ -329,10 +335,15 @@ def build_bundle(
     *,
     pythons: Iterable[str] = DEFAULT_PYTHONS,
     platforms: Iterable[str] = DEFAULT_PLATFORMS,
+    edition: str = DEFAULT_EDITION,
     echo: Callable[[str], None] = print,
 ) -> BundleResult:
-    """Build the candidate archive (`.tar.gz`) at `out`."""
+    """Build the candidate archive (`.tar.gz`) at `out`, its texts and stamp those of edition `edition`."""
     pythons, platforms = tuple(pythons), tuple(platforms)
+    try:
+        check_name(edition)
+    except EditionError as exc:
+        raise BundleError(f"--edition: {exc}") from None
     unknown = [p for p in platforms if p not in PLATFORMS]
     if unknown:
         raise BundleError(f"--platform {', '.join(unknown)}: unknown (known: {', '.join(PLATFORMS)})")
@@ -363,7 +374,9 @@ def build_bundle(
         (wheels / "COVERAGE.txt").write_text("Wheels for:\n" + "".join(f"- {c}\n" for c in coverage), encoding="utf-8")
         for name in ("starter", "chart", "schemas", "docs"):
             shutil.copytree(root / name, top / name, ignore=_IGNORE)
-        stamp(top / "starter", edition_stamp(root))
+        for rel, text in edition_texts(root, edition).items():
+            (top / rel).write_text(text, encoding="utf-8")
+        stamp(top / "starter", edition_stamp(root, edition))
         _write_installers(top, kit_wheel)
         (top / "README.md").write_text(_readme(pythons, platforms), encoding="utf-8")
         out.parent.mkdir(parents=True, exist_ok=True)

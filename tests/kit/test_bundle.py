@@ -82,12 +82,27 @@ PARTS = ("manifests", "memo", "sizing", "tests")
 _ONLY = "" if os.environ.get("SUITE_FULL") == "1" else " ".join(f"--only {part}" for part in PARTS)
 
 
+#: The bundle is a cohort's edition: its texts carry the edition's numbers, and the installed kit checks with them.
+EDITION = "spring-2027"
+
+
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bundle") / "takehome.tar.gz"
     started = time.monotonic()
     done = subprocess.run(
-        [str(BIN / "grader"), "bundle", "--out", str(out), "--python", PYTHON, "--platform", PLATFORM],
+        [
+            str(BIN / "grader"),
+            "bundle",
+            "--out",
+            str(out),
+            "--python",
+            PYTHON,
+            "--platform",
+            PLATFORM,
+            "--edition",
+            EDITION,
+        ],
         capture_output=True,
         text=True,
         timeout=1200,
@@ -153,6 +168,37 @@ def test_the_bundle_holds_the_candidates_kit(bundle):
         assert any(w.lower().startswith(dist) for w in wheels), dist
     with tarfile.open(bundle) as archive:
         assert archive.getmember("takehome/install.sh").mode & 0o111
+
+
+def test_the_bundle_carries_its_editions_numbers(bundle):
+    """TASK.md, fleet.yaml, the chart's values and the gateway config example are the edition's, as
+    grader/kit/edition_texts.py writes them, and the candidate's submission.yaml names the edition."""
+    from grader.kit.edition_texts import edition_texts
+    from grader.rubric.editions import memo_scenario
+
+    members = _members(bundle)
+    for rel, text in edition_texts(ROOT, EDITION).items():
+        shipped = members[f"takehome/{rel}"].decode()
+        if rel == "starter/TASK.md":  # and the stamp's line under its title
+            assert f"_Edition {EDITION}, contract 3," in shipped
+            shipped = re.sub(r"\n\n_Edition [^\n]*\n", "\n", shipped, count=1)
+        assert shipped == text, rel
+    scenario = memo_scenario(EDITION)
+    assert f"served_model_name: [{scenario.served}]" in members["takehome/starter/fleet.yaml"].decode()
+    stamp = yaml.safe_load(members["takehome/starter/submission.yaml"])["edition"]
+    assert stamp["name"] == EDITION
+
+
+def test_bundle_refuses_an_edition_name_that_is_none():
+    done = subprocess.run(
+        [str(BIN / "grader"), "bundle", "--out", "x.tar.gz", "--platform", PLATFORM, "--edition", "Spring 2027"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--edition: edition 'Spring 2027': a name is 1 to 40 lower-case letters" in done.stderr
 
 
 @pytest.mark.rotating(2)
@@ -223,7 +269,7 @@ def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tm
     print(f"\nunpack to first streamed token, offline: {first - started:.1f} s")
     # the bundle says what made it, and the check prints it: edition, kit version, contract, rubric digest
     stamp = re.search(
-        r"follows contract 3; its bundle: name default, kit (\S+), contract 3, rubric ([0-9a-f]{16})", output
+        rf"follows contract 3; its bundle: name {EDITION}, kit (\S+), contract 3, rubric ([0-9a-f]{{16}})", output
     )
     assert "== contract" in output and stamp, output[-4000:]
     assert stamp.group(1) == metadata.version("serving-takehome-kit")
