@@ -17,7 +17,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 
-__all__ = ["NEAR_MISS", "STATUSES", "CriterionResult", "Evidence", "Grade", "Plot", "Status", "Unseen", "Visibility"]
+__all__ = [
+    "NEAR_MISS",
+    "STATUSES",
+    "CriterionResult",
+    "Evidence",
+    "Grade",
+    "Plot",
+    "Status",
+    "Unseen",
+    "Visibility",
+    "edition_fit_sentence",
+]
 
 Status = Literal["passed", "failed", "inconclusive", "skipped"]
 Visibility = Literal["public", "hidden"]
@@ -94,6 +105,15 @@ class CriterionResult:
         return out
 
 
+def edition_fit_sentence(edition: dict[str, Any]) -> str:
+    """The finding a grade's edition record holds, for a person ("" when the numbers fit their own edition)."""
+    fit = edition.get("fits") if isinstance(edition, dict) else None
+    if not isinstance(fit, dict):
+        return ""
+    fields = ", ".join(str(f) for f in fit.get("fields") or [])
+    return f"fits edition {fit.get('edition')}; was issued {fit.get('issued')} (it carries {fields})"
+
+
 @dataclass
 class Grade:
     submission: str  # the folder or archive graded, as given
@@ -109,8 +129,14 @@ class Grade:
     human_checklist: list[str] = field(default_factory=list)  # what a person must still judge
     inherent_s: float = 0.0  # how long the candidate's own commands ran: the part of duration_s no grader can save
     section_s: dict[str, float] = field(default_factory=dict)  # each section's runs its criteria share, in seconds
-    # what it was graded against: {name, contract, kit} (grader/shared/contracts.py Edition); empty: not known
+    # what it was graded against: {name, contract, kit} (grader/shared/contracts.py Edition), and `fits` when the
+    # submission carries another edition's numbers (grader/grading/edition_fit.py); empty: not known
     edition: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def edition_fit(self) -> str:
+        """ "fits edition X; was issued Y (it carries ...)" when the submission carries another edition's numbers."""
+        return edition_fit_sentence(self.edition)
 
     @property
     def score(self) -> float:

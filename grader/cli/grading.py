@@ -46,8 +46,20 @@ __all__ = ["grade", "rejudge", "replay"]
     show_default=True,
     help="Sandboxes open at once: the timed sections graded side by side, each in its own.",
 )
+@click.option(
+    "--edition",
+    default="",
+    help="Grade against this edition's numbers, whatever the submission's stamp says (default: the edition "
+    "its submission.yaml names, else `default`).",
+)
 def grade(
-    submission: Path, out: Path, only: tuple[str, ...], seed: int | None, override: Path | None, sandboxes: int
+    submission: Path,
+    out: Path,
+    only: tuple[str, ...],
+    seed: int | None,
+    override: Path | None,
+    sandboxes: int,
+    edition: str,
 ) -> None:
     """Grade SUBMISSION (a folder, .zip or .tar.gz) and write its reports to --out.
 
@@ -64,7 +76,9 @@ def grade(
     if seed is None:
         seed = draw_seed()
         click.echo(f"seed {seed} (drawn; --seed {seed} grades the same again)")
-    run = GradeRequest(submission, out, only=only, seed=seed, override=override, sandboxes=sandboxes, echo=click.echo)
+    run = GradeRequest(
+        submission, out, only=only, seed=seed, override=override, sandboxes=sandboxes, echo=click.echo, edition=edition
+    )
     try:
         result = grade_submission(run)
     except RubricError as exc:

@@ -22,9 +22,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from grader.contract import Submission, schema_errors
+from grader.contract import ContractError, Submission, memo_front_matter, schema_errors
 from grader.criteria.catalog import registered
 from grader.criteria.memo import HUMAN_CHECKLIST
+from grader.grading.edition_fit import fitted_edition
 from grader.grading.judging import FactsAt, VariantsAt, decide, not_in_brief, result_of, skipped, unjudged
 from grader.grading.live_runs import LiveRuns
 from grader.grading.sections import NO_VARIANTS, SECTIONS, Context, Section
@@ -32,9 +33,10 @@ from grader.grading.slots import Slots
 from grader.outcome import NEAR_MISS, CriterionResult, Grade
 from grader.records.book import RecordBook
 from grader.rubric import Criterion, Rubric, RubricError, load_rubric
+from grader.rubric.editions import EditionError, check_name
 from grader.rubric.sizing_plan import SizingPlan
 from grader.rubric.variants import Variants, VariantsError, load_variants
-from grader.shared.contracts import Edition
+from grader.shared.contracts import DEFAULT_EDITION, Edition
 from grader.shared.yaml_files import YamlError, read_yaml
 
 __all__ = [
@@ -73,6 +75,7 @@ class GradeRequest:
     scenarios: tuple[str, ...] = ()  # `grader replay --scenario`: the load-generator criteria judge these alone
     with_variants: bool = True  # run the unseen variants when the kit has them (bench/grade_time.py compares)
     runs_at_once: int = 1  # `grader replay`: a criterion's runs made this many at once, each in a sandbox of its own
+    edition: str = ""  # the edition to grade against, whatever the submission's stamp says ("": the stamp's)
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,36 @@ def _selected(rubric: Rubric, run: GradeRequest) -> tuple[Criterion, ...]:
     return criteria
 
 
+def _edition(run: GradeRequest, submission: Submission | None) -> Edition:
+    """What the submission is graded against: the edition its stamp names (or `--edition`'s, given), and the
+    contract it declares (the latest when it cannot be read: then nothing is judged)."""
+    found = Edition.of(submission.data) if submission else Edition.of({})
+    found = replace(found, name=run.edition) if run.edition else found
+    try:
+        check_name(found.name)
+    except EditionError as exc:
+        where = "--edition" if run.edition else f"{run.submission}/submission.yaml: edition.name"
+        raise RubricError(f"{where}: {exc}") from None
+    return found
+
+
+def _fit(submission: Submission, edition: Edition, run: GradeRequest) -> dict[str, Any]:
+    """`{"fits": ...}` when the submission carries the numbers of an edition other than the one it is graded
+    against (the default, the one its stamp names, or `--edition`'s); else nothing."""
+    stamped = Edition.of(submission.data).name
+    try:
+        inputs = memo_front_matter(submission.path("memo")).get("sizing_inputs")
+    except (KeyError, TypeError, ValueError, OSError, ContractError):
+        inputs = None
+    fit = fitted_edition(
+        submission.folder,
+        issued=edition.name,
+        known=(DEFAULT_EDITION, stamped),
+        sizing_inputs=inputs if isinstance(inputs, dict) else None,
+    )
+    return {"fits": fit.to_dict()} if fit else {}
+
+
 def _fresh_book(out: Path) -> RecordBook:
     """The grade's record book in `out/runs/`, emptied of an earlier grade's records."""
     folder = out / RUNS
@@ -195,12 +228,14 @@ def grade(run: GradeRequest) -> Grade:
     started_at = dt.datetime.now(dt.UTC).replace(microsecond=0)
     t0 = time.perf_counter()
     latest = load_rubric(run.rubric, override=run.override, checks=registered())
-    unseen = unseen_material(run, latest)
     report = progress(run.echo)
     book = _fresh_book(Path(run.out))
     with _submission_folder(run.submission) as (folder, refused):
         submission, problems = contract_problems(folder) if folder else (None, {"*": [refused]})
-        rubric = latest.for_contract(submission.contract if submission else latest.contract)
+        edition = _edition(run, submission)
+        latest = latest.for_edition(edition.name)
+        unseen = unseen_material(run, latest)
+        rubric = latest.for_contract(edition.contract)
         criteria = _selected(rubric, run)
         results: dict[str, CriterionResult] = {}
         carried: set[str] = set()  # criteria not judged (skipped, or the grader's own failure): a re-judge keeps them
@@ -239,7 +274,7 @@ def grade(run: GradeRequest) -> Grade:
         human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in criteria) else [],
         inherent_s=round(inherent, 3),
         section_s=section_s,
-        edition=Edition.of(submission.data).to_dict() if submission else {},
+        edition=(edition.to_dict() | _fit(submission, edition, run)) if submission else {},
     )
     book.write_index(_index(grade_, run, unseen, problems, carried))
     from grader.reports import write_reports

@@ -36,6 +36,7 @@ from grader.grading.side_by_side import RUN, side_by_side
 from grader.records.book import RecordBook
 from grader.rubric import Criterion, Rubric, load_rubric
 from grader.rubric.variants import is_variant_name
+from grader.shared.contracts import Edition
 
 __all__ = [
     "SPREAD",
@@ -327,6 +328,7 @@ def serve_scenario(
     from grader.contract import Submission, load_submission
 
     sub: Submission = load_submission(submission)
+    loaded = loaded.for_edition(Edition.of(sub.data).name)  # the servers of the submission's own edition
     with ExitStack() as stack:
         if criterion.deliverable == "loadgen":
             name = (names or criterion.scenarios)[0]

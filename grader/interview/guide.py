@@ -22,7 +22,7 @@ from grader.grading.rejudge import grade_of
 from grader.grading.sections import SECTIONS
 from grader.grading.side_by_side import side_by_side
 from grader.interview.figures import FIGURES, Seen, Values
-from grader.outcome import CriterionResult
+from grader.outcome import CriterionResult, edition_fit_sentence
 from grader.records.book import RecordBook
 from grader.rubric import Criterion, Rubric
 from grader.rubric.live_pool import LivePool
@@ -305,7 +305,10 @@ def build_guide(
 def _edition(edition: dict[str, Any]) -> str:
     if not edition:
         return ""
-    return f"contract {edition.get('contract')}, edition {edition.get('name')}, kit {edition.get('kit')}"
+    fit = edition_fit_sentence(edition)
+    return f"contract {edition.get('contract')}, edition {edition.get('name')}, kit {edition.get('kit')}" + (
+        f" ({fit})" if fit else ""
+    )
 
 
 def _asked(question: Question, values: Values, row: Row, outcome: str) -> Asked:

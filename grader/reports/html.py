@@ -101,6 +101,10 @@ def _header(grade: Grade) -> str:
                 _text(f"contract {edition.get('contract')}, edition {edition.get('name')}, kit {edition.get('kit')}"),
             ),
         )
+    if grade.edition_fit:
+        facts.insert(
+            -2, ("Edition fit", _text(grade.edition_fit + ": a solution from another cohort? A person should look."))
+        )
     rows = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
     problems = ""
     if grade.contract_problems:

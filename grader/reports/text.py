@@ -115,6 +115,8 @@ def summary_lines(grade: Grade) -> list[str]:
             f"Graded against contract {grade.edition.get('contract')}, edition {clean(str(grade.edition.get('name')))}"
             f", by kit {clean(str(grade.edition.get('kit')))}."
         )
+    if grade.edition_fit:
+        lines.append(f"Edition: {clean(grade.edition_fit)}: a solution from another cohort? A person should look.")
     if not warning:
         lines.append(f"Sandbox: {clean(grade.sandbox_note)}")
     for problem in grade.contract_problems:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pygal
 
+from grader.outcome import edition_fit_sentence
 from grader.reports import FILE_NAMES
 from grader.reports.interview_part import INTERVIEW_PREFIX
 from grader.reports.page_style import CSS
@@ -70,6 +71,7 @@ _FIXED = [
     "seed",
     "edition",
     "contract",
+    "fits",
 ]
 _CHART_MAX = 20  # criteria shown in the "most missed" chart
 
@@ -99,6 +101,7 @@ class Row:
     rank: int = 0
     edition: str = ""  # the edition and contract version it was graded against (empty: a grade before they were)
     contract: int | None = None
+    fits: str = ""  # "fits edition X; was issued Y (...)": it carries another edition's numbers (empty: its own)
 
     @property
     def percent(self) -> float:
@@ -132,6 +135,7 @@ def read_row(folder: Path) -> Row:
         edition = kit.get("edition") if isinstance(kit.get("edition"), dict) else {}
         row.edition = str(edition.get("name") or "")
         row.contract = edition["contract"] if isinstance(edition.get("contract"), int) else None
+        row.fits = edition_fit_sentence(edition)
         for c in kit["criteria"]:
             awarded = float(c["score"]) if c["status"] in ("passed", "failed") else 0.0
             row.statuses[c["id"]], row.scores[c["id"]] = c["status"], awarded
@@ -223,6 +227,7 @@ def to_csv(
                 "" if r.seed is None else r.seed,
                 clean(r.edition),
                 "" if r.contract is None else r.contract,
+                clean(r.fits),
             ]
             + (list(_closest(analysis, r.name)) if similar else [])
             + [clean(values.get(r.name, "")) for values in extra.values()]
