@@ -104,6 +104,14 @@ __all__ = ["grade_many", "human_score"]
 )
 @click.option("--no-kit-leaks", is_flag=True, help="Do not compare with the kit's reference and chaff.")
 @click.option(
+    "--against",
+    multiple=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    metavar="PAST_ROUND",
+    help="Also compare every submission with every submission of this earlier round (its --out folder; "
+    "repeatable): a copy is flagged with the past candidate's name, or their code if it was graded blind.",
+)
+@click.option(
     "--anonymize",
     is_flag=True,
     help="Also write --out/blind/: every report, index.html and grades.csv "
@@ -136,6 +144,7 @@ def grade_many(
     no_similarity: bool,
     leaks: tuple[Path, ...],
     no_kit_leaks: bool,
+    against: tuple[Path, ...],
     anonymize: bool,
     reveal: Path | None,
 ) -> None:
@@ -149,11 +158,12 @@ def grade_many(
     from grader.round.commands import SummaryOptions, run_grade_many
     from grader.round.similarity import DEFAULT_THRESHOLD
 
-    if no_similarity and (threshold is not None or leaks):
-        raise click.UsageError("--no-similarity cannot be used with --similarity-threshold or --leak")
+    if no_similarity and (threshold is not None or leaks or against):
+        raise click.UsageError("--no-similarity cannot be used with --similarity-threshold, --leak or --against")
     summary = SummaryOptions(
         threshold=None if no_similarity else (threshold or DEFAULT_THRESHOLD),
         leaks=leaks,
+        against=against,
         kit_leaks=not no_kit_leaks,
         anonymize=anonymize,
         reveal=reveal,

@@ -75,6 +75,7 @@ def analyse(
     threshold: float | None = DEFAULT_THRESHOLD,
     leaks: Sequence[Path] = (),
     kit_leaks: bool = True,
+    against: Sequence[Path] = (),
     jobs: int = 1,
 ) -> Analysis:
     """Item analysis of `rows`, and (unless `threshold` is None) the similarity of their report folders' sources."""
@@ -95,7 +96,7 @@ def analyse(
             f"No sources kept for {', '.join(missing)} (graded before the round kept them): left "
             "out of the similarity check; grade them again with --force to include them."
         )
-    corpus, note = leak_corpus(leaks, kit=kit_leaks)
+    corpus, note = leak_corpus(leaks, kit=kit_leaks, against=against)
     analysis.similarity = compare(sources, corpus, threshold=threshold, note=note, jobs=jobs)
     return analysis
 

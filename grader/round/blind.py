@@ -37,6 +37,7 @@ from typing import Any
 
 from grader.reports import FILE_NAMES
 from grader.round.analysis import Analysis
+from grader.round.leaks import CODES
 from grader.round.sources import SourcesError, read_sources
 from grader.round.summary import Row, rank, summary_files, write_files
 
@@ -53,7 +54,6 @@ __all__ = [
 ]
 
 BLIND = "blind"
-CODES = ".blind-codes.json"
 _COPIED = (*FILE_NAMES.values(), "grade.log", "interview/guide.md", "interview/guide.html")  # the interview's too
 _ALPHABET = "23456789ABCDEFGHJKMNPQRSTVWXYZ"  # no 0/O, 1/I/L, U: read aloud without doubt
 # from the start of a run of the characters an address may open with only: tried from each of them, a long run

@@ -55,6 +55,7 @@ class SummaryOptions:
     threshold: float | None = DEFAULT_THRESHOLD  # None: no similarity check
     leaks: tuple[Path, ...] = ()
     kit_leaks: bool = True
+    against: tuple[Path, ...] = ()  # earlier rounds' --out folders, compared with this one
     anonymize: bool = False
     reveal: Path | None = None
     jobs: int = 1
@@ -87,7 +88,13 @@ def summarise(
     if took:
         rows = read_rows(out)
     analysis = analyse(
-        out, rows, threshold=options.threshold, leaks=options.leaks, kit_leaks=options.kit_leaks, jobs=options.jobs
+        out,
+        rows,
+        threshold=options.threshold,
+        leaks=options.leaks,
+        kit_leaks=options.kit_leaks,
+        against=options.against,
+        jobs=options.jobs,
     )
     paths = write_index(rows, out, analysis, columns)
     blind = write_blind(out, rows, analysis) if options.anonymize else None

@@ -1,7 +1,14 @@
-"""What a round is compared with besides itself: the kit's reference and chaff, and solutions that leaked.
+"""What a round is compared with besides itself: the kit's reference and chaff, solutions that leaked, and the
+submissions of earlier rounds.
 
     from grader.round.leaks import leak_corpus
     leaks, note = leak_corpus([Path("leaked/")])   # {"reference": ..., "chaff/NAME": ..., "leak/NAME": ...}
+    leaks, note = leak_corpus(against=[Path("grades-2026-q3")])   # {"past/grades-2026-q3/alice": ...}
+
+An earlier round is its `--out` folder: each report folder keeps its submission's sources beside its grade
+(grader/round/sources.py), so a round graded months ago can be compared with today's without its submissions.
+A past candidate is named as that round named them: by name, or by their code when it was graded blind (its
+codes file, `.blind-codes.json`, beside the named grades).
 
 Each is a submission's sources (grader.round.sources), scored against every submission by
 grader.round.similarity like any other; the sentence says what was at hand, for the round's page.
@@ -9,16 +16,20 @@ grader.round.similarity like any other; the sentence says what was at hand, for 
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from grader.kit.chaff import Chaff, ChaffError, edited, list_chaff, materialize
 from grader.round.similarity import SimilarityError
-from grader.round.sources import Deliverable, Sources, snapshot
+from grader.round.sources import SOURCES_NAME, Deliverable, Sources, SourcesError, read_sources, snapshot
 from grader.shared.kit_files import submissions_dir
 
-__all__ = ["leak_corpus"]
+__all__ = ["CODES", "leak_corpus", "past_round"]
+
+#: A blind round's codes, by report folder name, beside its named grades (grader/round/blind.py writes it).
+CODES = ".blind-codes.json"
 
 
 def _leak_folders(paths: Sequence[Path]) -> Iterator[tuple[str, Path]]:
@@ -43,13 +54,46 @@ def _leak_folders(paths: Sequence[Path]) -> Iterator[tuple[str, Path]]:
             yield path.name.split(".")[0], path
 
 
-def leak_corpus(paths: Sequence[Path] = (), *, kit: bool = True) -> tuple[dict[str, Sources], str]:
+def past_round(folder: Path) -> dict[str, Sources]:
+    """The kept sources of an earlier round's every submission, by `past/ROUND/NAME` (or its code, graded blind)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SimilarityError(f"--against {folder}: no such folder (an earlier round's --out)")
+    codes_file = folder / CODES
+    try:
+        codes = json.loads(codes_file.read_text(encoding="utf-8")) if codes_file.is_file() else {}
+    except (OSError, ValueError) as exc:
+        raise SimilarityError(f"--against {codes_file}: cannot be read ({exc})") from None
+    found: dict[str, Sources] = {}
+    for report in sorted(p for p in folder.iterdir() if p.is_dir() and (p / SOURCES_NAME).is_file()):
+        try:
+            sources = read_sources(report)
+        except SourcesError as exc:
+            raise SimilarityError(f"--against {report}: {exc}") from None
+        if sources is not None:
+            found[f"past/{folder.name}/{codes.get(report.name, report.name)}"] = sources
+    if not found:
+        raise SimilarityError(
+            f"--against {folder}: no report folder there keeps its sources ({SOURCES_NAME}); give a round's --out "
+            "folder graded by this kit"
+        )
+    return found
+
+
+def leak_corpus(
+    paths: Sequence[Path] = (), *, kit: bool = True, against: Sequence[Path] = ()
+) -> tuple[dict[str, Sources], str]:
     """What the round is compared with besides itself, and a sentence saying so.
 
     With `kit`, the kit's reference and every chaff when this is a checkout (an installed kit has
-    neither); `paths` adds submissions that leaked from elsewhere (folders, archives, or folders of them)."""
+    neither); `paths` adds submissions that leaked from elsewhere (folders, archives, or folders of them);
+    `against` every submission of these earlier rounds (their --out folders)."""
     leaks: dict[str, Sources] = {}
     said: list[str] = []
+    for folder in against:
+        past = past_round(folder)
+        leaks.update(past)
+        said.append(f"the {len(past)} submission(s) of the earlier round {Path(folder).name}")
     if kit:
         reference = submissions_dir() / "reference"
         if (reference / "submission.yaml").is_file():
