@@ -43,19 +43,20 @@ def _commit() -> str:
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], capture_output=True, text=True, check=False, cwd=ROOT).stdout.strip()
 
-    return git("rev-parse", "--short", "HEAD") + (
-        "+changes" if git("status", "--porcelain", "--untracked-files=no") else ""
-    )
+    # the result file itself is rewritten as the run goes: a change of its own is no change to what was tested
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", f":(exclude){RESULTS.relative_to(ROOT)}")
+    return git("rev-parse", "--short", "HEAD") + ("+changes" if changed else "")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """A real run that collected pod tests starts a new result."""
     if _real() and any(item.path.name == POD_TESTS for item in session.items):
+        commit = _commit()
         RESULTS.unlink(missing_ok=True)
         record(
             command="make test-image",
             date=datetime.date.today().isoformat(),
-            commit=_commit(),
+            commit=commit,
             started=_now(),
             outcomes={},
             seconds={},

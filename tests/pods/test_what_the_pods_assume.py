@@ -67,3 +67,41 @@ def test_the_jobs_seed_is_read_from_its_arguments() -> None:
         assert "no --seed" in str(exc)
     else:
         raise AssertionError("a Job without --seed was read as having one")
+
+
+#: What the pod test and the image are made of: a change to any of them since the last real run is untested
+#: (this file's checks run in every `make test`, so they are not among them).
+POD_SOURCES = (
+    "tests/pods/test_pods.py",
+    "tests/pods/pod.py",
+    "tests/pods/images.py",
+    "tests/pods/expect.py",
+    "Containerfile",
+)
+
+
+def test_the_last_pod_run_passed_on_the_pod_test_and_image_as_they_stand() -> None:
+    """`make test-image` is opt-in, so its last result (bench/results/pods.json) is held here: every pod test
+    passed, and neither the pod test nor the Containerfile changed since the commit it ran on. After such a change,
+    run `make test-image` again and commit its result."""
+    import json
+    import subprocess
+
+    from pod_results import RESULTS
+
+    last = json.loads(RESULTS.read_text())
+    assert last["outcomes"] and set(last["outcomes"].values()) == {"passed"}, f"the last pod run: {last['outcomes']}"
+    commit = last["commit"]
+    assert "+" not in commit, f"the last pod run was of an uncommitted tree ({commit}): run make test-image again"
+    known = subprocess.run(["git", "cat-file", "-t", commit], cwd=ROOT, capture_output=True, text=True, check=False)
+    if known.returncode != 0:  # a checkout without the history (a shallow clone): nothing to compare with
+        return
+    changed = subprocess.run(
+        ["git", "diff", "--name-only", commit, "--", *POD_SOURCES],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    changed = [path for path in changed if "__pycache__" not in path]
+    assert not changed, f"changed since the last pod run ({commit}, {last['date']}): {changed}; run make test-image"
