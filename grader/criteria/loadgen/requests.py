@@ -342,9 +342,16 @@ def check_tps(runs: list[Observed], criterion: Criterion) -> Verdict:
     run = runs[0]
     if (bad := unusable(run)) is not None:
         return bad
-    problems, points, margins, missing, closest = [], [], [], 0, (-1.0, "")
+    problems, points, margins, missing, closest, nulls = [], [], [], 0, (-1.0, ""), 0
     for pair in run.pairs:
         rep, tru = pair.reported or {}, pair.truth
+        if tru is not None and tru.outcome == "ok" and tru.tps is None:  # fewer than two content deltas: null
+            if (reported := num(rep.get("tps"))) is not None:
+                problems.append(
+                    f"request {rep.get('index')}: TPS {reported:g}, yet it had fewer than two content deltas"
+                )
+            nulls += 1
+            continue
         if tru is None or tru.tps is None:
             continue
         tps = num(rep.get("tps"))
@@ -370,13 +377,12 @@ def check_tps(runs: list[Observed], criterion: Criterion) -> Verdict:
         diagonal=True,
     )
     evidence = run_evidence(run, plots=[plot])
-    if not points and not problems:
-        problems.append("no successful request with two content chunks to compare")
-    out = (
-        f"TPS of {len(points)} request(s) within {criterion.tolerance_text} of the ledger"
-        if not problems
-        else f"tolerance {criterion.tolerance_text}:\n" + "\n".join(problems[:8])
-    )
+    if not points and not nulls and not problems:
+        problems.append("no successful request to compare")
+    judged = f"TPS of {len(points)} request(s) within {criterion.tolerance_text} of the ledger"
+    if nulls:
+        judged += f"; null for the {nulls} with fewer than two content deltas, as the brief defines it"
+    out = judged if not problems else f"tolerance {criterion.tolerance_text}:\n" + "\n".join(problems[:8])
     return Verdict(
         not problems,
         out,

@@ -220,3 +220,43 @@ def test_a_stream_of_a_few_milliseconds_is_timed_no_finer_than_its_span_toleranc
     assert tps_margin(with_ttft, truth, tokens, tps) > 5
     # a long stream is judged by its rate: 20% off over 1 s of span fails, whatever the milliseconds
     assert tps_margin(160.0, 200.0, 200, tps) > 1
+
+
+def _one_token_grade(submission: Path, folder: Path):
+    """`loadgen.tps` on the baseline moved to one token a request: every TPS is null by the brief's definition."""
+    import yaml
+
+    from grader.grading.grade import GradeRequest, grade
+
+    data = yaml.safe_load((ROOT / "grader" / "rubric.yaml").read_text())
+    data["scenarios"]["baseline"]["loadgen"].update(max_tokens=1, requests=4)
+    (folder / "rubric.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    request = GradeRequest(
+        submission,
+        folder / "report",
+        only=("loadgen.tps",),
+        seed=3,
+        rubric=folder / "rubric.yaml",
+        scenarios=("baseline",),
+        with_variants=False,
+        echo=lambda _: None,
+    )
+    (result,) = grade(request).criteria
+    return result
+
+
+def test_tps_of_a_one_token_answer_is_judged_null_not_left_with_nothing_to_judge(tmp_path):
+    """At the domain's corner of one token a request no request has a TPS: a client that writes null, as the brief
+    defines it, passes on those nulls; one that writes a number for them fails."""
+    passed = _one_token_grade(ROOT / "submissions" / "reference", tmp_path)
+    assert passed.status == "passed", passed.output
+    assert "null for the 4 with fewer than two content deltas" in passed.output
+    planted = tmp_path / "zero-tps"
+    shutil.copytree(ROOT / "submissions" / "reference", planted, ignore=shutil.ignore_patterns("__pycache__"))
+    client = planted / "loadgen" / "client.py"
+    text = client.read_text()
+    assert "tps=tracker.tps(tokens))" in text
+    client.write_text(text.replace("tps=tracker.tps(tokens))", "tps=tracker.tps(tokens) or 0.0)"))
+    (tmp_path / "again").mkdir()
+    failed = _one_token_grade(planted, tmp_path / "again")
+    assert failed.status == "failed" and "TPS 0, yet it had fewer than two content deltas" in failed.output

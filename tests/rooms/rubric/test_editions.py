@@ -130,12 +130,28 @@ def test_two_editions_briefs_differ_in_every_number_a_solution_could_carry() -> 
             "peak_factor",
         ), field
     sheets = {n: t.split("<!-- rule-sheet: begin -->")[1] for n, t in texts.items()}
+    spec = read_yaml(EDITIONS_FILE)
+    drawn = [f"config.{p}" for p in spec["gateway"]["config"]] + [
+        "config.api.prices.input_per_million_usd",
+        "config.api.prices.output_per_million_usd",
+    ]
+    values = {}
     for name, sheet in sheets.items():
-        config = RUBRIC.for_edition(name).gateway.config
-        line = next(line for line in sheet.splitlines() if line.startswith("local: "))
-        assert f"health_interval_s: {config['local']['health_interval_s']:g}" in line
-        assert f"first_byte_s: {config['local']['timeouts']['first_byte_s']:g}" in line
-    assert sheets["default"] != sheets["spring-2027"]
+        rubric = RUBRIC.for_edition(name)
+        lines = {line.split(":")[0]: line for line in sheet.splitlines() if line.startswith(("local: ", "api: "))}
+        for path in drawn:
+            value = get_path({"config": rubric.gateway.config}, path)
+            route, key = path.split(".")[1], path.split(".")[-1]
+            assert f"{key}: {value:g}" in lines[route], (name, path)
+            values.setdefault(path, set()).add(value)
+        assert f"`max_model_len`: {rubric.gateway.max_model_len}." in sheet
+        timeout, baseline = rubric.scenarios["timeout"], rubric.scenarios["baseline"]
+        assert f"--timeout-s {timeout.loadgen['timeout_s']}`" in sheet
+        assert f"token_rate={baseline.server['token_rate']};" in sheet
+        values.setdefault("timeout_s", set()).add(timeout.loadgen["timeout_s"])
+        values.setdefault("token_rate", set()).add(baseline.server["token_rate"])
+        values.setdefault("max_model_len", set()).add(rubric.gateway.max_model_len)
+    assert all(len(v) == 2 for v in values.values()), values  # each differs between the two editions
 
 
 def test_an_editions_numbers_are_the_ones_its_bundle_was_issued_with() -> None:
