@@ -74,3 +74,37 @@ def test_against_with_no_similarity_is_a_usage_error(tmp_path: Path) -> None:
     done = run_grader("grade-many", tmp_path, "--out", tmp_path / "out", "--no-similarity", "--against", tmp_path)
     assert done.returncode == 2 and "--no-similarity cannot be used with" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _reported(out: Path, name: str, memo: str) -> None:
+    """A report folder as grade-many leaves it: a report and the submission's kept sources (a memo)."""
+    from round_builder import write_report
+
+    report = write_report(out / name, name.title(), [("loadgen.runs", "loadgen", 1, 1, "passed")])
+    write_sources(Sources(name.title(), {"memo": Deliverable("memo/MEMO.md", {"memo/MEMO.md": memo})}), report)
+
+
+@pytest.mark.parametrize("blind", [False, True])
+def test_a_rounds_summary_against_an_earlier_round_names_the_copy_in_grades_csv(tmp_path: Path, blind: bool) -> None:
+    """The whole path: an earlier round's --out folder, this round's summary with --against, grades.csv's
+    `similar_to` naming the past candidate (by code when that round was blind), and no one else flagged."""
+    import csv
+
+    from grader.round.commands import SummaryOptions, summarise
+
+    memo = (REFERENCE / "memo" / "MEMO.md").read_text().split("\n---", 2)[-1]
+    other = (ROOT / "docs" / "timing.md").read_text()  # prose of its own: copies nobody
+    past, now = tmp_path / "grades-2026-q3", tmp_path / "grades-2027-q1"
+    _reported(past, "alice", memo)
+    if blind:
+        (past / CODES).write_text(json.dumps({"alice": "C-7QK2"}))
+    _reported(now, "carol", memo)
+    _reported(now, "dave", other)
+    summarise(now, SummaryOptions(kit_leaks=False, against=(past,)))
+    rows = {r["name"]: r for r in csv.DictReader((now / "grades.csv").open())}
+    alice = "past/grades-2026-q3/" + ("C-7QK2" if blind else "alice")
+    assert rows["carol"]["similar_to"].startswith(alice), rows["carol"]
+    assert float(rows["carol"]["similarity"]) >= 0.9
+    assert not rows["dave"]["similar_to"].startswith("past/"), rows["dave"]
+    if blind:
+        assert "alice" not in (now / "grades.csv").read_text()
