@@ -23,6 +23,7 @@ import itertools
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -83,7 +84,13 @@ def _label(corner: dict[str, Any]) -> str:
     return ", ".join(f"{path.split('.')[1]} {value}" for path, value in corner.items())
 
 
-def one(client: str, submission: Path, corner: dict[str, Any], seed: int, scratch: Path) -> dict[str, Any]:
+def _slug(corner: dict[str, Any]) -> str:
+    return "-".join(str(v) for v in corner.values())
+
+
+def one(
+    client: str, submission: Path, corner: dict[str, Any], seed: int, scratch: Path, keep: Path | None = None
+) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(dir=scratch))
     started = time.perf_counter()
     result = grade(
@@ -98,14 +105,18 @@ def one(client: str, submission: Path, corner: dict[str, Any], seed: int, scratc
             echo=lambda _: None,
         )
     )
-    wrong = {c.id: c.output.splitlines()[0] if c.output else "" for c in result.criteria if c.status != "passed"}
+    # a criterion its brief does not state (an earlier contract's client) is skipped, and is no failure
+    judged = [c for c in result.criteria if c.status != "skipped"]
+    wrong = [c for c in judged if c.status != "passed"]
+    if wrong and keep is not None:
+        shutil.copytree(folder / "report", keep / f"{client}-{_slug(corner)}", dirs_exist_ok=True)
     return {
         "client": client,
         "corner": _label(corner),
-        "score": result.score,
-        "max_score": result.max_score,
-        "not_passed": {c.id: c.status for c in result.criteria if c.status != "passed"},
-        "why": wrong,
+        "not_passed": {c.id: c.status for c in wrong},
+        "why": {c.id: c.output for c in wrong},
+        "margins": {c.id: c.margin for c in judged if c.margin is not None},
+        "not_in_brief": [c.id for c in result.criteria if c.status == "skipped"],
         "seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -117,6 +128,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--corners", type=int, default=None, help="the first N corners only (a quick try)")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "bench-corners-kept",
+        help="where a grade that did not pass keeps its reports and run records",
+    )
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-corners-") as tmp:
@@ -134,7 +151,7 @@ def main() -> None:
         with busy_cores(args.hogs, max_s=3 * 3600) if args.hogs else contextlib.nullcontext():
             for client in chosen:
                 for corner in corners()[: args.corners]:
-                    row = one(client, clients[client], corner, args.seed, scratch)
+                    row = one(client, clients[client], corner, args.seed, scratch, args.keep)
                     rows.append(row)
                     mark = "ok" if not row["not_passed"] else f"NOT PASSED {row['not_passed']}"
                     print(f"{client:<12} {row['corner']:<70} {row['seconds']:>6} s  {mark}", flush=True)
