@@ -79,6 +79,7 @@ def _ttft_problem(
 @check("loadgen", "loadgen.ttft", "loadgen.role-chunk", needs=("abs_s", "send_lead_s", "cold_lead_s"))
 def check_ttft(runs: list[Observed], criterion: Criterion) -> Verdict:
     problems, worst, compared, outcome_problems, closest = [], 0.0, 0, False, ""
+    margins: list[float] = []  # each request's, so one request read late alone is borderline (lone_outlier)
     for run in runs:
         if (bad := unusable(run)) is not None:
             return bad
@@ -97,6 +98,7 @@ def check_ttft(runs: list[Observed], criterion: Criterion) -> Verdict:
             margin, problem, detail = _ttft_problem(
                 rep.get("index"), rep, tru, criterion, lead_allowed(run, tru, criterion)
             )
+            margins.append(margin)
             if margin >= worst:
                 worst, closest = margin, (f"{run.scenario.name} " if len(runs) > 1 else "") + detail
             if problem:
@@ -119,6 +121,7 @@ def check_ttft(runs: list[Observed], criterion: Criterion) -> Verdict:
         margin=None if outcome_problems else worst,
         evidence=run_evidence(runs[0], plots=[ttft_plot(r) for r in runs]),
         closest=closest,
+        margins=() if outcome_problems else tuple(margins),
     )
 
 

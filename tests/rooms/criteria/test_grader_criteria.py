@@ -216,12 +216,12 @@ def test_a_stream_of_a_few_milliseconds_is_timed_no_finer_than_its_span_toleranc
     late = tokens / (tokens / truth + 0.0007)  # read 0.7 ms long: 15% low
     assert (late - truth) / truth < -0.14
     assert tps_margin(late, truth, tokens, tps) < 0.5
-    with_ttft = tokens / (tokens / truth + 0.1)  # the span run from the send, TTFT in it
-    assert tps_margin(with_ttft, truth, tokens, tps) > 5
+    with_ttft = tokens / (tokens / truth + 0.1)  # the span run from the send, TTFT in it: 100 ms more
+    assert tps_margin(with_ttft, truth, tokens, tps) > 3
     # beside two CPU hogs, 16 streams of 64 tokens at 2,000 tokens/s (a 32 ms span, one token a chunk) were read
-    # up to 20% low (bench/results/corners.json): 8 ms late on the last delta, within the span's tolerance
-    behind = 64 / (64 / truth + 0.008)
-    assert (behind - truth) / truth < -0.19 and tps_margin(behind, truth, 64, tps) < 0.7
+    # up to 22% low (bench/results/corners.json): 9 ms late on the last delta, a pass with room, not a rerun
+    behind = 64 / (64 / truth + 0.009)
+    assert (behind - truth) / truth < -0.21 and tps_margin(behind, truth, 64, tps) < 0.7
     # a long stream is judged by its rate: 20% off over 1 s of span fails, whatever the milliseconds
     assert tps_margin(160.0, 200.0, 200, tps) > 1
 
