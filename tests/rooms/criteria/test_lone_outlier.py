@@ -59,3 +59,30 @@ def test_two_requests_off_or_a_wrong_definition_still_fail_outright():
         run = Observed.from_record(RecordBook.read(FIXTURES / chaff).records["loadgen/baseline"])
         verdict = _verdict(run)
         assert not verdict.passed and not is_borderline(verdict, *BANDS), (chaff, verdict.margin)
+
+
+TTFT = RUBRIC.criterion("loadgen.ttft")
+
+
+def _late_first_tokens(late: dict[int, float]) -> Observed:
+    """The reference's public baseline run, with the TTFT of some of its successful requests read later."""
+    record = copy.deepcopy(RecordBook.read(FIXTURES / "reference").records["loadgen/baseline"])
+    ((name, text),) = record["files"].items()
+    results = json.loads(text)
+    ok = [r for r in results["requests"] if r.get("ttft_s") is not None]
+    for i, seconds in late.items():
+        ok[i]["ttft_s"] += seconds
+    record["files"] = {name: json.dumps(results)}
+    return Observed.from_record(record)
+
+
+def test_one_first_token_read_late_alone_is_borderline_and_a_wrong_definition_still_fails():
+    """Beside two CPU hogs a correct client read one of 16 first tokens 86 ms late (bench/results/corners.json):
+    judged again, not failed; two requests off, or every request (the TTFT-from-headers chaff), fail outright."""
+    one = judge(TTFT, SECTIONS["loadgen"], [_late_first_tokens({3: 0.086})], RUBRIC)
+    assert one is not None and not one.passed and one.margin == 1.0 and is_borderline(one, *BANDS)
+    two = judge(TTFT, SECTIONS["loadgen"], [_late_first_tokens({3: 0.086, 7: 0.086})], RUBRIC)
+    assert two is not None and not two.passed and not is_borderline(two, *BANDS), two.margin
+    run = Observed.from_record(RecordBook.read(FIXTURES / "ttft-from-headers").records["loadgen/baseline"])
+    verdict = judge(TTFT, SECTIONS["loadgen"], [run], RUBRIC)
+    assert verdict is not None and not verdict.passed and not is_borderline(verdict, *BANDS), verdict.margin
