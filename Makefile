@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-server test test-full test-fast fixtures check selftest bench schemas clean soak hostile-full debs-demo debs-test \
+.PHONY: demo demo-server test test-full test-fast durations fixtures check selftest bench schemas clean soak hostile-full debs-demo debs-test \
 	image wheels test-image
 
 # Debian packages, installed when missing and this is root (`command:package` pairs): the demo needs
@@ -59,11 +59,16 @@ test: $(STAMP) debs-test
 test-full: $(STAMP) debs-test
 	SUITE_FULL=1 $(PYTEST) -q -n $(WORKERS) $(XDIST) --durations=25
 
-# The inner loop: every test but the slow ones, every criterion judged from recorded runs
-# (tests/fixtures/runs), on three workers (about 3 minutes on two cores).
+# The inner loop: every test but the slow ones and those that took a second or more in the last
+# recorded run (tests/durations.json, tests/fast_tier.py), every criterion judged from recorded runs
+# (tests/fixtures/runs), on three workers (under 2 minutes on two cores). `make test` runs them all.
 FAST_WORKERS ?= 3
 test-fast: $(STAMP)
-	$(PYTEST) -q -n $(FAST_WORKERS) $(XDIST) -m "not slow" --durations=10
+	FAST_TIER=1 $(PYTEST) -q -n $(FAST_WORKERS) $(XDIST) -m "not slow" --durations=10
+
+# Record how long each test but the slow ones takes (tests/durations.json): what the fast tier leaves out.
+durations: $(STAMP)
+	RECORD_DURATIONS=1 $(PYTEST) -q -n $(FAST_WORKERS) $(XDIST) -m "not slow"
 
 # Record the reference's and every chaff's runs for the fast tests (after a change to a submission,
 # a scenario, the gateway plan or how runs are made; the fast tests say when a record is stale).

@@ -6,6 +6,7 @@ import json
 import signal
 from typing import Any
 
+import fast_tier
 import httpx
 import pod_results
 import pytest
@@ -28,6 +29,7 @@ collect_ignore = ["fixtures"]
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(sampling, "sampling")  # a sample of the longest tests (tests/sampling.py)
     config.pluginmanager.register(pod_results, "pod_results")  # make test-image's last result (tests/pod_results.py)
+    config.pluginmanager.register(fast_tier, "fast_tier")  # what make test-fast leaves out (tests/fast_tier.py)
 
 
 # The longest test files, longest first (as `make test` lists its slowest tests).
