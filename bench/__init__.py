@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import os
+import tempfile
 from pathlib import Path
 
-__all__ = ["results_dir"]
+__all__ = ["add_keep_option", "results_dir"]
 
 
 def results_dir() -> Path:
@@ -14,3 +16,14 @@ def results_dir() -> Path:
     folder = Path(os.environ.get("BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def add_keep_option(parser: argparse.ArgumentParser, folder: str) -> None:
+    """`--keep DIR`: where a grade that did not pass every criterion keeps its reports and run records (default
+    $TMPDIR/FOLDER), so what failed can be read after the run."""
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / folder,
+        help="where a grade that did not pass every criterion keeps its reports and run records",
+    )

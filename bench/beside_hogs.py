@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import results_dir
+from bench import add_keep_option, results_dir
 from bench.loaded import busy_cores
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,12 +115,7 @@ def main() -> None:
     parser.add_argument("--kit", type=Path, help="the virtual environment of an installed kit to run")
     parser.add_argument("--against", type=Path, metavar="CHECKOUT", help="another checkout, graded alternately")
     parser.add_argument("--out", type=Path, default=None, help="where to write the figures")
-    parser.add_argument(
-        "--keep",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "bench-hogs-kept",
-        help="where a grade that did not pass every criterion keeps its reports and run records",
-    )
+    add_keep_option(parser, "bench-hogs-kept")
     args = parser.parse_args()
     if args.against is not None and not (args.against / "grader").is_dir():
         parser.error(f"--against {args.against}: not a checkout of the kit (no grader/ in it)")

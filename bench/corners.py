@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from bench import results_dir
+from bench import add_keep_option, results_dir
 from bench.loaded import busy_cores
 from grader.grading.grade import GradeRequest, grade
 from grader.rubric.domains import load_domains
@@ -128,12 +128,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--corners", type=int, default=None, help="the first N corners only (a quick try)")
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument(
-        "--keep",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "bench-corners-kept",
-        help="where a grade that did not pass keeps its reports and run records",
-    )
+    add_keep_option(parser, "bench-corners-kept")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-corners-") as tmp:
