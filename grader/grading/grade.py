@@ -197,9 +197,9 @@ def _edition(run: GradeRequest, submission: Submission | None) -> Edition:
     return found
 
 
-def _fit(submission: Submission, edition: Edition, run: GradeRequest) -> dict[str, Any]:
+def _fit(submission: Submission, edition: Edition) -> dict[str, Any]:
     """`{"fits": ...}` when the submission carries the numbers of an edition other than the one it is graded
-    against (the default, the one its stamp names, or `--edition`'s); else nothing."""
+    against: the default's, or its stamp's when `--edition` named another; else nothing."""
     stamped = Edition.of(submission.data).name
     try:
         inputs = memo_front_matter(submission.path("memo")).get("sizing_inputs")
@@ -274,7 +274,7 @@ def grade(run: GradeRequest) -> Grade:
         human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in criteria) else [],
         inherent_s=round(inherent, 3),
         section_s=section_s,
-        edition=(edition.to_dict() | _fit(submission, edition, run)) if submission else {},
+        edition=(edition.to_dict() | _fit(submission, edition)) if submission else {},
     )
     book.write_index(_index(grade_, run, unseen, problems, carried))
     from grader.reports import write_reports
