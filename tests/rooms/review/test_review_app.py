@@ -123,7 +123,7 @@ def test_a_save_writes_what_human_score_writes_and_the_export_carries_it(app, gr
     assert rows["grace-lindqvist"]["decision"] == ""
     # the same summary writer: the columns grade-many writes, in its order, the two added before the criteria
     header = next(csv.reader((grades / "grades.csv").open()))
-    after = header.index("contract")  # the grade's seed, edition and contract, then the two added
+    after = header.index("fits")  # the grade's seed, edition, contract and edition fit, then the two added
     assert header[after + 1 : after + 3] == ["decision", "decision_reason"]
 
 
