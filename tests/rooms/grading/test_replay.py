@@ -45,8 +45,9 @@ REPLAYS = [
     ("loadgen-error-statuses-listed", "loadgen.http-errors", None, 15.0),
     ("gateway-fallback-on-404", "gateway.no-fallback-4xx", None, 45.0),
     ("gateway-fallback-on-4xx", "gateway.no-fallback-4xx", "local-400", 45.0),
-    # judged from every case of the gateway's run, the unseen variant's with them
-    ("gateway-retry-twice", "gateway.no-route-twice", None, 45.0),
+    # judged from every case of the gateway's run, the unseen variant's with them: 34.9 s alone on a quiet machine
+    # since the gateway plan grew to 47 cases (at f12b09f and after), past bench/replay.py's 30 s target
+    ("gateway-retry-twice", "gateway.no-route-twice", None, 55.0),
 ]
 
 
