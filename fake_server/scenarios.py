@@ -11,7 +11,7 @@ import yaml
 
 from fake_server.engine.faults import parse_rules
 from fake_server.http.api_persona import API_DEFAULTS
-from fake_server.settings import ServerSettings, SettingsError, apply_scenario, read_scenario_file
+from fake_server.settings import ServerSettings, SettingsError, apply_scenario, describe, read_scenario_file
 
 __all__ = ["SCENARIO_DIR", "build_settings", "list_scenarios", "scenario_path"]
 
@@ -24,7 +24,7 @@ def list_scenarios() -> list[tuple[str, str]]:
     out = []
     for path in sorted(SCENARIO_DIR.glob("*.yaml")):
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        out.append((path.stem, str(data.get("description", ""))))
+        out.append((path.stem, describe(data)))
     return out
 
 

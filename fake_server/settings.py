@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ __all__ = [
     "ServerSettings",
     "SettingsError",
     "apply_overrides",
+    "describe",
     "model_fields",
     "server_fields",
     "slot_limit_ignored",
@@ -343,6 +345,30 @@ def read_scenario_file(path: Path) -> dict[str, Any]:
     return data
 
 
+_FIELD = re.compile(r"\{([a-z_][a-z0-9_.]*)(?::([^}]*))?\}")
+
+
+def describe(data: dict[str, Any]) -> str:
+    """A scenario's description with each `{SETTING}` (a dotted path: `faults.0.after_tokens`) written from the
+    scenario's own settings, so the text cannot say another number than the one it runs. `{SETTING:ms}` writes
+    seconds as milliseconds; any other spec is Python's (`{kv_cache_tokens:,}`)."""
+    text = str(data.get("description", ""))
+
+    def value(match: re.Match[str]) -> str:
+        found: Any = data
+        for step in match.group(1).split("."):
+            found = found[int(step)] if isinstance(found, list) else found[step]
+        spec = match.group(2) or ""
+        if spec == "ms":
+            return f"{found * 1000:g}"
+        return format(found, spec) if spec else (f"{found:g}" if isinstance(found, float) else str(found))
+
+    try:
+        return _FIELD.sub(value, text)
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise SettingsError(f"description: names no setting of the scenario ({exc})") from None
+
+
 def apply_scenario(data: dict[str, Any], settings: ServerSettings, where: str) -> str:
     """Apply a scenario mapping to `settings`; return its description.
 
@@ -351,7 +377,8 @@ def apply_scenario(data: dict[str, Any], settings: ServerSettings, where: str) -
     model with its own engine).
     """
     data = dict(data)
-    description = data.pop("description", "")
+    description = describe(data)
+    data.pop("description", None)
     extra = data.pop("models", {}) or {}
     server_part = {k: v for k, v in data.items() if str(k).replace("-", "_") in _SERVER_KEYS}
     model_part = {k: v for k, v in data.items() if k not in server_part}
