@@ -18,7 +18,7 @@ The pytest plugin (`fake_server.pytest_plugin`, registered automatically) gives 
 from fake_server import tokenizer
 from fake_server.hosting.launch import RunningServer, build_settings, serve, serve_fleet, serve_subprocess
 from fake_server.scenarios import list_scenarios
-from fake_server.settings import ModelSettings, ServerSettings, SettingsError
+from fake_server.settings import ModelSettings, ServerSettings, SettingsError, fill_settings
 
 __all__ = [
     "ModelSettings",
@@ -26,6 +26,7 @@ __all__ = [
     "ServerSettings",
     "SettingsError",
     "build_settings",
+    "fill_settings",
     "list_scenarios",
     "serve",
     "serve_fleet",

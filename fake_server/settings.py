@@ -30,6 +30,7 @@ __all__ = [
     "SettingsError",
     "apply_overrides",
     "describe",
+    "fill_settings",
     "model_fields",
     "server_fields",
     "slot_limit_ignored",
@@ -348,25 +349,35 @@ def read_scenario_file(path: Path) -> dict[str, Any]:
 _FIELD = re.compile(r"\{([a-z_][a-z0-9_.]*)(?::([^}]*))?\}")
 
 
-def describe(data: dict[str, Any]) -> str:
-    """A scenario's description with each `{SETTING}` (a dotted path: `faults.0.after_tokens`) written from the
-    scenario's own settings, so the text cannot say another number than the one it runs. `{SETTING:ms}` writes
-    seconds as milliseconds; any other spec is Python's (`{kv_cache_tokens:,}`)."""
-    text = str(data.get("description", ""))
+def fill_settings(text: str, settings: Any) -> str:
+    """`text` with each `{SETTING}` (a dotted path into `settings`: `faults.0.after_tokens`) written from the
+    settings, so a description cannot state another number than the one it runs. `{SETTING:ms}` writes seconds
+    as milliseconds; any other spec is Python's (`{kv_cache_tokens:,}`); a float is written as `:g` writes it (3.0 as 3).
+    Raises SettingsError naming the setting that is not there."""
 
     def value(match: re.Match[str]) -> str:
-        found: Any = data
-        for step in match.group(1).split("."):
-            found = found[int(step)] if isinstance(found, list) else found[step]
+        found: Any = settings
+        try:
+            for step in match.group(1).split("."):
+                found = found[int(step)] if isinstance(found, list) else found[step]
+        except (KeyError, IndexError, TypeError, ValueError):
+            raise SettingsError(f"{{{match.group(1)}}} names no setting") from None
         spec = match.group(2) or ""
         if spec == "ms":
             return f"{found * 1000:g}"
-        return format(found, spec) if spec else (f"{found:g}" if isinstance(found, float) else str(found))
+        if spec:
+            return format(found, spec)
+        return f"{found:g}" if isinstance(found, float) else str(found)
 
+    return _FIELD.sub(value, text)
+
+
+def describe(data: dict[str, Any]) -> str:
+    """A scenario mapping's description, written from its own settings (`fill_settings`)."""
     try:
-        return _FIELD.sub(value, text)
-    except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise SettingsError(f"description: names no setting of the scenario ({exc})") from None
+        return fill_settings(str(data.get("description", "")), data)
+    except SettingsError as exc:
+        raise SettingsError(f"description: {exc} of the scenario") from None
 
 
 def apply_scenario(data: dict[str, Any], settings: ServerSettings, where: str) -> str:

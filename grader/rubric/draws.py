@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import copy
 import random
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["DrawError", "draw", "drawn", "fill", "get_path", "problem_of", "set_path", "steps"]
+__all__ = ["DrawError", "draw", "drawn", "get_path", "problem_of", "set_path", "steps"]
 
 
 class DrawError(ValueError):
@@ -41,20 +40,6 @@ def get_path(target: Any, path: str) -> Any:
     for step in steps(path):
         target = target[step]
     return target
-
-
-_FIELD = re.compile(r"\{([a-z_][a-z0-9_.]*)(?::(ms))?\}")
-
-
-def fill(text: str, scope: Any) -> str:
-    """`text` with each `{PATH}` replaced by the setting at PATH in `scope` (`{PATH:ms}`: seconds as
-    milliseconds), so a description states the numbers its settings hold, however they were drawn."""
-
-    def value(match: re.Match[str]) -> str:
-        found = get_path(scope, match.group(1))
-        return f"{found * 1000:g}" if match.group(2) == "ms" else f"{found:g}" if _number(found) else str(found)
-
-    return _FIELD.sub(value, text)
 
 
 def set_path(target: Any, path: str, value: Any) -> None:

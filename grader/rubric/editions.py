@@ -116,9 +116,42 @@ def _spec() -> dict[str, Any]:
     for section in ("scenarios", "gateway"):
         for where, draws in _draw_blocks(data.get(section) or {}, section):
             problems += [f"{where}.{path}: {p}" for path, spec in draws.items() if (p := problem_of(spec))]
+    problems += _memo_problems(data.get("memo"))
     if problems:
         raise EditionError(f"{EDITIONS_FILE}: " + "; ".join(problems))
     return data
+
+
+_MODEL_KEYS = {"name", "source", "served", "weights_gb", "layers", "kv_heads", "head_dim", "context"}
+_DEFAULT_KEYS = {"model", "gpu", "gpu_hour_usd", "chats_per_day", "turns_per_chat", "input_tokens_per_turn",
+                 "output_tokens_per_turn", "active_hours", "peak_factor", "api_input_usd_per_million",
+                 "api_output_usd_per_million"}  # fmt: skip
+
+
+def _memo_problems(memo: Any) -> list[str]:
+    """What keeps the memo block from drawing a scenario, each with its field."""
+    if not isinstance(memo, dict):
+        return ["memo: the memo's scenario (default, models, gpus, numbers)"]
+    out = []
+    default, models, gpus = memo.get("default") or {}, memo.get("models") or [], memo.get("gpus") or []
+    out += [f"memo.default.{k}: missing" for k in sorted(_DEFAULT_KEYS - set(default))]
+    out += [f"memo.models[{i}]: needs {', '.join(sorted(_MODEL_KEYS))}" for i, m in enumerate(models)
+            if not isinstance(m, dict) or not _MODEL_KEYS <= set(m)]  # fmt: skip
+    out += [f"memo.gpus[{i}]: needs name and memory_gb" for i, g in enumerate(gpus)
+            if not isinstance(g, dict) or not {"name", "memory_gb"} <= set(g)]  # fmt: skip
+    if not out and default.get("model") not in {m["name"] for m in models}:
+        out.append(f"memo.default.model: {default.get('model')!r} is none of memo.models")
+    if not out and default.get("gpu") not in {g["name"] for g in gpus}:
+        out.append(f"memo.default.gpu: {default.get('gpu')!r} is none of memo.gpus")
+    numbers = memo.get("numbers") or {}
+    needed = {"gpu_hour_usd_low", "gpu_hour_usd_high_ratio"} | (_DEFAULT_KEYS - {"model", "gpu", "gpu_hour_usd"})
+    out += [f"memo.numbers.{k}: missing" for k in sorted(needed - set(numbers))]
+    for key, spec in numbers.items():
+        ok = isinstance(spec, dict) and set(spec) == {"range", "step"}
+        ok = ok and isinstance(spec["step"], int | float) and not isinstance(spec["step"], bool) and spec["step"] > 0
+        if not ok or problem_of(spec["range"]):
+            out.append(f"memo.numbers.{key}: {{range: [lo, hi], step: S}} with lo <= hi and S above 0")
+    return out
 
 
 def _draw_blocks(block: dict[str, Any], section: str) -> list[tuple[str, dict[str, Any]]]:

@@ -13,7 +13,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.rubric.draws import fill
+from fake_server import SettingsError, fill_settings
 from grader.shared.contracts import LATEST
 
 __all__ = [
@@ -206,9 +206,10 @@ def _told(raw: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
     """A case with its `what` stating its own settings and the config's (`{local_faults.0.seconds}`,
     `{config.local.timeouts.first_byte_s}`): an edition that moves them moves the text too."""
     try:
-        return {**raw, "what": fill(raw["what"], {**raw, "config": data["config"], "servers": data["servers"]})}
-    except (KeyError, IndexError, TypeError) as exc:
-        raise PlanError(f"cases.{raw.get('name')}.what: names no setting of the case or config ({exc})") from None
+        scope = {**raw, "config": data["config"], "servers": data["servers"]}
+        return {**raw, "what": fill_settings(raw["what"], scope)}
+    except SettingsError as exc:
+        raise PlanError(f"cases.{raw.get('name')}.what: {exc} of the case or its config") from None
 
 
 def read_plan(data: dict[str, Any]) -> GatewayPlan:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from grader.rubric.draws import fill
+from fake_server import SettingsError, fill_settings
 from grader.rubric.editions import EditionError, with_edition
 from grader.rubric.files import DEFAULT_RUBRIC
 from grader.rubric.gateway_plan import GatewayPlan, PlanError, read_plan
@@ -252,11 +252,9 @@ def load_rubric(
     scenarios = {}
     for name, s in data["scenarios"].items():
         try:
-            description = fill(s["description"], s)
-        except (KeyError, IndexError, TypeError) as exc:
-            raise RubricError(
-                f"{path}: scenarios.{name}.description: names no setting of the scenario ({exc})"
-            ) from None
+            description = fill_settings(s["description"], s)
+        except SettingsError as exc:
+            raise RubricError(f"{path}: scenarios.{name}.description: {exc} of the scenario") from None
         scenarios[name] = Scenario(name, description, dict(s["server"]), dict(s["loadgen"]), int(s.get("since", 1)))
     try:
         plan = read_plan(data["gateway"])

@@ -50,6 +50,7 @@ def test_public_names_are_pinned():
             "ServerSettings",
             "SettingsError",
             "build_settings",
+            "fill_settings",
             "list_scenarios",
             "serve",
             "serve_fleet",

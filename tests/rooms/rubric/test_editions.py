@@ -56,13 +56,8 @@ def test_every_number_of_an_edition_differs_from_the_defaults_and_fits(name: str
         assert value != perturb.get(flag), (name, flag)
     assert s.weights_gb + 5 <= 0.9 * s.gpu_memory_gb, f"{s.model} does not fit on {s.gpu}"
     rubric = RUBRIC.for_edition(name)
-    for path, value in (
-        ("config.local.health_interval_s", 0.25),
-        ("config.local.timeouts.first_byte_s", 0.5),
-        ("config.local.timeouts.total_s", 3.0),
-        ("config.api.timeouts.connect_s", 1.0),
-    ):
-        assert get_path({"config": rubric.gateway.config}, path) != value, (name, path)
+    for path in read_yaml(EDITIONS_FILE)["gateway"]["config"]:  # every published config number it draws
+        assert get_path(rubric.gateway.config, path) != get_path(RUBRIC.gateway.config, path), (name, path)
     assert rubric.gateway.max_model_len != RUBRIC.gateway.max_model_len
     assert rubric.scenarios["timeout"].loadgen["timeout_s"] != RUBRIC.scenarios["timeout"].loadgen["timeout_s"]
 
@@ -178,20 +173,39 @@ def test_a_name_that_is_no_edition_is_refused_saying_what_a_name_is(name: str) -
         RUBRIC.for_edition(name)
 
 
-def test_a_draw_naming_no_setting_is_refused_naming_it(tmp_path: Path, monkeypatch) -> None:
+def _broken(edit) -> dict:
+    spec = yaml.safe_load(EDITIONS_FILE.read_text())
+    edit(spec)
+    return spec
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        (
+            _broken(lambda s: s["gateway"]["cases"].update({"no-such-case": {"send.words": [1, 2]}})),
+            "gateway.cases.no-such-case: the rubric has no such case",
+        ),
+        (_broken(lambda s: s["memo"]["numbers"]["chats_per_day"].pop("step")), "memo.numbers.chats_per_day: {range"),
+        (_broken(lambda s: s["memo"]["default"].update(model="Qwen9")), "memo.default.model: 'Qwen9' is none of"),
+        (_broken(lambda s: s["memo"]["models"][1].pop("layers")), r"memo.models\[1\]: needs"),
+    ],
+    ids=["case", "step", "model", "layers"],
+)
+def test_an_editions_file_that_cannot_draw_is_refused_naming_the_field(tmp_path: Path, monkeypatch, spec, said) -> None:
     from grader.rubric import editions
 
-    spec = yaml.safe_load(EDITIONS_FILE.read_text())
-    spec["gateway"]["cases"]["no-such-case"] = {"send.words": [1, 2]}
     bad = tmp_path / "editions.yaml"
     bad.write_text(yaml.safe_dump(spec))
     monkeypatch.setattr(editions, "EDITIONS_FILE", bad)
     editions._spec.cache_clear()
+    editions.memo_scenario.cache_clear()
     try:
-        with pytest.raises(RubricError, match="gateway.cases.no-such-case: the rubric has no such case"):
-            load_rubric(edition="spring-2027")
+        with pytest.raises(RubricError, match=said):
+            load_rubric(edition="cohort-99")
     finally:
         editions._spec.cache_clear()
+        editions.memo_scenario.cache_clear()
 
 
 def _memo_folder(tmp_path: Path, edition: str) -> Path:
