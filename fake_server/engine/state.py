@@ -16,6 +16,7 @@ from typing import Any
 from fake_server.engine.faults import FaultPlan, parse_rules
 from fake_server.engine.ledger import Ledger
 from fake_server.engine.step_loop import Engine
+from fake_server.server_draw import DRAW_ENV, server_draw
 from fake_server.settings import (
     IGNORE_SLOT_LIMIT_ENV,
     ServerSettings,
@@ -44,6 +45,20 @@ class ServerState:
         self.ledger = Ledger(settings.ledger, keep=settings.ledger_keep)
         self.faults = FaultPlan(parse_rules(settings.faults), settings.seed)
         self._initial_faults = list(self.faults.rules)
+        self.draw = server_draw()
+        if self.draw is not None:
+            for model in {id(m): m for m in settings.models().values()}.values():
+                self.draw.apply(model)
+            sys.stderr.write(
+                f"fake-server: {DRAW_ENV} is set: every model's slots and token rate are drawn "
+                f"({self.draw.describe()}): "
+                + ", ".join(
+                    f"{name} max_num_seqs {m.max_num_seqs}, token_rate {m.token_rate:g}"
+                    for name, m in settings.models().items()
+                )
+                + "\n"
+            )
+            sys.stderr.flush()
         self._initial_models = {name: copy.deepcopy(m) for name, m in settings.models().items()}
         self.engines: dict[str, Engine] = {}
         self.ignore_slot_limit = slot_limit_ignored()
@@ -134,6 +149,9 @@ class ServerState:
         for engine in targets:
             new = dataclasses.replace(engine.settings)
             apply_overrides(new, values, f"config of `{engine.name}`")
+            if self.draw is not None:  # drawn after the checks of what was asked, as at start-up
+                for name, value in self.draw.scale(_asked(new, values)).items():
+                    setattr(new, name, value)
             new.validate(f"config of `{engine.name}`")
             engine.check_reconfigure(new)
             staged.append((engine, new))
@@ -192,3 +210,9 @@ class ServerState:
         if engine is None:
             raise SettingsError(f"no model named `{model}` (served: {', '.join(self.engines)})")
         return engine
+
+
+def _asked(settings: Any, values: dict[str, Any]) -> dict[str, Any]:
+    """The drawn settings among `values` (already applied to `settings`, so coerced): what a draw scales."""
+    keys = {str(k).replace("-", "_") for k in values}
+    return {k: getattr(settings, k) for k in ("max_num_seqs", "token_rate") if k in keys}

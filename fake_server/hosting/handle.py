@@ -29,6 +29,7 @@ _CALL_TIMEOUT = 30.0  # seconds for one control call; a ledger read adds its set
 class Controls(Protocol):
     """What `ServerControl` offers, callable from any thread of the caller."""
 
+    def config(self) -> dict[str, Any]: ...
     def configure(self, values: dict[str, Any], *, model: str | None = None) -> dict[str, Any]: ...
     def set_faults(self, rules: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
     def set_healthy(self, healthy: bool) -> bool: ...
@@ -43,6 +44,9 @@ class LocalControls:
     def __init__(self, control: ServerControl, loop: asyncio.AbstractEventLoop) -> None:
         self.control = control
         self._loop = loop
+
+    def config(self) -> dict[str, Any]:
+        return self._on_loop(self.control.config)
 
     def configure(self, values: dict[str, Any], *, model: str | None = None) -> dict[str, Any]:
         return self._on_loop(lambda: self.control.configure(values, model=model))
@@ -77,6 +81,10 @@ class AdminControls:
     def __init__(self, base_url: str, *, token: str | None = None) -> None:
         self.base_url = base_url
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    def config(self) -> dict[str, Any]:
+        config: dict[str, Any] = self._call("GET", "/admin/config")
+        return config
 
     def configure(self, values: dict[str, Any], *, model: str | None = None) -> dict[str, Any]:
         config: dict[str, Any] = self._call(
@@ -173,6 +181,17 @@ class RunningServer:
         the last reset) unless `generation` names an earlier one."""
         records: list[dict[str, Any]] = self.controls.ledger(settle=settle, generation=generation)["records"]
         return records
+
+    def settings(self, model: str | None = None) -> dict[str, Any]:
+        """The engine settings a model (default: the first served) runs with now, e.g. `settings()["max_num_seqs"]`.
+
+        What was asked, unless `FAKE_SERVER_DRAW` drew other slots and token rate (fake_server/server_draw.py):
+        a test whose expectations follow from them reads them here."""
+        models: dict[str, dict[str, Any]] = self.controls.config()["models"]
+        name = model if model is not None else next(iter(models))
+        if name not in models:
+            raise SettingsError(f"no model named `{name}` (served: {', '.join(models)})")
+        return models[name]
 
     def configure(self, model: str | None = None, **values: Any) -> None:
         """Change engine settings at run time, e.g. `configure(max_num_seqs=2)`."""

@@ -9,7 +9,15 @@ from __future__ import annotations
 from grader.criteria.registry import check
 from grader.criteria.verdict import Verdict, with_unseen
 from grader.outcome import Evidence
-from grader.records.tests import PERCENTILE_METHODS, UNSEEN_PERCENTILE, TestRun, TestRuns
+from grader.records.tests import (
+    DRAWN_NO_SLOTS,
+    DRAWN_SERVER,
+    NO_SLOTS,
+    PERCENTILE_METHODS,
+    UNSEEN_PERCENTILE,
+    TestRun,
+    TestRuns,
+)
 from grader.rubric import Criterion
 
 __all__: list[str] = []  # the checks are found through the registry
@@ -107,6 +115,43 @@ def _methods_caught(runs: TestRuns, methods: dict[str, TestRun], evidence: Evide
 
 @check("tests", "tests.slot-chaff")
 def check_slot_chaff(runs: TestRuns, criterion: Criterion) -> Verdict:
-    hit, why = _caught(runs.own, runs.variants["no slot limit"])
-    evidence = _evidence(runs, ["no slot limit"], "ran your tests with FAKE_SERVER_IGNORE_SLOT_LIMIT=1")
-    return Verdict(hit, f"with the slot limit removed: {why}", evidence=evidence)
+    """The published run (slot limit removed), and in a grade the slot tests it caught against drawn servers: they
+    must pass there (a test that assumes the slots and rate it asked for fails), then fail without the slot limit."""
+    hit, why = _caught(runs.own, runs.variants[NO_SLOTS])
+    evidence = _evidence(runs, [NO_SLOTS], "ran your tests with FAKE_SERVER_IGNORE_SLOT_LIMIT=1")
+    public = Verdict(hit, f"with the slot limit removed: {why}", evidence=evidence)
+    if "drawn-slots" not in criterion.variants or DRAWN_SERVER not in runs.variants:
+        return public
+    return with_unseen(public, _drawn_servers(runs))
+
+
+def _drawn_servers(runs: TestRuns) -> Verdict:
+    slot_tests = runs.slot_tests
+    drawn, drawn_no_slots = runs.variants[DRAWN_SERVER], runs.variants[DRAWN_NO_SLOTS]
+    evidence = _evidence(
+        runs,
+        [DRAWN_SERVER, DRAWN_NO_SLOTS],
+        "ran your slot tests against servers whose slots and token rate were drawn",
+    )
+    if drawn.killed:
+        return Verdict(False, f"against drawn servers the run was killed ({drawn.killed})", evidence=evidence)
+    wrong = [t for t in slot_tests if drawn.tests.get(t) != "passed"]
+    if wrong:
+        more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
+        return Verdict(
+            False,
+            f"{wrong[0]}{more} did not pass against a server whose slots and token rate were drawn: a slot test "
+            "reads the slots and rate its server has (`server.settings()`), not the ones it asked for",
+            margin=FAILED_SUITE,  # a timing test on a busy machine: judged again there, standing on a quiet one
+            evidence=evidence,
+        )
+    caught = [t for t in slot_tests if drawn_no_slots.tests.get(t) == "failed"]
+    if not caught:
+        return Verdict(
+            False, "against drawn servers with the slot limit removed, your slot tests still passed", evidence=evidence
+        )
+    return Verdict(
+        True,
+        f"against drawn servers your slot tests pass, and {caught[0]} fails with the slot limit removed",
+        evidence=evidence,
+    )

@@ -191,7 +191,12 @@ def _tests_run(ctx: Context, key: str) -> dict[str, Any]:
     variants = tuple(dict.fromkeys(v for c in judged for v in c.variants))
     unseen = ctx.variants.percentile_methods_at(ctx.seed) if ctx.variants is not None else {}
     return run_tests(
-        ctx.box, ctx.submission, variants=variants, limits=ctx.rubric.limits["tests"], unseen_methods=unseen
+        ctx.box,
+        ctx.submission,
+        variants=variants,
+        limits=ctx.rubric.limits["tests"],
+        unseen_methods=unseen,
+        server_draw=ctx.variants.server_draw_at(ctx.seed) if ctx.variants is not None else None,
     ).to_record()
 
 

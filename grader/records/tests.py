@@ -6,12 +6,25 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PERCENTILE_METHODS", "UNSEEN_PERCENTILE", "TestRun", "TestRuns"]
+__all__ = [
+    "DRAWN_NO_SLOTS",
+    "DRAWN_SERVER",
+    "NO_SLOTS",
+    "PERCENTILE_METHODS",
+    "UNSEEN_PERCENTILE",
+    "TestRun",
+    "TestRuns",
+]
 
 #: The wrong percentile methods swapped in for the candidate's function, one run each: the brief names these.
 PERCENTILE_METHODS = ("linear", "floor", "off-by-one", "unsorted")
 #: How a run of a wrong method the brief does not name is called, before the method's name (grader/unseen/).
 UNSEEN_PERCENTILE = "unseen percentile: "
+#: The run with the fake server's slot limit removed (published), and the two against drawn servers (a grade's own):
+#: the slot tests alone, against servers whose slots and token rate are drawn, then with the slot limit removed too.
+NO_SLOTS = "no slot limit"
+DRAWN_SERVER = "drawn server"
+DRAWN_NO_SLOTS = "drawn server, no slot limit"
 
 
 @dataclass
@@ -49,9 +62,18 @@ class TestRuns:
         }
 
     def has(self, variant: str) -> bool:
-        """Whether the runs of a variant kind ("percentile", "slots") were made."""
-        names = [f"percentile: {m}" for m in PERCENTILE_METHODS] if variant == "percentile" else ["no slot limit"]
+        """Whether the runs of a variant kind ("percentile", "slots", "drawn-slots") were made. The drawn servers'
+        runs are a grade's alone (a self-check has none) and follow the slot-limit run: that one is what is needed."""
+        names = [f"percentile: {m}" for m in PERCENTILE_METHODS] if variant == "percentile" else [NO_SLOTS]
         return all(name in self.variants for name in names)
+
+    @property
+    def slot_tests(self) -> list[str]:
+        """The tests that passed on the candidate's code and failed with the slot limit removed: its slot tests."""
+        no_slots = self.variants.get(NO_SLOTS)
+        if no_slots is None or no_slots.killed:
+            return []
+        return [t for t in no_slots.failed if self.own.tests.get(t) == "passed"]
 
     def to_record(self) -> dict[str, Any]:
         return {

@@ -139,6 +139,7 @@ class Criterion:
             tolerance={**self.tolerance, **{k: float(v) for k, v in (then.get("tolerance") or {}).items()}},
             scenarios=_names(then["scenario"]) if "scenario" in then else self.scenarios,
             cases=_names(then["cases"]) if "cases" in then else self.cases,
+            variants=tuple(then["variants"]) if "variants" in then else self.variants,
         )
 
 

@@ -83,6 +83,7 @@ class Variants:
     extra_cases: tuple[ExtraCase, ...]
     percentile_methods: int = 0  # unseen wrong percentile methods a grade swaps in for the candidate's
     wrong_percentiles: Mapping[str, str] = field(default_factory=dict)  # the pool: name -> a module defining `method`
+    server_draw: bool = False  # whether the candidate's slot tests meet servers with drawn slots and token rate
 
     @property
     def varied(self) -> dict[str, Any]:
@@ -98,6 +99,12 @@ class Variants:
         names = sorted(self.wrong_percentiles)
         drawn = random.Random(f"{seed}:percentile-methods").sample(names, k=min(self.percentile_methods, len(names)))
         return {name: self.wrong_percentiles[name] for name in sorted(drawn)}
+
+    def server_draw_at(self, seed: int) -> str | None:
+        """The `FAKE_SERVER_DRAW` seed a grade at `seed` runs the candidate's slot tests with (None: no such runs)."""
+        if not self.server_draw:
+            return None
+        return f"{random.Random(f'{seed}:server-draw').randrange(1, 10**9)}"
 
     def scenario(self, base: Scenario, i: int, seed: int) -> Scenario:
         """Variant `i` of a public scenario: its listed settings drawn."""
@@ -237,8 +244,13 @@ def load_variants(rubric: Rubric, path: Path = VARIANTS_FILE) -> Variants | None
         extras.append(ExtraCase(replace(case, criteria=named), named, draw))
     if problems:
         raise VariantsError("\n".join(problems))
-    methods, pool = _percentile_methods(data.get("tests") or {}, problems, where)
-    variants = Variants(data["count"], loadgen, config, servers, cases, tuple(extras), methods, pool)
+    tests = data.get("tests") or {}
+    methods, pool = _percentile_methods(tests, problems, where)
+    server_draw = tests.get("server_draw", False) if isinstance(tests, dict) else False
+    if not isinstance(server_draw, bool):
+        problems.append(where(f"tests.server_draw: true or false, got {server_draw!r}"))
+        raise VariantsError("\n".join(problems))
+    variants = Variants(data["count"], loadgen, config, servers, cases, tuple(extras), methods, pool, server_draw)
     try:  # every draw can be made (a followed setting exists, a range leaves room), and the drawn plan is a plan
         for name in variants.loadgen:
             variants.scenario(rubric.scenarios[name], 1, 0)

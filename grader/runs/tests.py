@@ -5,7 +5,9 @@ of variant, both applied from outside the candidate's code:
 - a wrong percentile method swapped in for the submission's `loadgen.percentile` function
   (injected `sitecustomize.py`, see `injected/`), and
 - a fake server whose slot limit is removed (FAKE_SERVER_IGNORE_SLOT_LIMIT=1, honoured by the
-  kit's `fake_server` fixture and `fake-server serve`).
+  kit's `fake_server` fixture and `fake-server serve`), and in a grade, the slot tests that run
+  caught alone against servers whose slots and token rate are drawn (FAKE_SERVER_DRAW=SEED), with
+  the slot limit and without it.
 Every run gets the same injected files and variables (with a harmless value when no variant is
 applied), so a run does not announce itself by their presence alone. A `TestRuns` is the run
 record; criteria/tests.py judges it.
@@ -19,7 +21,15 @@ from typing import Any
 
 from grader.contract import Submission
 from grader.records.loadgen import HUNG
-from grader.records.tests import PERCENTILE_METHODS, UNSEEN_PERCENTILE, TestRun, TestRuns
+from grader.records.tests import (
+    DRAWN_NO_SLOTS,
+    DRAWN_SERVER,
+    NO_SLOTS,
+    PERCENTILE_METHODS,
+    UNSEEN_PERCENTILE,
+    TestRun,
+    TestRuns,
+)
 from grader.runs.cpu_wait import CpuWait
 from grader.runs.loadgen import Box
 
@@ -47,6 +57,8 @@ def _run(
     method: str = "none",
     source: str = "",
     no_slots: bool = False,
+    draw: str = "0",
+    only: tuple[str, ...] = (),
     stop_early: bool = False,
 ) -> TestRun:
     argv = submission.command("loadgen", "test_command")
@@ -58,6 +70,8 @@ def _run(
         "GRADER_PERCENTILE_MARKER": marker,
         "GRADER_TEST_OUTCOMES": outcomes,
         "FAKE_SERVER_IGNORE_SLOT_LIMIT": "1" if no_slots else "0",
+        "FAKE_SERVER_DRAW": draw,
+        "GRADER_ONLY_TESTS": json.dumps(list(only)),
         # The plugins of the candidate's kit and no others: what else the grading machine has installed
         # (pytest-randomly, a fuzzer's plugin) must not change the outcome, nor cost each run a second.
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
@@ -99,11 +113,14 @@ def run_tests(
     variants: tuple[str, ...],
     limits: dict[str, float],
     unseen_methods: dict[str, str] | None = None,
+    server_draw: str | None = None,
 ) -> TestRuns:
-    """The own-code run (stopped at the rubric's own_s), then the variants asked for ("percentile", "slots"),
-    each stopped at per_own x the own run's time (at least min_s), and at its first failure when the own-code
-    run passed whole. When the own-code run hung, no variant runs: they would hang too. With "percentile",
-    `unseen_methods` (name -> a module's source defining `method`) are swapped in too, one run each."""
+    """The own-code run (stopped at the rubric's own_s), then the variants asked for ("percentile", "slots",
+    "drawn-slots"), each stopped at per_own x the own run's time (at least min_s), and at its first failure when
+    the own-code run passed whole. When the own-code run hung, no variant runs: they would hang too. With
+    "percentile", `unseen_methods` (name -> a module's source defining `method`) are swapped in too, one run each.
+    With "drawn-slots" and a `server_draw` seed, the slot-limit run goes to its end (every slot test is named),
+    and the tests it caught run alone against the drawn servers, with the slot limit and without."""
     own = _run(box, submission, "own code", timeout_s=limits["own_s"])
     runs = TestRuns(own)
     early = own.exit_code == 0
@@ -116,19 +133,31 @@ def run_tests(
             (f"{UNSEEN_PERCENTILE}{name}", {"method": "injected", "source": source})
             for name, source in sorted((unseen_methods or {}).items())
         ]
-    if "slots" in variants:
-        wanted.append(("no slot limit", {"no_slots": True}))
+    drawn = "drawn-slots" in variants and bool(server_draw)
+    if "slots" in variants or drawn:
+        wanted.append((NO_SLOTS, {"no_slots": True, "stop_early": early and not drawn}))
     for name, how in wanted:
         if hung:
-            runs.variants[name] = TestRun(
-                name,
-                None,
-                "not run: the tests hung on your own code",
-                {},
-                False,
-                f"[{name}] not run: the own-code run hung",
-                0.0,
-            )
+            runs.variants[name] = _not_run(name)
         else:
-            runs.variants[name] = _run(box, submission, name, timeout_s=limit, stop_early=early, **how)
+            runs.variants[name] = _run(box, submission, name, timeout_s=limit, **{"stop_early": early, **how})
+    slot_tests = tuple(runs.slot_tests)
+    if drawn and slot_tests:
+        assert server_draw is not None
+        for name, no_slots in ((DRAWN_SERVER, False), (DRAWN_NO_SLOTS, True)):
+            runs.variants[name] = _run(
+                box, submission, name, timeout_s=limit, draw=server_draw, no_slots=no_slots, only=slot_tests
+            )
     return runs
+
+
+def _not_run(name: str) -> TestRun:
+    return TestRun(
+        name,
+        None,
+        "not run: the tests hung on your own code",
+        {},
+        False,
+        f"[{name}] not run: the own-code run hung",
+        0.0,
+    )

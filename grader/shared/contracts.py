@@ -48,6 +48,12 @@ CONTRACTS = (
         "2026-12-06",
         "--prompt-tokens is P tokens of text as the server counts them; a scenario whose server sends no usage",
     ),
+    ContractVersion(
+        4,
+        "4.0.0",
+        "2026-12-06",
+        "the slot test meets servers whose slots and token rate are drawn (FAKE_SERVER_DRAW), and reads what it got",
+    ),
 )
 LATEST = CONTRACTS[-1].number
 

@@ -28,7 +28,7 @@ def build_app(config: dict) -> Starlette:
     async def stats(request: Request) -> Response:
         empty = {"n": 0, "p50": None, "p90": None, "p99": None, "max": None, "p99_is_max": True}
         route = {"requests": 0, "failures": 0, "fallbacks": 0, "latency_s": empty, "cost_usd": 0.0}
-        return JSONResponse({"contract": 3, "routes": {"local": route, "api": dict(route)}})
+        return JSONResponse({"contract": 4, "routes": {"local": route, "api": dict(route)}})
 
     return Starlette(routes=[Route("/health", health), Route("/v1/chat/completions", chat, methods=["POST"]),
                              Route("/stats", stats)])

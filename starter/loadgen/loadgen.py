@@ -39,7 +39,7 @@ def main() -> None:
     # sending it. Each prompt holds args.prompt_tokens tokens of text. Nothing is sent yet.
     empty = {"n": 0, "p50": None, "p90": None, "p99": None, "max": None, "p99_is_max": True}
     result = {
-        "contract": 3,
+        "contract": 4,
         "config": {"base_url": args.base_url, "model": args.model, "requests": args.requests,
                    "concurrency": args.concurrency, "prompt_tokens": args.prompt_tokens, "max_tokens": args.max_tokens},
         "requests": [],

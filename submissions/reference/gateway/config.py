@@ -1,4 +1,4 @@
-"""The gateway's config file (contract 3): read the YAML, check every field, name the wrong one.
+"""The gateway's config file (contract 4): read the YAML, check every field, name the wrong one.
 
 Everything the routing needs is in one frozen `GatewayConfig`. The file's shape is the contract's
 (`schemas/contract/gateway-config.schema.json`): every field is required and no other key is
@@ -28,7 +28,7 @@ __all__ = [
     "server_root",
 ]
 
-CONTRACT = 3
+CONTRACT = 4
 
 log = logging.getLogger("gateway.config")
 

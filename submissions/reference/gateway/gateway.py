@@ -34,7 +34,7 @@ def _port(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gateway", description="Route chat completions to a local model, "
-                                     "falling back to an API (contract 3).")
+                                     "falling back to an API (contract 4).")
     parser.add_argument("--config", required=True, help="the gateway config (YAML)")
     parser.add_argument("--port", required=True, type=_port, help="port on 127.0.0.1 (0: any free port)")
     return parser

@@ -86,4 +86,4 @@ class Stats:
         self.routes[route].fallbacks += 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"contract": 3, "routes": {name: r.to_dict() for name, r in self.routes.items()}}
+        return {"contract": 4, "routes": {name: r.to_dict() for name, r in self.routes.items()}}

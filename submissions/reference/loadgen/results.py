@@ -21,7 +21,7 @@ from .percentiles import Percentiles, percentiles
 
 __all__ = ["RequestResult", "RunResult", "CONTRACT", "OUTCOMES", "FAILURES"]
 
-CONTRACT = 3
+CONTRACT = 4
 OUTCOMES = ("ok", "empty", "failed")
 FAILURES = ("http_status", "no_done", "stream_error", "connection", "timeout", "malformed")
 

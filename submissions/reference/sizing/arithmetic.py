@@ -115,7 +115,7 @@ def size(i: Inputs) -> dict[str, Any]:
     sequences = kv_tokens // i.context_tokens
     batch = batch_hours(i.batch_output_tokens, i.throughput)
     return {
-        "contract": 3,
+        "contract": 4,
         "inputs": i.to_dict(),
         "peak_output_tokens_per_s": _num(peak),
         "per_stream_output_tokens_per_s": _num(exact(i.throughput) / i.concurrency),

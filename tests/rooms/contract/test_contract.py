@@ -63,11 +63,11 @@ def test_schemas_catch_what_the_definitions_forbid():
 
 
 def test_unknown_version_is_rejected_by_name():
-    data = dict(_example("submission"), contract=4)
+    data = dict(_example("submission"), contract=5)
     assert schema_errors("submission", data) == [
-        "contract: version 4 is not one this grader grades (it grades versions 1, 2, 3)"
+        "contract: version 5 is not one this grader grades (it grades versions 1, 2, 3, 4)"
     ]
-    for version in (1, 2):  # every version the kit has issued is still graded
+    for version in (1, 2, 3):  # every version the kit has issued is still graded
         assert schema_errors("submission", dict(_example("submission"), contract=version)) == []
 
 
@@ -246,11 +246,11 @@ def test_starter_gateway_skeleton_starts_and_routes_nothing(tmp_path):
 def test_contract_command(tmp_path):
     runner = CliRunner()
     ok = runner.invoke(grader_cli, ["contract", str(STARTER)])
-    assert ok.exit_code == 0 and "follows contract 3" in ok.output
+    assert ok.exit_code == 0 and "follows contract 4" in ok.output
     folder = _copy_starter(tmp_path)
-    (folder / "submission.yaml").write_text("contract: 4\n")
+    (folder / "submission.yaml").write_text("contract: 5\n")
     bad = runner.invoke(grader_cli, ["contract", str(folder)])
-    assert bad.exit_code == 1 and "version 4 is not one this grader grades" in bad.output
+    assert bad.exit_code == 1 and "version 5 is not one this grader grades" in bad.output
     results = tmp_path / "r.json"
     results.write_text('{"contract": 1}')
     partial = runner.invoke(grader_cli, ["contract", str(STARTER), "--output", "loadgen-results", str(results)])

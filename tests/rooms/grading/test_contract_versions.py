@@ -42,7 +42,7 @@ NOT_IN_1 = NEW_IN_2 | NEW_IN_3
 
 
 def test_every_issued_version_is_graded_and_the_latest_is_the_kits_own():
-    assert supported() == (1, 2, 3) and LATEST == 3 and RUBRIC.contract == LATEST
+    assert supported() == (1, 2, 3, 4) and LATEST == 4 and RUBRIC.contract == LATEST
     assert RUBRIC.for_contract(LATEST) is RUBRIC
     for name in ("starter", "submissions/reference"):
         assert load_submission(ROOT / name).contract == LATEST, name
@@ -95,9 +95,16 @@ def test_a_rule_whose_meaning_changed_is_judged_by_the_meaning_contract_1_gave()
     }
 
 
+def test_the_slot_test_meets_drawn_servers_from_contract_4_and_an_earlier_brief_is_judged_without_them():
+    latest, three = RUBRIC.criterion("tests.slot-chaff"), RUBRIC.for_contract(3).criterion("tests.slot-chaff")
+    assert latest.variants == ("slots", "drawn-slots") and "FAKE_SERVER_DRAW" in latest.text
+    assert three.variants == ("slots",) and "FAKE_SERVER_DRAW" not in three.text and three.in_brief
+    assert OLD.criterion("tests.slot-chaff").variants == ("slots",)
+
+
 def test_a_gateway_is_told_its_own_contract_in_its_config():
     urls = {"base_url": "http://127.0.0.1:1/v1", "url": "http://127.0.0.1:1"}
-    for rubric, version in ((RUBRIC, 3), (MID, 2), (OLD, 1)):
+    for rubric, version in ((RUBRIC, 4), (MID, 2), (OLD, 1)):
         config = gateway_config(rubric.gateway, urls, urls)
         assert config["contract"] == version
         assert schema_errors("gateway-config", config) == []
@@ -139,7 +146,7 @@ def test_rejudged_as_contract_1_the_new_rules_leave_the_maximum_and_the_others_k
     assert "Graded against contract 1" in report["output"]
     assert "<dt>Graded against</dt><dd>contract 1, edition default" in (tmp_path / "then" / "report.html").read_text()
     rows = list(csv.DictReader(io.StringIO(to_csv([read_row(tmp_path / "then"), read_row(tmp_path / "now")]))))
-    assert [(r["edition"], r["contract"]) for r in rows] == [("default", "1"), ("default", "3")]
+    assert [(r["edition"], r["contract"]) for r in rows] == [("default", "1"), ("default", "4")]
 
 
 def _runs() -> list[Observed]:
@@ -178,8 +185,8 @@ def test_a_bundle_says_what_made_it_and_a_grade_follows_it(tmp_path: Path):
     assert data["edition"] == edition and schema_errors("submission", data) == []
     assert "# How the grader runs your work" in (starter / "submission.yaml").read_text()  # its comments kept
     line = load_submission(starter).follows()
-    assert line.startswith("follows contract 3; its bundle: name default") and edition["rubric"] in line
-    assert Edition.of(data) == Edition("default", 3, kit_version())
+    assert line.startswith("follows contract 4; its bundle: name default") and edition["rubric"] in line
+    assert Edition.of(data) == Edition("default", 4, kit_version())
     brief = (starter / "TASK.md").read_text().splitlines()
     assert brief[0].startswith("# ") and f"contract {LATEST}, kit {kit_version()}" in brief[2]
     old = yaml.safe_load((ROOT / "tests" / "fixtures" / "contract1_reference" / "submission.yaml").read_text())

@@ -11,7 +11,7 @@ from recorded import FIXTURES, ROOT
 from grader.grading.rejudge import grade_of
 from grader.kit.chaff import list_chaff
 from grader.records.book import RecordBook
-from grader.records.tests import UNSEEN_PERCENTILE
+from grader.records.tests import DRAWN_NO_SLOTS, DRAWN_SERVER, UNSEEN_PERCENTILE
 from grader.rubric import load_rubric
 
 RUBRIC = load_rubric()
@@ -20,7 +20,7 @@ FITTED = [c for c in list_chaff(ROOT / "submissions" / "chaff") if c.unseen]
 
 def _public_only(book: RecordBook) -> RecordBook:
     """The records a self-check makes: no variant's run, only the published sizing sets and inputs to refuse, and
-    only the named wrong percentile methods swapped into the candidate's tests."""
+    only the named wrong percentile methods swapped into the candidate's tests, and no drawn server."""
     for key in [k for k in book.records if ".v" in k.split("@")[0]]:
         del book.records[key]
     book.index["variants"] = {"count": 0, "gateway": False, "loadgen": []}
@@ -30,7 +30,11 @@ def _public_only(book: RecordBook) -> RecordBook:
             record["sets"] = [s for s in record["sets"] if s["name"] in sets]
             record["refusals"] = [r for r in record.get("refusals", []) if r["name"] in refuse]
         if record["section"] == "tests":
-            record["variants"] = [v for v in record["variants"] if not v["variant"].startswith(UNSEEN_PERCENTILE)]
+            record["variants"] = [
+                v
+                for v in record["variants"]
+                if not v["variant"].startswith(UNSEEN_PERCENTILE) and v["variant"] not in (DRAWN_SERVER, DRAWN_NO_SLOTS)
+            ]
     return book
 
 

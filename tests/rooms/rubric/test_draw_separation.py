@@ -10,12 +10,14 @@ fails the last test, so a new one cannot be left unproven.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pytest
 import yaml
 from kit_paths import ROOT
 
+from fake_server.server_draw import ServerDraw
 from grader.criteria.verdict import toward_bound
 from grader.rubric import Rubric, load_rubric
 from grader.rubric.gateway_plan import GatewayPlan
@@ -185,6 +187,20 @@ def percentile_tests_fitted(r: Rubric, v: Variants, seed: int) -> list[str]:
     return [] if missed else [f"the fitted test catches every drawn method: {sorted(v.percentile_methods_at(seed))}"]
 
 
+def slot_test_fitted(r: Rubric, v: Variants, seed: int) -> list[str]:
+    """The chaff's slot test asks for 2 slots at 100 tokens/s, sends 8 requests of 32 tokens at once and asserts a p90
+    TTFT over 0.8 s (three answers of 0.32 s wait in the queue). Against the server the seed draws, the p90 waits
+    (waves - 1) answers of the drawn rate; with 50 ms allowed for prefill and a busy machine it must stay under 0.8 s
+    (the test then fails against the drawn server, and the suite loses the criterion's unseen half)."""
+    draw_seed = v.server_draw_at(seed)
+    if draw_seed is None:
+        return ["the grade runs no drawn server"]
+    draw = ServerDraw.from_seed(draw_seed)
+    slots, rate = 2 * draw.slots, 100.0 * draw.token_rate
+    p90 = (math.ceil(8 / slots) - 1) * 32 / rate
+    return [] if p90 + 0.05 < 0.8 else [f"{draw.describe()}: the p90 waits {p90:.2f} s, over the fitted 0.8 s"]
+
+
 #: Each fitted chaff (grader/kit/fittable.yaml), and the arithmetic that shows its constant fails on a draw.
 FITTED: dict[str, Callable[[Rubric, Variants, int], list[str]]] = {
     "loadgen-error-statuses-listed": loadgen_error_statuses,
@@ -205,6 +221,7 @@ FITTED: dict[str, Callable[[Rubric, Variants, int], list[str]]] = {
     "gateway-route-names-published": gateway_route_names,
     "sizing-validates-published-only": sizing_refusals,
     "percentile-tests-fitted": percentile_tests_fitted,
+    "slot-test-fitted": slot_test_fitted,
 }
 
 

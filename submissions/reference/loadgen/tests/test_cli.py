@@ -44,7 +44,7 @@ def test_run_writes_the_results_file_and_an_honest_table(fake_server, tmp_path):
     done = cli(*flags(server.openai_base_url, out))
     assert done.returncode == 0, done.stderr
     results = json.loads(out.read_text())
-    assert set(results) == {"contract", "config", "requests", "summary"} and results["contract"] == 3
+    assert set(results) == {"contract", "config", "requests", "summary"} and results["contract"] == 4
     assert [r["index"] for r in results["requests"]] == list(range(8))
     summary = results["summary"]
     assert (summary["n"], summary["ok"], summary["ttft_s"]["n"], summary["ttft_s"]["p99_is_max"]) == (8, 8, 8, True)
