@@ -27,11 +27,15 @@ from grader.shared.yaml_files import YamlError, read_yaml, split_front_matter
 __all__ = [
     "CONTRACT_VERSION",
     "KINDS",
+    "PARTS",
     "SCHEMA_DIR",
+    "ContractCheck",
     "ContractError",
     "PercentileRef",
+    "Problem",
     "Submission",
     "check_output",
+    "check_submission",
     "command_problems",
     "load_submission",
     "memo_front_matter",
@@ -146,38 +150,142 @@ class Submission:
         return PercentileRef(module, function, _module_file(self.folder, module))
 
 
-def load_submission(folder: Path) -> Submission:
-    """Read and check `folder/submission.yaml`: shape, version, and that named files exist."""
+@dataclass(frozen=True)
+class Problem:
+    """One way a submission breaks the contract, and what the grade does about it."""
+
+    part: str  # the part of submission.yaml it concerns ("loadgen", "memo", ...); "*" for the whole file
+    message: str  # where and what, e.g. "memo: memo/MEMO.md does not exist"
+    skips: bool  # the grade leaves the part's criteria out ("skipped"), rather than running them to fail
+
+
+@dataclass(frozen=True)
+class ContractCheck:
+    """A submission checked against the contract: every problem, by part. `grader contract`, `grader check`, the
+    grade and `grader replay` all read this one check; they differ only in what they do with it.
+
+    What a problem makes the grade skip, stated here once (tests/rooms/contract/test_contract_check.py has a case
+    for each):
+    - no submission.yaml, not YAML or not a mapping, or a contract version this grader does not grade: every
+      criterion (part "*");
+    - a part of submission.yaml that breaks its schema: that part's criteria;
+    - a memo file that does not exist: the memo's criteria.
+    Every other problem is reported and its part is still graded, its criteria failing on what they read: a memo
+    whose front matter breaks its schema (`memo.front-matter`), a manifests file that does not exist, a
+    `loadgen.percentile` that names no function (the tests' criteria), a command whose script does not exist (run,
+    and failed with the command's own error).
+    """
+
+    folder: Path
+    submission: Submission | None  # None when the whole file is unusable
+    problems: tuple[Problem, ...] = ()
+
+    def by_part(self) -> dict[str, list[str]]:
+        """Every problem's message, by part, as submission.yaml names it ("submission.yaml: memo: ...")."""
+        out: dict[str, list[str]] = {}
+        for problem in self.problems:
+            out.setdefault(problem.part, []).append(f"submission.yaml: {problem.message}")
+        return out
+
+    def skipping(self, part: str) -> list[str]:
+        """Why the grade skips `part`'s criteria (the whole file's problems, then the part's own): none when it
+        grades them."""
+        return [f"submission.yaml: {p.message}" for p in self.problems if p.skips and p.part in ("*", part)]
+
+    def report(self) -> list[str]:
+        """Every problem for a person, each marked when its part goes ungraded: what `grader contract` and
+        `grader check` print."""
+        head = [] if self.submission is None else [f"{self.folder / 'submission.yaml'}:"]
+        indent = "  " if head else ""
+        return head + [f"{indent}{p.message}{_consequence(p)}" for p in self.problems]
+
+    def loaded(self) -> Submission:
+        """The submission, when nothing is wrong with it; else a ContractError listing every problem."""
+        if self.submission is None:
+            raise ContractError("\n".join(p.message for p in self.problems))
+        if self.problems:
+            lines = "\n  ".join(p.message for p in self.problems)
+            raise ContractError(f"{self.folder / 'submission.yaml'}:\n  {lines}")
+        return self.submission
+
+
+def _consequence(problem: Problem) -> str:
+    if not problem.skips:
+        return ""
+    return "  (nothing is graded)" if problem.part == "*" else f"  (its {problem.part} criteria are not graded)"
+
+
+#: The parts of submission.yaml, one per deliverable (the tests run under `loadgen`).
+PARTS = ("loadgen", "gateway", "manifests", "sizing", "memo")
+
+
+def check_submission(folder: Path) -> ContractCheck:
+    """Check `folder/submission.yaml` against the contract: its shape and version, then the files each sound part
+    names (a part that breaks its schema is not read further)."""
     folder = Path(folder)
-    if not folder.is_dir():
-        raise ContractError(f"{folder}: not a folder (a submission is a folder with submission.yaml at its top)")
     path = folder / "submission.yaml"
+    if not folder.is_dir():
+        whole = f"{folder}: not a folder (a submission is a folder with submission.yaml at its top)"
+        return ContractCheck(folder, None, (Problem("*", whole, True),))
     if not path.is_file():
-        raise ContractError(f"{folder}: no submission.yaml at its top (see starter/submission.yaml)")
-    data = _yaml(path)
-    errors = schema_errors("submission", data)
-    if errors:
-        raise ContractError(f"{path}:\n  " + "\n  ".join(errors))
+        whole = f"{folder}: no submission.yaml at its top (see starter/submission.yaml)"
+        return ContractCheck(folder, None, (Problem("*", whole, True),))
+    try:
+        data = read_yaml(path)
+    except YamlError as exc:
+        return ContractCheck(folder, None, (Problem("*", str(exc), True),))
+    if not isinstance(data, dict):
+        return ContractCheck(folder, None, (Problem("*", "must be a mapping of parts (see the contract)", True),))
+    problems = [Problem(_part_of(line), line, True) for line in schema_errors("submission", data)]
     submission = Submission(folder, data)
-    missing = []
-    mode, manifests = submission.manifests
-    if not manifests.exists():
-        missing.append(f"manifests.{mode}: {manifests.relative_to(folder)} does not exist")
-    if not submission.path("memo").is_file():
-        missing.append(f"memo: {data['memo']} does not exist")
-    else:  # the memo's front matter is part of the contract too
-        try:
-            front = memo_front_matter(submission.path("memo"))
-            missing += [
-                f"memo: {data['memo']}: front matter: {line}" for line in schema_errors("memo-front-matter", front)
-            ]
-        except ContractError as exc:
-            missing.append(f"memo: {exc}")
-    missing += _percentile_problems(submission)
-    missing += command_problems(submission)
-    if missing:
-        raise ContractError(f"{path}:\n  " + "\n  ".join(missing))
-    return submission
+    broken = {p.part for p in problems}
+    if "*" in broken:  # the file's shape cannot be trusted: nothing it names is read
+        return ContractCheck(folder, submission, tuple(problems))
+    if "manifests" not in broken:
+        mode, manifests = submission.manifests
+        if not manifests.exists():
+            problems.append(
+                Problem("manifests", f"manifests.{mode}: {manifests.relative_to(folder)} does not exist", False)
+            )
+    if "memo" not in broken:
+        problems += _memo_problems(submission)
+    if "loadgen" not in broken:
+        problems += [Problem("loadgen", line, False) for line in _percentile_problems(submission)]
+    problems += [
+        Problem(line.split(".")[0], line, False)
+        for line in command_problems(submission)
+        if line.split(".")[0] not in broken
+    ]
+    return ContractCheck(folder, submission, tuple(problems))
+
+
+def _part_of(line: str) -> str:
+    """The part a schema problem of submission.yaml concerns: its field's first name, or for a problem of the whole
+    file (a missing part, the contract version) the part it names, else "*"."""
+    head = line.split(":", 1)[0]
+    part = head.split(".")[0].split("[")[0]
+    if part in ("(top level)", "contract"):
+        return next((p for p in PARTS if f"'{p}'" in line), "*")
+    return part
+
+
+def _memo_problems(submission: Submission) -> list[Problem]:
+    memo, name = submission.path("memo"), submission.data["memo"]
+    if not memo.is_file():
+        return [Problem("memo", f"memo: {name} does not exist", True)]
+    try:  # the memo's front matter is part of the contract too; the grade scores it (memo.front-matter)
+        front = memo_front_matter(memo)
+    except ContractError as exc:
+        return [Problem("memo", f"memo: {exc}", False)]
+    return [
+        Problem("memo", f"memo: {name}: front matter: {line}", False)
+        for line in schema_errors("memo-front-matter", front)
+    ]
+
+
+def load_submission(folder: Path) -> Submission:
+    """Read and check `folder/submission.yaml` (`check_submission`); a ContractError lists every problem."""
+    return check_submission(folder).loaded()
 
 
 _PYTHONS = ("python", "python3")

@@ -26,6 +26,7 @@ from fake_server.engine.textgen import TextStream
 from fake_server.http.protocol import (
     MAX_BODY_BYTES,
     BadRequest,
+    GenerationRequest,
     parse_chat,
     parse_completion,
     parse_json,
@@ -37,6 +38,7 @@ from fake_server.http.wire import (
     context_length_message,
     error_body,
 )
+from fake_server.settings import ModelSettings
 
 __all__ = ["Persona", "chat_completions", "completions", "error_response"]
 
@@ -138,29 +140,10 @@ async def _serve(request: Request, state: ServerState, record: LedgerRecord, cha
     if state.starting_up():
         return _reject(state, record, 503, "The server is starting up; the model is not loaded yet.")
     settings = engine.settings
-    if chat:
-        assert req.messages is not None
-        pieces = tokenizer.tokenize(tokenizer.render_chat(req.messages, settings.default_system_prompt))
-        prompt_ids = tokenizer.token_ids(pieces)
-    elif isinstance(req.prompt, str):
-        prompt_ids = tokenizer.token_ids(tokenizer.tokenize(req.prompt))
-    else:
-        prompt_ids = list(req.prompt or [])
-    prompt_len = len(prompt_ids)
-    record.prompt_tokens = prompt_len
-    record.message_tokens = (
-        sum(tokenizer.count(tokenizer.message_text(m.get("content"))) for m in req.messages)
-        if chat and req.messages is not None
-        else prompt_len
-    )
-    record.max_tokens = req.max_tokens
-    limit = settings.max_model_len
-    if (req.max_tokens is None and prompt_len >= limit) or (
-        req.max_tokens is not None and prompt_len + req.max_tokens > limit
-    ):
-        message = context_length_message(settings.vllm_profile, limit, prompt_len, req.max_tokens)
-        return _reject(state, record, 400, message)
-    max_tokens = req.max_tokens if req.max_tokens is not None else limit - prompt_len
+    prompt_ids = _prompt(req, chat, settings, record)
+    if too_long := _context_problem(settings, len(prompt_ids), req.max_tokens):
+        return _reject(state, record, 400, too_long)
+    max_tokens = req.max_tokens if req.max_tokens is not None else settings.max_model_len - len(prompt_ids)
     if persona is not None:
         denied = persona.admit(request, record, max_tokens)
         if denied is not None:
@@ -211,6 +194,35 @@ async def _serve(request: Request, state: ServerState, record: LedgerRecord, cha
             role_on_arrival=chat and settings.role_chunk == "on_arrival",
         )
     return await _whole(request, reply)
+
+
+def _context_problem(settings: ModelSettings, prompt_len: int, max_tokens: int | None) -> str | None:
+    """vLLM's 400 message when the prompt and max_tokens do not fit the context (none left for an answer)."""
+    limit = settings.max_model_len
+    if (max_tokens is None and prompt_len >= limit) or (max_tokens is not None and prompt_len + max_tokens > limit):
+        return context_length_message(settings.vllm_profile, limit, prompt_len, max_tokens)
+    return None
+
+
+def _prompt(req: GenerationRequest, chat: bool, settings: ModelSettings, record: LedgerRecord) -> list[int]:
+    """The prompt's token ids (a chat's through its template), and what the ledger keeps of its length."""
+    if chat:
+        assert req.messages is not None
+        prompt_ids = tokenizer.token_ids(
+            tokenizer.tokenize(tokenizer.render_chat(req.messages, settings.default_system_prompt))
+        )
+    elif isinstance(req.prompt, str):
+        prompt_ids = tokenizer.token_ids(tokenizer.tokenize(req.prompt))
+    else:
+        prompt_ids = list(req.prompt or [])
+    record.prompt_tokens = len(prompt_ids)
+    record.message_tokens = (
+        sum(tokenizer.count(tokenizer.message_text(m.get("content"))) for m in req.messages)
+        if chat and req.messages is not None
+        else len(prompt_ids)
+    )
+    record.max_tokens = req.max_tokens
+    return prompt_ids
 
 
 async def _whole(request: Request, reply: Reply) -> Response:

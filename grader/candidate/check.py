@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.candidate.machine import load_now, wait_for_quiet
-from grader.contract import ContractError, Submission, load_submission
+from grader.contract import ContractError, Submission, check_submission
 from grader.criteria.memo_rules import Finding, check_memo, errors
 from grader.manifests import ManifestReport, check_manifests, to_text
 
@@ -169,13 +169,14 @@ def run_check(
             "the check judges those again once the machine is quiet, so closing other work makes it quicker."
         )
     echo("== contract")
-    try:
-        submission = load_submission(folder)
-        echo(f"{folder / 'submission.yaml'}: {submission.follows()}")
-    except ContractError as exc:
-        outcome.contract = str(exc).splitlines()
+    check = check_submission(folder)  # the grade below reads this same check, and skips what it says
+    if check.problems:
+        outcome.contract = check.report()
         for line in outcome.contract:
             echo(line)
+    else:
+        submission = check.loaded()
+        echo(f"{folder / 'submission.yaml'}: {submission.follows()}")
     echo("\n== public criteria (the grader's engine on the public scenarios, cases and input sets)")
     echo(NOT_RUN)
     run = GradeRequest(folder, out, only=only, seed=seed, sandboxes=sandboxes, echo=echo, public_only=True)

@@ -69,7 +69,7 @@ def check(submission: Path, out: Path | None, only: tuple[str, ...], seed: int, 
 )
 def contract(submission: Path, outputs: tuple[tuple[str, str], ...]) -> None:
     """Check SUBMISSION's submission.yaml (and any outputs given) against the contract."""
-    from grader.contract import KINDS, ContractError, check_output, load_submission
+    from grader.contract import KINDS, ContractError, check_output, check_submission
 
     if not submission.is_dir():
         raise click.UsageError(f"{submission}: no such folder (give the folder that holds submission.yaml)")
@@ -78,8 +78,12 @@ def contract(submission: Path, outputs: tuple[tuple[str, str], ...]) -> None:
             raise click.UsageError(f"--output {kind}: unknown kind (known: {', '.join(KINDS)})")
         if not Path(file).is_file():
             raise click.UsageError(f"--output {kind} {file}: no such file")
+    check = check_submission(submission)  # the one check the grade reads too
+    if check.problems:
+        click.echo("\n".join(check.report()), err=True)
+        sys.exit(1)
+    loaded = check.loaded()
     try:
-        loaded = load_submission(submission)
         problems = []
         for kind, file in outputs:
             problems += [f"{file}: {line}" for line in check_output(kind, Path(file))]

@@ -10,22 +10,35 @@ Each part sits between `<!-- NAME: begin -->` and `<!-- NAME: end -->` lines:
 - starter/TASK.md `rule-sheet`: every public criterion's weight, runs and tolerance, every published scenario,
   the gateway's config and cases, and the sizing check's input sets, as the edition's rubric holds them;
 - submissions/README.md `chaff`: every chaff, its defect and its targets (each chaff.yaml);
-- docs/architecture.md `rooms`: the grader's rooms floor by floor, each with its job (grader/kit/rooms.py).
+- docs/architecture.md `rooms`: the grader's rooms floor by floor, each with its job (grader/kit/rooms.py);
+- docs/contract.md `flags`: every command's flags, required or with its default (the starter's skeletons,
+  grader/kit/flags.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from grader.kit.chaff import list_chaff
+from grader.kit.flags import render_flags
 from grader.kit.rooms import FLOORS
 from grader.kit.rule_sheet import render_memo_scenario, render_rule_sheet
 from grader.rubric.domains import load_domains
 from grader.shared.kit_files import kit_dir, submissions_dir
 
-__all__ = ["BRIEF", "render_chaff", "render_domains", "render_rooms", "replace_part", "stale_parts", "write_parts"]
+__all__ = [
+    "BRIEF",
+    "is_current",
+    "render_chaff",
+    "render_domains",
+    "render_rooms",
+    "replace_part",
+    "stale_parts",
+    "write_parts",
+]
 
 BRIEF = kit_dir("starter") / "TASK.md"
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,6 +83,7 @@ _PARTS = {
     (BRIEF, "rule-sheet"): render_rule_sheet,
     (ROOT / "submissions" / "README.md", "chaff"): render_chaff,
     (ROOT / "docs" / "architecture.md", "rooms"): render_rooms,
+    (ROOT / "docs" / "contract.md", "flags"): render_flags,
 }
 
 
@@ -86,15 +100,19 @@ def replace_part(text: str, name: str, part: str) -> str:
     return text[:start] + part + "\n" + text[stop:]
 
 
+def is_current(text: str, name: str, render: Callable[[], str]) -> bool:
+    """Whether `text`'s part `name` is what `render` writes, byte for byte."""
+    start, stop = _marked(text, name)
+    return text[start:stop] == render() + "\n"
+
+
 def stale_parts() -> list[str]:
     """The generated parts (`FILE: NAME`) that differ from what the kit's data gives."""
-    out = []
-    for (path, name), render in _PARTS.items():
-        text = path.read_text(encoding="utf-8")
-        start, stop = _marked(text, name)
-        if text[start:stop] != render() + "\n":
-            out.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {name}")
-    return out
+    return [
+        f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {name}"
+        for (path, name), render in _PARTS.items()
+        if not is_current(path.read_text(encoding="utf-8"), name, render)
+    ]
 
 
 def write_parts() -> None:

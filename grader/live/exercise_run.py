@@ -18,9 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.contract import check_submission
 from grader.criteria.catalog import registered
 from grader.criteria.memo import HUMAN_CHECKLIST
-from grader.grading.grade import RUNS, GradeRequest, contract_problems, grade, progress
+from grader.grading.grade import RUNS, GradeRequest, grade, progress
 from grader.grading.judging import FactsAt, decide, result_of, unjudged
 from grader.grading.live_runs import LiveRuns
 from grader.grading.rejudge import KEPT_RUBRIC
@@ -121,9 +122,10 @@ def _by_hand(
     borderline answer is inconclusive, and says so)."""
     started_at = dt.datetime.now(dt.UTC).replace(microsecond=0)
     t0 = time.perf_counter()
-    sub, problems = contract_problems(submission)
+    check = check_submission(submission)
+    sub, problems = check.submission, check.by_part()
     section = SECTIONS[exercise.deliverable]
-    broken = problems.get("*", []) + problems.get(section.part, [])
+    broken = check.skipping(section.part)
     if sub is None or broken:
         raise LiveError(f"{submission}: " + "; ".join(broken or ["not a submission"]))
     book = RecordBook(folder / RUNS)

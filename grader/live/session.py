@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.contract import Submission
+from grader.contract import Submission, check_submission
 from grader.grading.by_hand import gateway_by_hand, loadgen_by_hand
-from grader.grading.grade import contract_problems
 from grader.grading.sections import SECTIONS
 from grader.grading.side_by_side import side_by_side
 from grader.live.exercise_run import LiveError, Made, make_run
@@ -86,10 +85,10 @@ def _log(folder: Path) -> dict[str, Any]:
 def _submission(path: Path) -> Submission:
     if not path.is_dir():
         raise LiveError(f"{path}: a live exercise runs the candidate's folder (not an archive); unpack it first")
-    sub, problems = contract_problems(path)
-    if sub is None:
-        raise LiveError("; ".join(problems.get("*", [f"{path}: not a submission"])))
-    return sub
+    check = check_submission(path)
+    if check.submission is None:
+        raise LiveError("; ".join(p.message for p in check.problems) or f"{path}: not a submission")
+    return check.submission
 
 
 def _command(sub: Submission, exercise: Exercise) -> str:

@@ -192,29 +192,9 @@ def run_grade_many(
     runtime_class: str | None = None,
     privileged: bool = False,
 ) -> None:
-    if not paths:
-        raise click.UsageError(
-            "give submissions (folders, archives, or folders holding them)"
-            + (" or report folders" if merge or rejudge else "")
-        )
-    chosen = [
-        name
-        for name, on in (
-            ("--merge", merge),
-            ("--rejudge", rejudge),
-            ("--index", index is not None),
-            ("--emit-k8s-job", job_file is not None),
-        )
-        if on
-    ]
-    if len(chosen) > 1:
-        raise click.UsageError(f"{' and '.join(chosen)} cannot be used together")
-    if out is None and job_file is None:
-        raise click.UsageError("--out is required (the folder for the reports and the summary)")
+    _one_mode(paths, out, merge=merge, rejudge=rejudge, index=index, job_file=job_file)
     try:
         if job_file is not None:
-            if out is not None:
-                raise click.UsageError("--out has no use with --emit-k8s-job: each pod writes to the reports volume")
             entries = find_submissions(paths)
             check_job_order(entries)
             _emit(
@@ -244,6 +224,48 @@ def run_grade_many(
         seed = seed if index is not None and seed is not None else round_seed(out, seed)
     except ManyError as exc:
         raise click.UsageError(str(exc)) from None
+    _grade_round(
+        entries, out, index=index, summary=summary, jobs=jobs, force=force, seed=seed, only=only, override=override
+    )
+
+
+def _one_mode(
+    paths: Sequence[Path], out: Path | None, *, merge: bool, rejudge: bool, index: int | None, job_file: Path | None
+) -> None:
+    """The usage errors of grade-many's modes: something to grade, one mode at a time, and the --out each needs."""
+    if not paths:
+        raise click.UsageError(
+            "give submissions (folders, archives, or folders holding them)"
+            + (" or report folders" if merge or rejudge else "")
+        )
+    modes = {
+        "--merge": merge,
+        "--rejudge": rejudge,
+        "--index": index is not None,
+        "--emit-k8s-job": job_file is not None,
+    }
+    chosen = [name for name, on in modes.items() if on]
+    if len(chosen) > 1:
+        raise click.UsageError(f"{' and '.join(chosen)} cannot be used together")
+    if out is None and job_file is None:
+        raise click.UsageError("--out is required (the folder for the reports and the summary)")
+    if out is not None and job_file is not None:
+        raise click.UsageError("--out has no use with --emit-k8s-job: each pod writes to the reports volume")
+
+
+def _grade_round(
+    entries: list[Entry],
+    out: Path,
+    *,
+    index: int | None,
+    summary: SummaryOptions,
+    jobs: int,
+    force: bool,
+    seed: int,
+    only: tuple[str, ...],
+    override: Path | None,
+) -> None:
+    """Grade the round's submissions (or a pod's one), say what could not be graded, and write the summary."""
     click.echo(f"the round's seed: {seed} (in {out / ROUND_FILE}; --seed {seed} grades it the same again)", err=True)
     run = ManyRun(entries, out, jobs=jobs, force=force, seed=seed, only=only, override=override)
     outcome = _grade_with_bar(run)

@@ -250,13 +250,7 @@ def load_rubric(
         data = with_edition(_read(path, "rubric"), edition)
     except EditionError as exc:
         raise RubricError(str(exc)) from None
-    scenarios = {}
-    for name, s in data["scenarios"].items():
-        try:
-            description = fill_settings(s["description"], s)
-        except SettingsError as exc:
-            raise RubricError(f"{path}: scenarios.{name}.description: {exc} of the scenario") from None
-        scenarios[name] = Scenario(name, description, dict(s["server"]), dict(s["loadgen"]), int(s.get("since", 1)))
+    scenarios = _scenarios(path, data["scenarios"])
     try:
         plan = read_plan(data["gateway"])
     except PlanError as exc:
@@ -264,49 +258,7 @@ def load_rubric(
     sizing = SizingPlan.from_rubric(data["sizing"])
     if problems := sizing.problems():
         raise RubricError(f"{path}: sizing.{problems[0]}")
-    case_names = {c.name for c in plan.cases}
-    criteria: list[Criterion] = []
-    problems = []
-    for i, raw in enumerate(data["criteria"]):
-        names, cases = _names(raw.get("scenario")), _names(raw.get("cases"))
-        if names == ("*",):  # every scenario's run
-            names = tuple(scenarios)
-        problems += [f"criteria[{i}].scenario: no scenario named {n!r}" for n in names if n not in scenarios]
-        problems += [f"criteria[{i}].cases: no gateway case named {n!r}" for n in cases if n not in case_names]
-        if raw["id"] in {c.id for c in criteria}:
-            problems.append(f"criteria[{i}].id: {raw['id']!r} appears twice")
-        earlier = {int(v): dict(then) for v, then in (raw.get("earlier") or {}).items()}
-        for version, then in earlier.items():
-            if version not in supported() or version >= LATEST:
-                problems.append(f"criteria[{i}].earlier.{version}: not an earlier contract version")
-            problems += [
-                f"criteria[{i}].earlier.{version}.scenario: no scenario named {n!r} (an earlier meaning names each)"
-                for n in _names(then.get("scenario"))
-                if n not in scenarios
-            ]
-            problems += [
-                f"criteria[{i}].earlier.{version}.cases: no gateway case named {n!r}"
-                for n in _names(then.get("cases"))
-                if n not in case_names
-            ]
-        criteria.append(
-            Criterion(
-                raw["id"],
-                raw["deliverable"],
-                float(raw["weight"]),
-                raw["visibility"],
-                raw["text"].strip(),
-                names,
-                cases,
-                tuple(raw.get("variants", ())),
-                {k: float(v) for k, v in (raw.get("tolerance") or {}).items()},
-                tuple(raw.get("anchors", ())),
-                int(raw.get("since", 1)),
-                earlier,
-            )
-        )
-    if problems:
-        raise RubricError(f"{path}:\n  " + "\n  ".join(problems))
+    criteria = _criteria(path, data["criteria"], scenarios, {c.name for c in plan.cases})
     if override is not None:
         criteria = _apply_override(criteria, Path(override))
     if checks is not None:
@@ -330,6 +282,78 @@ def load_rubric(
         edition=edition,
         loaded_with=(override, checks),
     )
+
+
+def _scenarios(path: Path, raw: dict[str, Any]) -> dict[str, Scenario]:
+    """The published scenarios, each description written from its own settings."""
+    scenarios = {}
+    for name, s in raw.items():
+        try:
+            description = fill_settings(s["description"], s)
+        except SettingsError as exc:
+            raise RubricError(f"{path}: scenarios.{name}.description: {exc} of the scenario") from None
+        scenarios[name] = Scenario(name, description, dict(s["server"]), dict(s["loadgen"]), int(s.get("since", 1)))
+    return scenarios
+
+
+def _criteria(
+    path: Path, raw: list[dict[str, Any]], scenarios: dict[str, Scenario], cases: set[str]
+) -> list[Criterion]:
+    """The criteria, every name they use checked against the scenarios and cases there are (all problems at once)."""
+    criteria: list[Criterion] = []
+    problems = []
+    for i, entry in enumerate(raw):
+        names = _names(entry.get("scenario"))
+        if names == ("*",):  # every scenario's run
+            names = tuple(scenarios)
+        problems += [f"criteria[{i}].scenario: no scenario named {n!r}" for n in names if n not in scenarios]
+        problems += [
+            f"criteria[{i}].cases: no gateway case named {n!r}" for n in _names(entry.get("cases")) if n not in cases
+        ]
+        if entry["id"] in {c.id for c in criteria}:
+            problems.append(f"criteria[{i}].id: {entry['id']!r} appears twice")
+        earlier = {int(v): dict(then) for v, then in (entry.get("earlier") or {}).items()}
+        problems += _earlier_problems(f"criteria[{i}]", earlier, scenarios, cases)
+        criteria.append(
+            Criterion(
+                entry["id"],
+                entry["deliverable"],
+                float(entry["weight"]),
+                entry["visibility"],
+                entry["text"].strip(),
+                names,
+                _names(entry.get("cases")),
+                tuple(entry.get("variants", ())),
+                {k: float(v) for k, v in (entry.get("tolerance") or {}).items()},
+                tuple(entry.get("anchors", ())),
+                int(entry.get("since", 1)),
+                earlier,
+            )
+        )
+    if problems:
+        raise RubricError(f"{path}:\n  " + "\n  ".join(problems))
+    return criteria
+
+
+def _earlier_problems(
+    where: str, earlier: dict[int, dict[str, Any]], scenarios: dict[str, Scenario], cases: set[str]
+) -> list[str]:
+    """What is wrong with a criterion's earlier meanings: a version never issued (or the latest), a run not there."""
+    problems = []
+    for version, then in earlier.items():
+        if version not in supported() or version >= LATEST:
+            problems.append(f"{where}.earlier.{version}: not an earlier contract version")
+        problems += [
+            f"{where}.earlier.{version}.scenario: no scenario named {n!r} (an earlier meaning names each)"
+            for n in _names(then.get("scenario"))
+            if n not in scenarios
+        ]
+        problems += [
+            f"{where}.earlier.{version}.cases: no gateway case named {n!r}"
+            for n in _names(then.get("cases"))
+            if n not in cases
+        ]
+    return problems
 
 
 def _check_registry(criteria: list[Criterion], checks: Mapping[str, CheckNeeds], path: Path) -> None:

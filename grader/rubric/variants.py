@@ -166,6 +166,38 @@ def gateway_criterion(criterion: Criterion, plan: GatewayPlan) -> Criterion | No
     return replace(criterion, cases=cases) if cases else None
 
 
+class _Reader:
+    """Reads a variants file, gathering every problem (each naming the file and field) to report them at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.problems: list[str] = []
+
+    def where(self, field: str) -> str:
+        return f"{self.path}: {field}"
+
+    def problem(self, field: str) -> None:
+        self.problems.append(self.where(field))
+
+    def checked(self, field: str, base: Any, draws: Any) -> Draws:
+        """`draws` (dotted setting -> draw), each a draw there is, of a setting `base` has."""
+        if not isinstance(draws, dict):
+            self.problem(f"{field}: a mapping of dotted settings to draws")
+            return {}
+        good = {}
+        for setting, spec in draws.items():
+            if why := problem_of(spec):
+                self.problem(f"{field}.{setting}: {why}, not {spec!r}")
+                continue
+            try:
+                get_path(base, str(setting))
+            except (KeyError, IndexError, TypeError):
+                self.problem(f"{field}.{setting}: no such setting in the public one")
+                continue
+            good[str(setting)] = spec
+        return good
+
+
 def load_variants(rubric: Rubric, path: Path = VARIANTS_FILE) -> Variants | None:
     """The variants in `path`, every setting checked against the public scenario it draws into; None when the
     file is not there (a candidate's kit)."""
@@ -175,91 +207,84 @@ def load_variants(rubric: Rubric, path: Path = VARIANTS_FILE) -> Variants | None
         data = read_yaml(path)
     except YamlError as exc:
         raise VariantsError(str(exc)) from None
-    problems: list[str] = []
-
-    def where(field: str) -> str:
-        return f"{path}: {field}"
-
-    def checked(field: str, base: Any, draws: Any) -> Draws:
-        if not isinstance(draws, dict):
-            problems.append(where(f"{field}: a mapping of dotted settings to draws"))
-            return {}
-        good = {}
-        for setting, spec in draws.items():
-            if why := problem_of(spec):
-                problems.append(where(f"{field}.{setting}: {why}, not {spec!r}"))
-                continue
-            try:
-                get_path(base, str(setting))
-            except (KeyError, IndexError, TypeError):
-                problems.append(where(f"{field}.{setting}: no such setting in the public one"))
-                continue
-            good[str(setting)] = spec
-        return good
-
+    read = _Reader(path)
     if not isinstance(data, dict) or not isinstance(data.get("count"), int) or data["count"] < 1:
-        raise VariantsError(where("count: the number of variants of each scenario (an integer, at least 1)"))
-    loadgen: dict[str, Draws] = {}
-    for name, draws in (data.get("loadgen") or {}).items():
-        if name not in rubric.scenarios:
-            problems.append(where(f"loadgen.{name}: no such scenario in {rubric.path.name}"))
-            continue
-        s = rubric.scenarios[name]
-        loadgen[name] = checked(f"loadgen.{name}", {"server": s.server, "loadgen": s.loadgen}, draws)
+        raise VariantsError(read.where("count: the number of variants of each scenario (an integer, at least 1)"))
+    loadgen = _loadgen_draws(read, rubric, data.get("loadgen") or {})
     block = data.get("gateway") or {}
     plan = rubric.gateway
-    config = checked("gateway.config", plan.config, block.get("config") or {})
-    servers = checked(
+    config = read.checked("gateway.config", plan.config, block.get("config") or {})
+    servers = read.checked(
         "gateway.servers", {"local": plan.local_server, "api": plan.api_server}, block.get("servers") or {}
     )
-    cases: dict[str, Draws] = {}
-    for name, draws in (block.get("cases") or {}).items():
-        public = next((c for c in plan.cases if c.name == name), None)
-        if public is None or (public.stop_local and not public.quiet_probe):
-            problems.append(
-                where(
-                    f"gateway.cases.{name}: no such case in {rubric.path.name}"
-                    if public is None
-                    else f"gateway.cases.{name}: a case that stops the local server runs in a variant only in a "
-                    "start of its own (quiet_probe)"
-                )
-            )
-            continue
-        cases[name] = checked(f"gateway.cases.{name}", public.to_dict(), draws or {})
-    extras: list[ExtraCase] = []
-    known = {c.id for c in rubric.criteria}
-    for i, raw in enumerate(block.get("extra_cases") or ()):
-        field = f"gateway.extra_cases[{i}]"
-        try:
-            case = Case.from_dict(raw["case"])
-        except (KeyError, TypeError) as exc:
-            problems.append(where(f"{field}.case: not a case ({exc})"))
-            continue
-        named = tuple(raw.get("criteria") or ())
-        if not named or any(c not in known for c in named):
-            problems.append(where(f"{field}.criteria: name the criteria of {rubric.path.name} that judge it"))
-        if any(c.name == case.name for c in plan.cases):
-            problems.append(where(f"{field}.case.name: {case.name!r} is a public case's name"))
-        draw = checked(f"{field}.draw", case.to_dict(), raw.get("draw") or {})
-        extras.append(ExtraCase(replace(case, criteria=named), named, draw))
-    if problems:
-        raise VariantsError("\n".join(problems))
+    cases = _case_draws(read, rubric, block.get("cases") or {})
+    extras = _extra_cases(read, rubric, block.get("extra_cases") or ())
     tests = data.get("tests") or {}
-    methods, pool = _percentile_methods(tests, problems, where)
+    methods, pool = _percentile_methods(tests, read.problems, read.where)
     server_draw = tests.get("server_draw", False) if isinstance(tests, dict) else False
     if not isinstance(server_draw, bool):
-        problems.append(where(f"tests.server_draw: true or false, got {server_draw!r}"))
-        raise VariantsError("\n".join(problems))
-    variants = Variants(data["count"], loadgen, config, servers, cases, tuple(extras), methods, pool, server_draw)
+        read.problem(f"tests.server_draw: true or false, got {server_draw!r}")
+    if read.problems:
+        raise VariantsError("\n".join(read.problems))
+    variants = Variants(data["count"], loadgen, config, servers, cases, extras, methods, pool, server_draw)
     try:  # every draw can be made (a followed setting exists, a range leaves room), and the drawn plan is a plan
         for name in variants.loadgen:
             variants.scenario(rubric.scenarios[name], 1, 0)
         read_plan(variants.gateway_plan(plan, 1, 0).to_dict())
     except PlanError as exc:
-        raise VariantsError(where(f"gateway: the drawn plan is not a plan: {exc}")) from None
+        raise VariantsError(read.where(f"gateway: the drawn plan is not a plan: {exc}")) from None
     except (DrawError, KeyError, IndexError, TypeError) as exc:
-        raise VariantsError(where(f"a draw cannot be made: {exc}")) from None
+        raise VariantsError(read.where(f"a draw cannot be made: {exc}")) from None
     return variants
+
+
+def _loadgen_draws(read: _Reader, rubric: Rubric, block: dict[str, Any]) -> dict[str, Draws]:
+    loadgen: dict[str, Draws] = {}
+    for name, draws in block.items():
+        if name not in rubric.scenarios:
+            read.problem(f"loadgen.{name}: no such scenario in {rubric.path.name}")
+            continue
+        s = rubric.scenarios[name]
+        loadgen[name] = read.checked(f"loadgen.{name}", {"server": s.server, "loadgen": s.loadgen}, draws)
+    return loadgen
+
+
+def _case_draws(read: _Reader, rubric: Rubric, block: dict[str, Any]) -> dict[str, Draws]:
+    """The draws of the public gateway cases a variant runs (a case that stops the local server needs its own start)."""
+    cases: dict[str, Draws] = {}
+    for name, draws in block.items():
+        public = next((c for c in rubric.gateway.cases if c.name == name), None)
+        if public is None:
+            read.problem(f"gateway.cases.{name}: no such case in {rubric.path.name}")
+        elif public.stop_local and not public.quiet_probe:
+            read.problem(
+                f"gateway.cases.{name}: a case that stops the local server runs in a variant only in a start of its "
+                "own (quiet_probe)"
+            )
+        else:
+            cases[name] = read.checked(f"gateway.cases.{name}", public.to_dict(), draws or {})
+    return cases
+
+
+def _extra_cases(read: _Reader, rubric: Rubric, block: Any) -> tuple[ExtraCase, ...]:
+    """The cases only variants run, each with the criteria that judge it."""
+    extras: list[ExtraCase] = []
+    known = {c.id for c in rubric.criteria}
+    for i, raw in enumerate(block):
+        field = f"gateway.extra_cases[{i}]"
+        try:
+            case = Case.from_dict(raw["case"])
+        except (KeyError, TypeError) as exc:
+            read.problem(f"{field}.case: not a case ({exc})")
+            continue
+        named = tuple(raw.get("criteria") or ())
+        if not named or any(c not in known for c in named):
+            read.problem(f"{field}.criteria: name the criteria of {rubric.path.name} that judge it")
+        if any(c.name == case.name for c in rubric.gateway.cases):
+            read.problem(f"{field}.case.name: {case.name!r} is a public case's name")
+        draw = read.checked(f"{field}.draw", case.to_dict(), raw.get("draw") or {})
+        extras.append(ExtraCase(replace(case, criteria=named), named, draw))
+    return tuple(extras)
 
 
 def _percentile_methods(block: Any, problems: list[str], where: Callable[[str], str]) -> tuple[int, dict[str, str]]:

@@ -44,7 +44,7 @@ import time
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Self
+from typing import IO, Any, NamedTuple, Self
 
 from . import cgroups as cg
 from . import layout, uids, userns
@@ -120,6 +120,17 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+class _Launch(NamedTuple):
+    """How the harness is started, and where it finds what the sandbox gives it."""
+
+    argv: list[str]
+    box_root: str
+    submission: str
+    cgroups: dict[str, str]
+    python_path: str
+    cwd: str | None
+
+
 class Sandbox(HarnessOperations):
     """`with Sandbox(submission_dir, limits=Limits()) as box:` — one isolated grading session.
 
@@ -165,15 +176,8 @@ class Sandbox(HarnessOperations):
         )
         if self._isolate and not available:
             raise SandboxRefused(f"isolation is required but unavailable: {why}")
-        root = os.geteuid() == 0
-        setpriv = shutil.which("setpriv")
-        run_as = CANDIDATE_UID if available and root and setpriv else None
-        if run_as is not None:
-            unmapped = userns.unmapped(run_as)
-            if unmapped:
-                raise SandboxRefused(unmapped)
-        name = f"grader-sandbox-{os.getpid()}-{next(_names)}"
-        cgroups = cg.create_sandbox_cgroups(name)
+        run_as = self._candidate_uid(available)
+        cgroups = cg.create_sandbox_cgroups(f"grader-sandbox-{os.getpid()}-{next(_names)}")
         self._cgroups = dict(cgroups.folders)
         if run_as is not None and "pids" not in cgroups.controllers:
             # RLIMIT_NPROC will hold the process limit: a uid of its own, or side-by-side sandboxes share it
@@ -181,42 +185,18 @@ class Sandbox(HarnessOperations):
             run_as = self._uid.uid if self._uid is not None else run_as
         kit = layout.kit_paths()
         layout.compile_kit(kit)
-        python = sys.executable
         try:
-            if available:
-                if blocked := layout.in_the_way(kit):
-                    raise SandboxRefused(
-                        f"the kit lives at {blocked[0]}, inside a folder the sandbox makes for the candidate's "
-                        f"commands; install it (its virtual environment) anywhere but "
-                        + ", ".join(f"{layout.BOX_ROOT}/{name}" for name in layout.MADE_IN_BOX)
-                    )
-                argv = layout.bwrap_argv(
-                    shutil.which("bwrap") or "bwrap",
-                    kit,
-                    self.submission.resolve(),
-                    disk_bytes=self.limits.disk_bytes,
-                    cgroups=self._cgroups,
-                    python=python,
-                )
-                box_root, submission = layout.BOX_ROOT, layout.SUBMISSION_SOURCE
-                cgroup_paths = {c: f"{layout.CGROUP_MOUNTS}/{c}" for c in self._cgroups}
-                python_path, cwd = layout.KIT_COPY, None
-            else:
-                self._tempdir = Path(tempfile.mkdtemp(prefix="grader-sandbox-"))
-                argv = [python, "-m", "grader.sandbox.harness"]
-                box_root, submission = str(self._tempdir), str(self.submission.resolve())
-                cgroup_paths = {c: str(p) for c, p in self._cgroups.items()}
-                python_path, cwd = str(kit.grader.parent), str(self._tempdir)
+            launch = self._bwrap_launch(kit) if available else self._plain_launch(kit)
             config = HarnessConfig(
-                box_root=box_root,
-                submission=submission,
+                box_root=launch.box_root,
+                submission=launch.submission,
                 python_bin=str(kit.python_bin),
                 stub_client=_stub_client(),
                 limits=self.limits,
                 run_as=run_as,
                 sweep_uid=run_as is not None,
                 cgroup_version=cgroups.version,
-                cgroups=cgroup_paths,
+                cgroups=launch.cgroups,
                 cgroup_controllers=list(cgroups.controllers),
                 isolated=available,
             )
@@ -228,19 +208,19 @@ class Sandbox(HarnessOperations):
             env = {
                 "PATH": "/usr/local/bin:/usr/bin:/bin",
                 "LANG": "C.UTF-8",
-                "PYTHONPATH": python_path,
+                "PYTHONPATH": launch.python_path,
                 "PYTHONDONTWRITEBYTECODE": "1",
                 CONFIG_ENV: config.to_env(),
             }
             self._proc = subprocess.Popen(
-                argv,
+                launch.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
                 encoding="utf-8",
                 env=env,
-                cwd=cwd,
+                cwd=launch.cwd,
                 start_new_session=True,
             )
             self._start_readers()
@@ -248,6 +228,41 @@ class Sandbox(HarnessOperations):
         except BaseException:
             self.close()
             raise
+
+    @staticmethod
+    def _candidate_uid(available: bool) -> int | None:
+        """The uid the candidate's commands run as: the sandbox's own when isolated as root, else none."""
+        run_as = CANDIDATE_UID if available and os.geteuid() == 0 and shutil.which("setpriv") else None
+        if run_as is not None and (unmapped := userns.unmapped(run_as)):
+            raise SandboxRefused(unmapped)
+        return run_as
+
+    def _bwrap_launch(self, kit: layout.KitPaths) -> _Launch:
+        """The harness inside bubblewrap: the kit, the submission and the cgroups where the namespace puts them."""
+        if blocked := layout.in_the_way(kit):
+            raise SandboxRefused(
+                f"the kit lives at {blocked[0]}, inside a folder the sandbox makes for the candidate's "
+                f"commands; install it (its virtual environment) anywhere but "
+                + ", ".join(f"{layout.BOX_ROOT}/{name}" for name in layout.MADE_IN_BOX)
+            )
+        argv = layout.bwrap_argv(
+            shutil.which("bwrap") or "bwrap",
+            kit,
+            self.submission.resolve(),
+            disk_bytes=self.limits.disk_bytes,
+            cgroups=self._cgroups,
+            python=sys.executable,
+        )
+        cgroup_paths = {c: f"{layout.CGROUP_MOUNTS}/{c}" for c in self._cgroups}
+        return _Launch(argv, layout.BOX_ROOT, layout.SUBMISSION_SOURCE, cgroup_paths, layout.KIT_COPY, None)
+
+    def _plain_launch(self, kit: layout.KitPaths) -> _Launch:
+        """The harness as a plain child process, in a temporary folder of its own (no namespace)."""
+        self._tempdir = Path(tempfile.mkdtemp(prefix="grader-sandbox-"))
+        argv = [sys.executable, "-m", "grader.sandbox.harness"]
+        cgroup_paths = {c: str(p) for c, p in self._cgroups.items()}
+        tempdir = str(self._tempdir)
+        return _Launch(argv, tempdir, str(self.submission.resolve()), cgroup_paths, str(kit.grader.parent), tempdir)
 
     def _describe(self, isolated: bool, why: str, run_as: int | None) -> str:
         """The sandbox line: how the candidate is isolated, and what holds each limit.

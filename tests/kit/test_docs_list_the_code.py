@@ -4,7 +4,12 @@ every generated list (the chaff table, the rooms, the brief's domains) is curren
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import click
+import yaml
 from kit_paths import ROOT
 
 from fake_server.cli import main as fake_server_cli
@@ -46,3 +51,43 @@ def test_every_command_is_in_the_readme_or_the_docs() -> None:
 
 def test_the_generated_lists_are_current() -> None:
     assert stale_parts() == [], "run: python -m grader.kit.generated --write"
+
+
+def _private_fake_server_imports(bench: Path) -> dict[str, set[str]]:
+    """Each bench file's imports of the fake server's inside (anything but `fake_server` and `fake_server.cli`)."""
+    import ast
+
+    out: dict[str, set[str]] = {}
+    for path in sorted(bench.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            if module and module.startswith("fake_server.") and module != "fake_server.cli":
+                out.setdefault(path.name, set()).add(module)
+    return out
+
+
+def test_the_bench_readme_names_every_bench_that_reaches_inside_the_fake_server_and_what_it_imports() -> None:
+    """The whole statement "Imports: the public API, plus M in F": each file and each module it names, no more."""
+    readme = (ROOT / "bench" / "README.md").read_text(encoding="utf-8")
+    statement = " ".join(readme[readme.index("Imports:") : readme.index("\n\n", readme.index("Imports:"))].split())
+    found = _private_fake_server_imports(ROOT / "bench")
+    assert found, "no bench reaches inside the fake server: drop the exceptions from the statement"
+    for name, modules in found.items():
+        assert f"`{name}`" in statement, f"bench/README.md's Imports: does not name {name}"
+        for module in modules:
+            assert module in statement, f"bench/README.md's Imports: does not say {name} imports {module}"
+    named = set(re.findall(r"`([a-z_]+\.py)`", statement))
+    assert named <= set(found), f"named as reaching inside, and does not: {sorted(named - set(found))}"
+
+
+def test_the_recipes_name_only_keys_their_files_take() -> None:
+    """Each "`KEY:` in `grader/rubric.yaml`" or "in `grader/unseen/variants.yaml`" of docs/recipes.md is a key the
+    file's schema (or the file) has."""
+    text = " ".join((ROOT / "docs" / "recipes.md").read_text(encoding="utf-8").split())
+    schema = json.loads((ROOT / "schemas" / "grader" / "rubric.schema.json").read_text(encoding="utf-8"))
+    variants = yaml.safe_load((ROOT / "grader" / "unseen" / "variants.yaml").read_text(encoding="utf-8"))
+    takes = {"grader/rubric.yaml": set(schema["properties"]), "grader/unseen/variants.yaml": set(variants)}
+    claims = re.findall(r"`([a-z_]+):` in `(grader/rubric\.yaml|grader/unseen/variants\.yaml)`", text)
+    assert claims, "the recipes name no key of the rubric or the variants file"
+    for key, file in claims:
+        assert key in takes[file], f"docs/recipes.md: `{key}:` in `{file}`, which has no such key"

@@ -7,47 +7,15 @@ A candidate starts from the skeletons; a skeleton that disagrees with TASK.md (a
 
 from __future__ import annotations
 
-import ast
 import re
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from kit_paths import ROOT
 
+from grader.kit.flags import Flag, skeleton_flags
+
 STARTER = ROOT / "starter"
 BRIEF = (STARTER / "TASK.md").read_text(encoding="utf-8")
-
-
-@dataclass(frozen=True)
-class Flag:
-    name: str
-    required: bool
-    integer: bool | None  # None: the brief or the skeleton does not say
-    repeatable: bool = False
-    default: str | None = None
-
-
-def skeleton_flags(path: Path) -> dict[str, Flag]:
-    """The `add_argument` calls of a skeleton, read from its source (it is never run here)."""
-    flags = {}
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and node.args):
-            continue
-        name = ast.literal_eval(node.args[0])
-        kw = {k.arg: k.value for k in node.keywords}
-        typed = kw.get("type")
-        helptext = ast.literal_eval(kw["help"]) if "help" in kw else ""
-        required = ("required" in kw and ast.literal_eval(kw["required"])) or "REQUIRED" in helptext
-        default = ast.literal_eval(kw["default"]) if "default" in kw else None
-        flags[name] = Flag(
-            name,
-            bool(required),
-            None if typed is None else getattr(typed, "id", "") == "int",
-            "action" in kw and ast.literal_eval(kw["action"]) == "append",
-            None if default is None else f"{default:g}" if isinstance(default, float) else str(default),
-        )
-    return flags
 
 
 def sizing_table() -> dict[str, Flag]:
@@ -119,3 +87,15 @@ def test_the_reading_of_the_table_can_tell_a_decimal_from_an_integer(tmp_path):
     (tmp_path / "sizing.py").write_text(broken, encoding="utf-8")
     assert skeleton_flags(tmp_path / "sizing.py")["--kv-bytes-per-token"].integer is False
     assert sizing_table()["--kv-bytes-per-token"].integer is True
+
+
+def test_a_false_flag_default_planted_in_the_contract_doc_fails_the_generated_check():
+    """docs/contract.md's flag table is written from the skeletons: a default changed by hand there is stale."""
+    from grader.kit.flags import render_flags
+    from grader.kit.generated import is_current
+
+    text = (ROOT / "docs" / "contract.md").read_text(encoding="utf-8")
+    assert is_current(text, "flags", render_flags)
+    for true, planted in (("| default 600 |", "| default 60 |"), ("| `--api-key` | text", "| `--api-key` | integer")):
+        assert true in text
+        assert not is_current(text.replace(true, planted), "flags", render_flags), planted

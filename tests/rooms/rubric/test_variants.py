@@ -135,6 +135,8 @@ def test_a_variant_judges_a_criterion_on_the_cases_it_ran_and_the_extra_cases_th
             "gateway.extra_cases[0].criteria: name the criteria",
         ),
         (lambda d: d.update({"count": 0}), "count: the number of variants"),
+        (lambda d: d["tests"].update({"percentile_methods": 99}), "tests.percentile_methods: 99 asked"),
+        (lambda d: d["tests"].update({"server_draw": "yes"}), "tests.server_draw: true or false"),
     ],
 )
 def test_a_wrong_variants_file_is_refused_naming_the_field(tmp_path: Path, change, message: str) -> None:
