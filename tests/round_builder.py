@@ -232,7 +232,7 @@ NEW_FUNCTIONS = {
     "sizing/arithmetic.py": (
         "size",
         """def size(i):
-    out = {"contract": 3, "inputs": i.to_dict()}
+    out = {"contract": 4, "inputs": i.to_dict()}
     peak = peak_output_tokens_per_s(i)
     needed = replicas_for_load(peak, i.throughput)
     chosen = needed if needed > i.min_replicas else i.min_replicas

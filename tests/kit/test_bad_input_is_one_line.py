@@ -154,7 +154,7 @@ def test_grader_contract_checks_scripts_and_names_the_file_it_checked(tmp_path):
     sub = tmp_path / "sub"
     shutil.copytree(ROOT / "starter", sub, ignore=shutil.ignore_patterns("__pycache__"))
     done = _cli("grader", "contract", str(sub))
-    assert done.returncode == 0 and done.stdout.strip() == f"{sub / 'submission.yaml'}: follows contract 3"
+    assert done.returncode == 0 and done.stdout.strip() == f"{sub / 'submission.yaml'}: follows contract 4"
     data = yaml.safe_load((sub / "submission.yaml").read_text())
     data["gateway"]["command"] = ["python", "gateway/missing.py"]
     (sub / "submission.yaml").write_text(yaml.safe_dump(data))

@@ -93,8 +93,8 @@ def test_a_chaff_that_keeps_its_target_is_reported_wrong(tmp_path):
         "targets: [loadgen.role-chunk]\n"
         "edits:\n"
         "  - file: submission.yaml\n"
-        "    find: 'contract: 3'\n"
-        "    replace: 'contract: 3  # unchanged'\n"
+        "    find: 'contract: 4'\n"
+        "    replace: 'contract: 4  # unchanged'\n"
     )
     lines: list[str] = []
     kept = tmp_path / "kept"

@@ -116,7 +116,7 @@ class Gateway:
 def gateway_config(local: RunningServer | str, api: RunningServer, **local_extra: Any) -> dict[str, Any]:
     base = local.openai_base_url if isinstance(local, RunningServer) else local
     return {
-        "contract": 3,
+        "contract": 4,
         "local": {
             "base_url": base,
             "model": LOCAL_MODEL,
@@ -528,7 +528,7 @@ def test_stats_count_every_attempt_and_cost_what_the_api_billed(servers: Servers
         server.reset()
     with run_gateway(gateway_config(servers.local, servers.api), tmp_path) as gateway:
         assert gateway.stats() == {
-            "contract": 3,
+            "contract": 4,
             "routes": {
                 name: {
                     "requests": 0,
@@ -598,7 +598,7 @@ def test_an_api_stream_cut_half_way_is_still_costed(servers: Servers, tmp_path: 
 
 def _valid_config() -> dict[str, Any]:
     return {
-        "contract": 3,
+        "contract": 4,
         "local": {
             "base_url": "http://127.0.0.1:9/v1",
             "model": "m",
@@ -634,7 +634,7 @@ CONFIG_ERRORS = {
     "string for a number": (_broken(lambda c: c["local"].update(health_interval_s="1s")), "local.health_interval_s"),
     "not a URL": (_broken(lambda c: c["api"].update(base_url="localhost:8100")), "api.base_url"),
     "other contract": (_broken(lambda c: c.update(contract=1)), "contract"),
-    "repeated key": ("contract: 3\ncontract: 3\n", "appears twice"),
+    "repeated key": ("contract: 4\ncontract: 4\n", "appears twice"),
     "not YAML": ("local: [unclosed\n", "not valid YAML"),
     "not a mapping": ("- a list\n", "must be a mapping"),
 }

@@ -370,7 +370,7 @@ def test_malformed_figures_are_named(bad: dict[str, Any], rule: str) -> None:
         ("  ---\nfigures: []\n---\n", "line 1: the front matter's `---` must start the line"),
         ("\ufeff---\n---\n", "the front matter is empty"),
         ("---\n- a list\n---\n", "mapping"),
-        ("---\ncontract: 4\nfigures: []\n---\n", "contract must be 1, 2 or 3"),
+        ("---\ncontract: 5\nfigures: []\n---\n", "contract must be 1, 2, 3 or 4"),
     ],
 )
 def test_a_missing_or_broken_front_matter_is_one_finding(text: str, why: str) -> None:

@@ -198,7 +198,7 @@ def test_unseen_inputs_match_hand_arithmetic() -> None:
 
 def test_inputs_are_echoed_with_defaults_filled_in() -> None:
     r = size(**{"batch-output-tokens": None})
-    assert r["contract"] == 3
+    assert r["contract"] == 4
     assert r["inputs"]["gpu_hour_usd"] == [2.99, 6.88] and r["inputs"]["utilisation"] == [1.0, 0.25]
     assert r["inputs"]["min_replicas"] == 2 and r["inputs"]["hours_per_month"] == 720
     assert r["inputs"]["gpu_memory_utilization"] == 0.92 and r["inputs"]["gpus_per_replica"] == 1
