@@ -5,9 +5,9 @@ of variant, both applied from outside the candidate's code:
 - a wrong percentile method swapped in for the submission's `loadgen.percentile` function
   (injected `sitecustomize.py`, see `injected/`), and
 - a fake server whose slot limit is removed (FAKE_SERVER_IGNORE_SLOT_LIMIT=1, honoured by the
-  kit's `fake_server` fixture and `fake-server serve`), and in a grade, the slot tests that run
-  caught alone against servers whose slots and token rate are drawn (FAKE_SERVER_DRAW=SEED), with
-  the slot limit and without it.
+  kit's `fake_server` fixture and `fake-server serve`); and in a grade, the slot tests that run
+  caught, each run alone against servers whose slots and token rate are drawn (FAKE_SERVER_DRAW=SEED),
+  with the slot limit and without it.
 Every run gets the same injected files and variables (with a harmless value when no variant is
 applied), so a run does not announce itself by their presence alone. A `TestRuns` is the run
 record; criteria/tests.py judges it.

@@ -180,7 +180,7 @@ def test_the_bundle_carries_its_editions_numbers(bundle):
     for rel, text in edition_texts(ROOT, EDITION).items():
         shipped = members[f"takehome/{rel}"].decode()
         if rel == "starter/TASK.md":  # and the stamp's line under its title
-            assert f"_Edition {EDITION}, contract 3," in shipped
+            assert f"_Edition {EDITION}, contract 4," in shipped
             shipped = re.sub(r"\n\n_Edition [^\n]*\n", "\n", shipped, count=1)
         assert shipped == text, rel
     scenario = memo_scenario(EDITION)
@@ -269,7 +269,7 @@ def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tm
     print(f"\nunpack to first streamed token, offline: {first - started:.1f} s")
     # the bundle says what made it, and the check prints it: edition, kit version, contract, rubric digest
     stamp = re.search(
-        rf"follows contract 3; its bundle: name {EDITION}, kit (\S+), contract 3, rubric ([0-9a-f]{{16}})", output
+        rf"follows contract 4; its bundle: name {EDITION}, kit (\S+), contract 4, rubric ([0-9a-f]{{16}})", output
     )
     assert "== contract" in output and stamp, output[-4000:]
     assert stamp.group(1) == metadata.version("serving-takehome-kit")

@@ -187,7 +187,7 @@ def test_grader_contract_and_manifests_work_from_an_unrelated_folder(installed):
     shutil.copytree(ROOT / "starter", starter, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
     done = _run(installed, "grader", "contract", "starter")
     assert done.returncode == 0, done.stderr
-    assert "starter/submission.yaml: follows contract 3" in done.stdout
+    assert "starter/submission.yaml: follows contract 4" in done.stdout
 
     chart = _run(
         installed, "python", "-c", "from grader.shared.kit_files import chart_dir; print(chart_dir())"
