@@ -57,6 +57,7 @@ class Verdict:
     unseen: Verdict | None = None  # the same check on the unseen variants' runs, when there were any
     margins: tuple[float, ...] = ()  # each request's margin, from a check of request by request (see lone_outlier)
     closest: str = ""  # the closest call a timing check saw, in one line with its limit, pass or fail
+    outlier_alone: bool = False  # failed by one request alone, every other well within: the machine's, most likely
 
     @property
     def score_fraction(self) -> float:
@@ -85,13 +86,13 @@ def with_unseen(public: Verdict, unseen: Verdict) -> Verdict:
 def lone_outlier(verdict: Verdict, others: float) -> Verdict:
     """A check of request by request failed by one request alone, every other within `others` of its
     tolerance, is borderline (margin 1.0): one client thread descheduled on a busy machine reads one
-    stream late, while a wrong definition puts every request off. Run again, such an answer passes, or
-    is borderline twice and `inconclusive`; it is never a fail."""
+    stream late, while a wrong definition puts every request off. Run again, such an answer passes (the rerun
+    within its tolerance, grading/judging.py), or is borderline twice and `inconclusive`; it is never a fail."""
     margins = sorted(verdict.margins)
     if verdict.passed or len(margins) < 4 or margins[-1] <= 1 or margins[-2] > others:
         return verdict
     note = f"one request alone is outside the tolerance, every other within {others:g} of it: judged again"
-    return replace(verdict, margin=1.0, output=f"{verdict.output}\n{note}")
+    return replace(verdict, margin=1.0, output=f"{verdict.output}\n{note}", outlier_alone=True)
 
 
 def is_borderline(verdict: Verdict, quiet: tuple[float, float], busy: tuple[float, float]) -> bool:

@@ -71,10 +71,11 @@ def decide(
     if second is None:
         return Decision(verdict, 1, True, "borderline, and no rerun was recorded")
     # Two answers within the stated tolerance, each judged on a machine that kept time, meet the rule twice: a pass,
-    # its closest call shown. A person is asked when a near miss might be the machine's (an attempt that failed close
+    # its closest call shown; so does a rerun within it after one request alone was read late (`outlier_alone`). A person is asked when a near miss might be the machine's (an attempt that failed close
     # to its limit), or when a pass was judged where the machine could not tell right from wrong (`busy`: a probe
     # starved, so the case's premise never held).
-    clean_passes = verdict.passed and second.passed and not verdict.busy and not second.busy
+    first_ok = verdict.passed or verdict.outlier_alone  # one request read late alone: the machine's, most likely
+    clean_passes = first_ok and second.passed and not verdict.busy and not second.busy
     undecided = is_borderline(second, *bands) and not clean_passes
     return Decision(second, 2, undecided, rerun=_why_rerun(verdict))
 

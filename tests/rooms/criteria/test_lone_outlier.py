@@ -86,3 +86,20 @@ def test_one_first_token_read_late_alone_is_borderline_and_a_wrong_definition_st
     run = Observed.from_record(RecordBook.read(FIXTURES / "ttft-from-headers").records["loadgen/baseline"])
     verdict = judge(TTFT, SECTIONS["loadgen"], [run], RUBRIC)
     assert verdict is not None and not verdict.passed and not is_borderline(verdict, *BANDS), verdict.margin
+
+
+def test_a_lone_late_first_token_then_a_rerun_within_the_tolerance_passes_and_twice_alone_goes_to_a_person():
+    """Beside two CPU hogs a correct client read one first token late alone, then all 16 within 0.89 of the
+    tolerance on the rerun (bench/results/corners.json): it passes. One request alone late on both attempts still
+    goes to a person: the rule was missed twice."""
+    from grader.grading.judging import decide, result_of
+
+    lone, near = _late_first_tokens({3: 0.086}), _late_first_tokens({5: 0.020})
+    near_verdict = judge(TTFT, SECTIONS["loadgen"], [near], RUBRIC)
+    assert near_verdict is not None and near_verdict.passed and is_borderline(near_verdict, *BANDS)
+    runs = {1: lone, 2: near}
+    then = decide(TTFT, SECTIONS["loadgen"], RUBRIC, lambda attempt: [runs[attempt]])
+    assert then is not None and then.attempts == 2 and not then.inconclusive
+    assert result_of(TTFT, then, duration_s=0.0).status == "passed"
+    twice = decide(TTFT, SECTIONS["loadgen"], RUBRIC, lambda attempt: [lone])
+    assert twice is not None and twice.inconclusive
