@@ -34,6 +34,9 @@ LOGGED_ENDPOINTS = ("health", "tokenize")
 class ServerState:
     def __init__(self, settings: ServerSettings) -> None:
         settings.validate()
+        self.draw = server_draw()
+        if self.draw is not None:  # drawn on a copy: settings started twice are drawn once each, never compounded
+            settings = copy.deepcopy(settings)
         self.settings = settings
         # what tells this server's response ids from another's with the same seed: its persona, the names it
         # serves and, when it was given one, its port (a fleet's replicas serve the same names on ports of their own)
@@ -45,7 +48,6 @@ class ServerState:
         self.ledger = Ledger(settings.ledger, keep=settings.ledger_keep)
         self.faults = FaultPlan(parse_rules(settings.faults), settings.seed)
         self._initial_faults = list(self.faults.rules)
-        self.draw = server_draw()
         if self.draw is not None:
             for model in {id(m): m for m in settings.models().values()}.values():
                 self.draw.apply(model)

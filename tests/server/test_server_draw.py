@@ -106,3 +106,15 @@ def test_a_seed_that_is_not_one_is_refused_naming_the_variable(monkeypatch):
         env={**os.environ, DRAW_ENV: "x" * 300},
     )
     assert done.returncode != 0 and DRAW_ENV in done.stderr and "Traceback" not in done.stderr
+
+
+def test_settings_started_twice_are_drawn_once_each_not_compounded(monkeypatch):
+    from fake_server import build_settings
+
+    monkeypatch.setenv(DRAW_ENV, "5")
+    draw = ServerDraw.from_seed("5")
+    settings = build_settings(max_num_seqs=ASKED_SLOTS, token_rate=ASKED_RATE)
+    for _ in range(2):
+        with serve(settings=settings) as server:
+            assert server.settings()["max_num_seqs"] == ASKED_SLOTS * draw.slots
+    assert settings.model.max_num_seqs == ASKED_SLOTS  # the caller's settings are left as they were
