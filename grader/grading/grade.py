@@ -14,9 +14,8 @@ import contextlib
 import datetime as dt
 import secrets
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,8 +28,9 @@ from grader.grading.judging import not_in_brief, skipped
 from grader.grading.request import GradeRequest, Unseen, unseen_material
 from grader.grading.runner import Ran, SectionRunner
 from grader.grading.sections import NO_VARIANTS, SECTIONS
-from grader.outcome import NEAR_MISS, CriterionResult, Grade
+from grader.outcome import CriterionResult, Grade
 from grader.records.book import RecordBook
+from grader.reports.text import progress
 from grader.rubric import Criterion, Rubric, RubricError, load_rubric
 from grader.rubric.editions import EditionError, check_name
 from grader.shared.contracts import DEFAULT_EDITION, Edition
@@ -41,7 +41,6 @@ __all__ = [
     "Unseen",
     "draw_seed",
     "grade",
-    "progress",
     "unseen_material",
 ]
 
@@ -68,27 +67,6 @@ def _submission_folder(path: Path) -> Iterator[tuple[Path | None, str]]:
             yield None, str(exc)
             return
         yield folder, ""
-
-
-def progress(echo: Callable[[str], None]) -> Callable[[CriterionResult], None]:
-    """One line per criterion as soon as it is judged; under it, why it was judged twice and how close a timing
-    check came (its closest call, with the limit), for a near miss that passed too: a candidate should see it."""
-    lock = threading.Lock()
-    marks = {"passed": "PASS", "failed": "FAIL", "inconclusive": "INCONCLUSIVE", "skipped": "SKIP"}
-
-    def report(result: CriterionResult) -> None:
-        rerun = ", rerun" if result.attempts > 1 else ""
-        head = f"{marks[result.status]:<12} {result.score:g}/{result.weight:g}  {result.id:<26} "
-        lines = [f"{head}({result.duration_s:.1f} s{rerun})"]
-        if result.rerun:
-            lines.append(f"{'':<12} rerun: {result.rerun}")
-        if result.closest and result.margin is not None and result.margin >= NEAR_MISS:  # passed or not
-            lines.append(f"{'':<12} closest call (margin {result.margin:.2f}): {result.closest}")
-        with lock:
-            for line in lines:
-                echo(line)
-
-    return report
 
 
 def _selected(rubric: Rubric, run: GradeRequest) -> tuple[Criterion, ...]:

@@ -50,7 +50,7 @@ def rejudge(
     unknown = [c for c in book.index["criteria"] if not any(k.id == c for k in current.criteria)]
     if unknown:
         raise RubricError(f"{current.path}: has no criterion {unknown[0]!r}, which the grade in {report_dir} judged")
-    from grader.grading.grade import progress
+    from grader.reports.text import progress
 
     grade = grade_of(book, current, report=progress(echo) if echo else None)
     from grader.reports import FILE_NAMES, restore_person_part, write_reports

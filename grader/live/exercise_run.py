@@ -21,7 +21,7 @@ from pathlib import Path
 from grader.contract import check_submission
 from grader.criteria.catalog import registered
 from grader.criteria.memo import HUMAN_CHECKLIST
-from grader.grading.grade import RUNS, GradeRequest, grade, progress
+from grader.grading.grade import RUNS, GradeRequest, grade
 from grader.grading.judging import FactsAt, decide, result_of, unjudged
 from grader.grading.live_runs import LiveRuns
 from grader.grading.rejudge import KEPT_RUBRIC
@@ -30,6 +30,7 @@ from grader.live.hand_box import HandBox
 from grader.outcome import CriterionResult, Grade
 from grader.records.book import RecordBook
 from grader.reports import write_reports
+from grader.reports.text import progress
 from grader.rubric import Rubric, load_rubric
 from grader.rubric.live_pool import Exercise, LivePool, exercise_rubric, kit_rubric_data
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 import shlex
+import threading
 from collections import defaultdict
+from collections.abc import Callable
 
-from grader.outcome import STATUSES, CriterionResult, Grade
+from grader.outcome import NEAR_MISS, STATUSES, CriterionResult, Grade
 
 __all__ = [
     "awarded",
@@ -21,6 +23,7 @@ __all__ = [
     "clean",
     "fmt_points",
     "fmt_seconds",
+    "progress",
     "replay_command",
     "sandbox_warning",
     "score_table",
@@ -179,3 +182,24 @@ def score_table(grade: Grade) -> str:
             )
             lines.append(f"    {replay_command(grade, c, candidate=True)}")
     return "\n".join(lines) + "\n"
+
+
+def progress(echo: Callable[[str], None]) -> Callable[[CriterionResult], None]:
+    """One line per criterion as soon as it is judged; under it, why it was judged twice and how close a timing
+    check came (its closest call, with the limit), for a near miss that passed too: a candidate should see it."""
+    lock = threading.Lock()
+    marks = {"passed": "PASS", "failed": "FAIL", "inconclusive": "INCONCLUSIVE", "skipped": "SKIP"}
+
+    def report(result: CriterionResult) -> None:
+        rerun = ", rerun" if result.attempts > 1 else ""
+        head = f"{marks[result.status]:<12} {result.score:g}/{result.weight:g}  {result.id:<26} "
+        lines = [f"{head}({result.duration_s:.1f} s{rerun})"]
+        if result.rerun:
+            lines.append(f"{'':<12} rerun: {result.rerun}")
+        if result.closest and result.margin is not None and result.margin >= NEAR_MISS:  # passed or not
+            lines.append(f"{'':<12} closest call (margin {result.margin:.2f}): {result.closest}")
+        with lock:
+            for line in lines:
+                echo(line)
+
+    return report

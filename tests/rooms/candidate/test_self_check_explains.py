@@ -12,12 +12,11 @@ from recorded import FIXTURES
 
 from grader.candidate.check import DEFAULT_OUT, report_folder
 from grader.criteria.loadgen.observed import Observed
-from grader.grading.grade import progress
 from grader.grading.judging import decide, judge, result_of
 from grader.grading.sections import SECTIONS
 from grader.outcome import Grade
 from grader.records.book import RecordBook
-from grader.reports.text import replay_command, score_table
+from grader.reports.text import progress, replay_command, score_table
 from grader.rubric import load_rubric
 
 RUBRIC = load_rubric()
