@@ -36,7 +36,6 @@ __all__ = [
     "Submission",
     "check_output",
     "check_submission",
-    "command_problems",
     "load_submission",
     "memo_front_matter",
     "schema_errors",
@@ -251,11 +250,7 @@ def check_submission(folder: Path) -> ContractCheck:
         problems += _memo_problems(submission)
     if "loadgen" not in broken:
         problems += [Problem("loadgen", line, False) for line in _percentile_problems(submission)]
-    problems += [
-        Problem(line.split(".")[0], line, False)
-        for line in command_problems(submission)
-        if line.split(".")[0] not in broken
-    ]
+    problems += _command_problems(submission, skip=broken)
     return ContractCheck(folder, submission, tuple(problems))
 
 
@@ -292,22 +287,23 @@ _PYTHONS = ("python", "python3")
 _COMMANDS = (("loadgen", "command"), ("loadgen", "test_command"), ("gateway", "command"), ("sizing", "command"))
 
 
-def command_problems(submission: Submission) -> list[str]:
-    """Each command's script exists under the submission: `python x.py` needs x.py, `./run.sh` needs run.sh.
+def _command_problems(submission: Submission, *, skip: set[str]) -> list[Problem]:
+    """Each command's script exists under the submission: `python x.py` needs x.py, `./run.sh` needs run.sh (the
+    parts in `skip` broke their schema and are not read). Reported, never skipping: the grade runs the command and
+    its criteria fail with its own error.
 
     Only what the argv names as a file is checked (`python -m pytest` names a module, which may
     come from anywhere on the path); the commands themselves are not run here.
     """
     problems = []
     for part, key in _COMMANDS:
-        argv = submission.data.get(part, {}).get(key) if isinstance(submission.data.get(part), dict) else None
-        if not argv:
+        if part in skip or not isinstance(submission.data.get(part), dict):
             continue
-        script = _script_of([str(a) for a in argv])
+        argv = submission.data[part].get(key)
+        script = _script_of([str(a) for a in argv]) if argv else None
         if script is not None and not (submission.folder / script).is_file():
-            problems.append(
-                f"{part}.{key}: {script} does not exist under the submission (commands run from its folder)"
-            )
+            message = f"{part}.{key}: {script} does not exist under the submission (commands run from its folder)"
+            problems.append(Problem(part, message, False))
     return problems
 
 

@@ -145,6 +145,9 @@ def _drawn_servers(runs: TestRuns) -> Verdict:
             margin=FAILED_SUITE,  # a timing test on a busy machine: judged again there, standing on a quiet one
             evidence=evidence,
         )
+    if drawn_no_slots.killed:
+        why = f"against drawn servers with the slot limit removed the run was killed ({drawn_no_slots.killed})"
+        return Verdict(False, why, evidence=evidence)
     caught = [t for t in slot_tests if drawn_no_slots.tests.get(t) == "failed"]
     if not caught:
         return Verdict(
