@@ -1,14 +1,15 @@
 """Judging: a criterion's verdict from its run records, and the one rule for a borderline answer.
 
-The same code judges during a grade (where a missing record is run on demand) and in `grader
-rejudge` (where it is read back): `decide` asks for a criterion's facts at attempt 1, judges
-them, and, when the margin is borderline, asks for attempt 2 (a rerun) and judges that; borderline
-twice is `inconclusive`. A check is a pure function; so is everything here.
+The same code judges during a grade and in `grader rejudge`: `judge_attempt` judges one attempt's
+objects (its unseen variants' apart), `needs_rerun` says whether that answer is borderline, and
+`decide` turns attempt 1's verdict, and attempt 2's when there was one, into the decision; borderline
+twice is `inconclusive`. Whoever holds the runs makes attempt 2 when `needs_rerun` says so (the
+grade's runner runs it, a re-judge reads it back). A check is a pure function; so is everything here:
+nothing in this module runs anything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -18,12 +19,10 @@ from grader.grading.sections import Section
 from grader.outcome import CriterionResult, Evidence, Status, Unseen, Visibility
 from grader.rubric import Criterion, Rubric
 
-__all__ = ["Decision", "decide", "judge", "result_of", "skipped", "unjudged"]
+__all__ = ["Decision", "Variant", "decide", "judge", "judge_attempt", "needs_rerun", "result_of", "skipped", "unjudged"]
 
-#: The objects a criterion is judged from at an attempt, or None when there are none (no such run).
-FactsAt = Callable[[int], list[Any] | None]
-#: The unseen variants' objects at an attempt, with the criterion as judged on them; None: no variant covers it.
-VariantsAt = Callable[[int], tuple[Criterion, list[Any]] | None]
+#: The unseen variants' runs at an attempt: the criterion as judged on them, and their objects.
+Variant = tuple[Criterion, list[Any]]
 
 
 @dataclass
@@ -46,38 +45,40 @@ def judge(criterion: Criterion, section: Section, objects: list[Any], rubric: Ru
     return verdict
 
 
-def decide(
-    criterion: Criterion, section: Section, rubric: Rubric, facts_at: FactsAt, variants_at: VariantsAt | None = None
-) -> Decision | None:
-    """Judge attempt 1 (its public runs, and its unseen variants' apart); a borderline answer is judged again on
-    attempt 2. None: no record covers it."""
+def judge_attempt(
+    criterion: Criterion, section: Section, rubric: Rubric, objects: list[Any], variant: Variant | None = None
+) -> Verdict | None:
+    """The verdict of one attempt: its public runs' objects, with its unseen variants' judged apart and carried
+    beside it (`variant`: the criterion as judged on them and their objects). None: the objects do not cover it."""
+    verdict = judge(criterion, section, objects, rubric)
+    if verdict is None or variant is None:
+        return verdict
+    unseen = judge(variant[0], section, variant[1], rubric)
+    return verdict if unseen is None else with_unseen(verdict, unseen)
 
-    def verdict_at(attempt: int) -> Verdict | None:
-        objects = facts_at(attempt)
-        verdict = judge(criterion, section, objects, rubric) if objects is not None else None
-        found = variants_at(attempt) if verdict is not None and variants_at is not None else None
-        if verdict is None or found is None:
-            return verdict
-        unseen = judge(found[0], section, found[1], rubric)
-        return verdict if unseen is None else with_unseen(verdict, unseen)
 
-    verdict = verdict_at(1)
-    if verdict is None:
-        return None
-    bands = rubric.judging.borderline, rubric.judging.busy_borderline
-    if not is_borderline(verdict, *bands):
-        return Decision(verdict, 1, False)
-    second = verdict_at(2)
+def needs_rerun(first: Verdict, rubric: Rubric) -> bool:
+    """Whether attempt 1's answer is borderline, so its runs are made again (the caller makes them: judging runs
+    nothing)."""
+    return is_borderline(first, rubric.judging.borderline, rubric.judging.busy_borderline)
+
+
+def decide(first: Verdict, second: Verdict | None, rubric: Rubric) -> Decision:
+    """The decision from attempt 1's verdict and, when that was borderline, attempt 2's (None: no rerun was made or
+    recorded). A second verdict is read only when the first needed it."""
+    if not needs_rerun(first, rubric):
+        return Decision(first, 1, False)
     if second is None:
-        return Decision(verdict, 1, True, "borderline, and no rerun was recorded")
+        return Decision(first, 1, True, "borderline, and no rerun was recorded")
     # Two answers within the stated tolerance, each judged on a machine that kept time, meet the rule twice: a pass,
-    # its closest call shown; so does a rerun within it after one request alone was read late (`outlier_alone`). A person is asked when a near miss might be the machine's (an attempt that failed close
-    # to its limit), or when a pass was judged where the machine could not tell right from wrong (`busy`: a probe
-    # starved, so the case's premise never held).
-    first_ok = verdict.passed or verdict.outlier_alone  # one request read late alone: the machine's, most likely
-    clean_passes = first_ok and second.passed and not verdict.busy and not second.busy
-    undecided = is_borderline(second, *bands) and not clean_passes
-    return Decision(second, 2, undecided, rerun=_why_rerun(verdict))
+    # its closest call shown; so does a rerun within it after one request alone was read late (`outlier_alone`).
+    # A person is asked when a near miss might be the machine's (an attempt that failed close to its limit), or when
+    # a pass was judged where the machine could not tell right from wrong (`busy`: a probe starved, so the case's
+    # premise never held).
+    first_ok = first.passed or first.outlier_alone  # one request read late alone: the machine's, most likely
+    clean_passes = first_ok and second.passed and not first.busy and not second.busy
+    undecided = needs_rerun(second, rubric) and not clean_passes
+    return Decision(second, 2, undecided, rerun=_why_rerun(first))
 
 
 def _why_rerun(first: Verdict) -> str:

@@ -20,11 +20,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from grader.grading.judging import FactsAt, VariantsAt
+from grader.grading.judging import Variant
 from grader.grading.sections import Context, Section, Varied
 from grader.grading.slots import Slots
 from grader.records.book import RecordBook
 from grader.rubric import Criterion
+from grader.sandbox.box_api import Box
 
 __all__ = ["LiveRuns"]
 
@@ -87,7 +88,7 @@ class LiveRuns:
         made: dict[str, dict[str, Any]] = {}
         hung: list[float] = []
 
-        def work(box: Any) -> None:
+        def work(box: Box | None) -> None:
             ctx = replace(self.ctx, box=box)
             while True:
                 with lock:
@@ -117,7 +118,7 @@ class LiveRuns:
 
     def _with_borrowed(
         self,
-        work: Callable[[Any], None],
+        work: Callable[[Box | None], None],
         in_a_box_of_its_own: Callable[[], None],
         borrow: Slots,
         done: Callable[[], bool],
@@ -154,24 +155,22 @@ class LiveRuns:
         if failures:
             raise failures[0]
 
-    def facts_at(self, criterion: Criterion) -> FactsAt:
-        def at(attempt: int) -> list[Any] | None:
-            keys = self.section.keys(criterion, attempt)
-            if keys is None:
-                return None
-            if self.ctx.spread > 1:  # the unseen variants' runs beside the public ones
-                self._objects(keys + self.section.variant_keys(criterion, attempt, self.varied), attempt)
-            return self._objects(keys, attempt)
+    def objects(self, criterion: Criterion, attempt: int) -> list[Any] | None:
+        """The objects `criterion` is judged from at `attempt`, its runs made first if they are not yet (attempt 2:
+        the rerun); None when the section has no such attempt."""
+        keys = self.section.keys(criterion, attempt)
+        if keys is None:
+            return None
+        if self.ctx.spread > 1:  # the unseen variants' runs beside the public ones
+            self._objects(keys + self.section.variant_keys(criterion, attempt, self.varied), attempt)
+        return self._objects(keys, attempt)
 
-        return at
-
-    def variants_at(self, criterion: Criterion) -> VariantsAt:
-        def at(attempt: int) -> tuple[Criterion, list[Any]] | None:
-            keys = self.section.variant_keys(criterion, attempt, self.varied)
-            if not keys:
-                return None
-            objects = self._objects(keys, attempt)
-            judged = self.section.variant_criterion(criterion, objects)
-            return None if judged is None else (judged, objects)
-
-        return at
+    def variant(self, criterion: Criterion, attempt: int) -> Variant | None:
+        """The unseen variants' runs of `criterion` at `attempt` (made first if need be), with the criterion as
+        judged on them; None: no variant covers it."""
+        keys = self.section.variant_keys(criterion, attempt, self.varied)
+        if not keys:
+            return None
+        objects = self._objects(keys, attempt)
+        judged = self.section.variant_criterion(criterion, objects)
+        return None if judged is None else (judged, objects)

@@ -20,8 +20,18 @@ from typing import Any
 
 from grader.criteria.catalog import registered
 from grader.criteria.memo import HUMAN_CHECKLIST
+from grader.criteria.verdict import Verdict
 from grader.grading.grade import RUNS
-from grader.grading.judging import FactsAt, VariantsAt, decide, not_in_brief, result_of, skipped, unjudged
+from grader.grading.judging import (
+    Variant,
+    decide,
+    judge_attempt,
+    needs_rerun,
+    not_in_brief,
+    result_of,
+    skipped,
+    unjudged,
+)
 from grader.grading.sections import NO_VARIANTS, SECTIONS, Section, Varied
 from grader.outcome import CriterionResult, Grade
 from grader.records.book import RecordBook, RecordError
@@ -122,20 +132,25 @@ def grade_of(book: RecordBook, rubric: Rubric, *, report: Callable[[CriterionRes
 def _judged(
     criterion: Criterion, rubric: Rubric, book: RecordBook, loaded: dict[str, Any], duration_s: float
 ) -> CriterionResult:
+    """Judged as the grade judged it, from its records: attempt 2 read back when attempt 1 was borderline."""
     section = SECTIONS[criterion.deliverable]
     varied = book.index.get("variants", NO_VARIANTS)
-    decision = decide(
-        criterion,
-        section,
-        rubric,
-        _stored(section, criterion, book, loaded),
-        _stored_variants(section, criterion, varied, book, loaded),
-    )
-    if decision is None:
+
+    def attempt(n: int) -> Verdict | None:
+        objects = _read(section, section.keys(criterion, n), book, loaded)
+        if objects is None:
+            return None
+        return judge_attempt(
+            criterion, section, rubric, objects, _stored_variant(section, criterion, n, varied, book, loaded)
+        )
+
+    first = attempt(1)
+    if first is None:
         return unjudged(
             criterion,
             f"no run record covers {criterion.id} (its scenarios or cases are not the ones graded); grade again",
         )
+    decision = decide(first, attempt(2) if needs_rerun(first, rubric) else None, rubric)
     return result_of(criterion, decision, duration_s=duration_s)
 
 
@@ -149,16 +164,9 @@ def _read(section: Section, keys: tuple[str, ...] | None, book: RecordBook, load
     return [loaded[k] for k in keys]
 
 
-def _stored(section: Section, criterion: Criterion, book: RecordBook, loaded: dict[str, Any]) -> FactsAt:
-    return lambda attempt: _read(section, section.keys(criterion, attempt), book, loaded)
-
-
-def _stored_variants(
-    section: Section, criterion: Criterion, varied: Varied, book: RecordBook, loaded: dict[str, Any]
-) -> VariantsAt:
-    def at(attempt: int) -> tuple[Criterion, list[Any]] | None:
-        objects = _read(section, section.variant_keys(criterion, attempt, varied) or None, book, loaded)
-        judged = section.variant_criterion(criterion, objects) if objects else None
-        return None if judged is None or not objects else (judged, objects)
-
-    return at
+def _stored_variant(
+    section: Section, criterion: Criterion, attempt: int, varied: Varied, book: RecordBook, loaded: dict[str, Any]
+) -> Variant | None:
+    objects = _read(section, section.variant_keys(criterion, attempt, varied) or None, book, loaded)
+    judged = section.variant_criterion(criterion, objects) if objects else None
+    return None if judged is None or not objects else (judged, objects)

@@ -6,12 +6,14 @@ Apart from grading/grade.py so that the section runner (grading/runner.py) reads
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.rubric import Rubric, RubricError
 from grader.rubric.sizing_plan import SizingPlan
 from grader.rubric.variants import Variants, VariantsError, load_variants
+from grader.sandbox.box_api import Box
 
 __all__ = ["GradeRequest", "Unseen", "unseen_material"]
 
@@ -34,6 +36,10 @@ class GradeRequest:
     with_variants: bool = True  # run the unseen variants when the kit has them (bench/grade_time.py compares)
     runs_at_once: int = 1  # `grader replay`: a criterion's runs made this many at once, each in a sandbox of its own
     edition: str = ""  # the edition to grade against, whatever the submission's stamp says ("": the stamp's)
+    # where a section's commands run, opened on the submission's folder (None: a sandbox); a live exercise run by
+    # hand gives a box whose commands the candidate starts (grader/live/hand_box.py)
+    open_box: Callable[[Path], AbstractContextManager[Box]] | None = None
+    reruns: bool = True  # a borderline answer's runs made again (False: a run by hand, made once)
 
 
 @dataclass(frozen=True)

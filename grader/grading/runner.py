@@ -18,7 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from grader.contract import Submission
-from grader.grading.judging import FactsAt, VariantsAt, decide, result_of, unjudged
+from grader.criteria.verdict import Verdict
+from grader.grading.judging import decide, judge_attempt, needs_rerun, result_of, unjudged
 from grader.grading.live_runs import LiveRuns
 from grader.grading.request import GradeRequest, Unseen
 from grader.grading.sections import NO_VARIANTS, SECTIONS, Context, Section
@@ -134,6 +135,7 @@ class SectionRunner:
         from grader.sandbox import Sandbox
 
         section, request, folder = SECTIONS[name], self.request, self.submission.folder
+        open_box = request.open_box or Sandbox
         ctx = Context(
             self.submission,
             self.rubric,
@@ -141,11 +143,11 @@ class SectionRunner:
             criteria,
             sizing=self.unseen.sizing,
             variants=self.unseen.variants,
-            open_box=lambda: Sandbox(folder),
+            open_box=lambda: open_box(folder),
             spread=request.runs_at_once,
         )
         varied = self.unseen.variants.varied if self.unseen.variants is not None else NO_VARIANTS
-        with Sandbox(folder) if section.boxed else contextlib.nullcontext() as box:
+        with open_box(folder) if section.boxed else contextlib.nullcontext() as box:
             if box is not None:
                 with self._lock:
                     self.ran.sandbox_notes.append((box.isolated, box.note))
@@ -161,28 +163,33 @@ class SectionRunner:
 
     def _judge(self, section: Section, criterion: Criterion, live: LiveRuns) -> None:
         started, shared = time.perf_counter(), live.shared_s
-        facts_at, variants_at = live.facts_at(criterion), live.variants_at(criterion)
-        decision = decide(criterion, section, self.rubric, facts_at, variants_at)
-        if decision is None:
+        first = self._attempt(section, criterion, live, 1)
+        if first is None:
             why = f"the grader made no run that covers {criterion.id}; a person should look"
             self._record(unjudged(criterion, why), judged=False)
             return
+        # a borderline answer: its runs are made again here, and judged as attempt 2
+        rerun = self.request.reruns and needs_rerun(first, self.rubric)
+        second = self._attempt(section, criterion, live, 2) if rerun else None
+        decision = decide(first, second, self.rubric)
         # its own time: the runs it read (each counted for every criterion that read it), judging it, and its reruns'
         # judging; the section's shared time is reported once, by the section
         took = time.perf_counter() - started - (live.shared_s - shared)
-        took += _runs_s(section, criterion, facts_at, variants_at, decision.attempts)
+        took += sum(_runs_s(section, criterion, live, attempt) for attempt in range(1, decision.attempts + 1))
         self._record(result_of(criterion, decision, duration_s=took))
 
+    def _attempt(self, section: Section, criterion: Criterion, live: LiveRuns, attempt: int) -> Verdict | None:
+        """The verdict of `criterion` at `attempt`, its runs made first if they are not yet."""
+        objects = live.objects(criterion, attempt)
+        if objects is None:
+            return None
+        return judge_attempt(criterion, section, self.rubric, objects, live.variant(criterion, attempt))
 
-def _runs_s(section: Section, criterion: Criterion, facts_at: FactsAt, variants_at: VariantsAt, attempts: int) -> float:
-    """How long the runs a criterion was judged from took: its public runs and its unseen variants', at every
-    attempt it made (all of them already made and loaded: this runs nothing)."""
-    total = 0.0
-    for attempt in range(1, attempts + 1):
-        objects = facts_at(attempt)
-        if objects is not None:
-            total += section.own_s(objects, criterion)
-        found = variants_at(attempt)
-        if found is not None:
-            total += section.own_s(found[1], found[0])
-    return total
+
+def _runs_s(section: Section, criterion: Criterion, live: LiveRuns, attempt: int) -> float:
+    """How long the runs a criterion was judged from at `attempt` took: its public runs and its unseen variants'
+    (all of them already made and loaded: this runs nothing)."""
+    objects = live.objects(criterion, attempt)
+    found = live.variant(criterion, attempt)
+    own = section.own_s(objects, criterion) if objects is not None else 0.0
+    return own + (section.own_s(found[1], found[0]) if found is not None else 0.0)

@@ -13,6 +13,7 @@ timed sections (`timed`), are part of it too. Grading and re-judging use the sam
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ from grader.runs.manifests import run_checker
 from grader.runs.memo import run_memo
 from grader.runs.sizing import run_set, run_sizing
 from grader.runs.tests import run_tests
+from grader.sandbox.box_api import Box
 
 __all__ = ["NO_VARIANTS", "SECTIONS", "Context", "Section", "Varied"]
 
@@ -56,10 +58,15 @@ class Context:
     criteria: Sequence[Criterion]
     sizing: SizingPlan  # the input sets: the rubric's, and the unseen ones in a grade
     variants: Variants | None = None  # the unseen variants a grade runs (None: `grader check`, or a kit without)
-    box: Any = None
-    open_box: Callable[[], Any] | None = None
+    box: Box | None = None
+    open_box: Callable[[], AbstractContextManager[Box]] | None = None
     hung_s: float = 0.0  # time the section's commands spent hanging, against the rubric's budget_s
     spread: int = 1  # runs made at once, each in a sandbox of its own (grading/live_runs.py; a replay's)
+
+    def in_box(self) -> Box:
+        """The section's box: asked for only by a boxed section's runs, which always have one."""
+        assert self.box is not None, "a boxed section's run, with no box open"
+        return self.box
 
     def budget_spent(self, section: str) -> str | None:
         """Why no more commands start in this section (its budget for commands that hang is spent), or None."""
@@ -143,7 +150,7 @@ def _loadgen_run(ctx: Context, key: str) -> dict[str, Any]:
     if why := ctx.budget_spent("loadgen"):
         return not_run(scenario, ctx.seed, why, ctx.submission.command("loadgen")).to_record()
     run = run_loadgen(
-        ctx.box,
+        ctx.in_box(),
         ctx.submission,
         scenario,
         seed=ctx.seed,
@@ -191,7 +198,7 @@ def _tests_run(ctx: Context, key: str) -> dict[str, Any]:
     variants = tuple(dict.fromkeys(v for c in judged for v in c.variants))
     unseen = ctx.variants.percentile_methods_at(ctx.seed) if ctx.variants is not None else {}
     return run_tests(
-        ctx.box,
+        ctx.in_box(),
         ctx.submission,
         variants=variants,
         limits=ctx.rubric.limits["tests"],
@@ -264,7 +271,7 @@ def _gateway_run(ctx: Context, key: str) -> dict[str, Any]:
     limits = ctx.rubric.limits["gateway"]
     hang = HangBudget(limits["request_s"], limits["budget_s"], spent_s=ctx.hung_s)
     beside = ctx.open_box if ctx.spread > 1 else None  # a replay: the restarts in a sandbox of their own
-    run = run_gateway(ctx.box, ctx.submission, plan, seed=ctx.seed, hang=hang, cases=cases, beside=beside)
+    run = run_gateway(ctx.in_box(), ctx.submission, plan, seed=ctx.seed, hang=hang, cases=cases, beside=beside)
     ctx.hung_s = hang.spent_s
     return run.to_record()
 
@@ -310,7 +317,7 @@ GATEWAY = Section(
 
 
 def _sizing_run(ctx: Context, key: str) -> dict[str, Any]:
-    return run_sizing(ctx.box, ctx.submission, limits=ctx.rubric.limits["sizing"], plan=ctx.sizing).to_record()
+    return run_sizing(ctx.in_box(), ctx.submission, limits=ctx.rubric.limits["sizing"], plan=ctx.sizing).to_record()
 
 
 SIZING = Section(

@@ -2,15 +2,14 @@
 
 The exercise's rubric (the kit's, with the exercise's scenario or gateway cases and criteria in place of
 the grade's; grader/rubric/live_pool.py) is written beside the run's records, as `runs/rubric.yaml`, so
-`grader rejudge` judges the record again with it. In the sandbox the run is a grade with that rubric,
-`grade()` itself; by hand it is the same sections, runs and judging (`LiveRuns`, `decide`) with a box on
-this machine's loopback that waits for the candidate to start their command (hand_box.py). Either way the
-folder holds what a grade's holds: runs/, report.json, junit.xml, report.html.
+`grader rejudge` judges the record again with it. The run is a grade with that rubric, `grade()` itself: in
+the sandbox as any grade, or by hand with a box on this machine's loopback that waits for the candidate to
+start their command (hand_box.py) and no reruns. Either way the folder holds what a grade's holds: runs/,
+report.json, junit.xml, report.html.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import socket
 import time
@@ -20,17 +19,12 @@ from pathlib import Path
 
 from grader.contract import check_submission
 from grader.criteria.catalog import registered
-from grader.criteria.memo import HUMAN_CHECKLIST
 from grader.grading.grade import RUNS, GradeRequest, grade
-from grader.grading.judging import FactsAt, decide, result_of, unjudged
-from grader.grading.live_runs import LiveRuns
 from grader.grading.rejudge import KEPT_RUBRIC
-from grader.grading.sections import NO_VARIANTS, SECTIONS, Context
+from grader.grading.sections import SECTIONS
 from grader.live.hand_box import HandBox
-from grader.outcome import CriterionResult, Grade
+from grader.outcome import Grade
 from grader.records.book import RecordBook
-from grader.reports import write_reports
-from grader.reports.text import progress
 from grader.rubric import Rubric, load_rubric
 from grader.rubric.live_pool import Exercise, LivePool, exercise_rubric, kit_rubric_data
 
@@ -104,11 +98,6 @@ def make_run(
     return Made(result, rubric, book, time.perf_counter() - started)
 
 
-def _first_only(facts: FactsAt) -> FactsAt:
-    """A run by hand is made once: no attempt 2, so a borderline answer is inconclusive (and says so)."""
-    return lambda attempt: facts(attempt) if attempt == 1 else None
-
-
 def _by_hand(
     submission: Path,
     rubric: Rubric,
@@ -119,68 +108,20 @@ def _by_hand(
     echo: Callable[[str], None],
     wait_s: float,
 ) -> Grade:
-    """The grade's sections, runs and judging with a box whose commands the candidate starts (no reruns: a
-    borderline answer is inconclusive, and says so)."""
-    started_at = dt.datetime.now(dt.UTC).replace(microsecond=0)
-    t0 = time.perf_counter()
+    """A grade of the exercise with a box whose commands the candidate starts (hand_box.py), and no reruns: a run
+    by hand is made once, so a borderline answer is inconclusive, and says so."""
     check = check_submission(submission)
-    sub, problems = check.submission, check.by_part()
-    section = SECTIONS[exercise.deliverable]
-    broken = check.skipping(section.part)
-    if sub is None or broken:
+    broken = check.skipping(SECTIONS[exercise.deliverable].part)
+    if check.submission is None or broken:
         raise LiveError(f"{submission}: " + "; ".join(broken or ["not a submission"]))
-    book = RecordBook(folder / RUNS)
-    report = progress(echo)
-    results: list[CriterionResult] = []
-    unjudged_ids: set[str] = set()
-    with HandBox(sub.folder, folder, echo, wait_s=wait_s) as box:
-        ctx = Context(sub, rubric, seed, rubric.criteria, sizing=rubric.sizing, box=box)
-        live = LiveRuns(section, ctx, book, NO_VARIANTS)
-        for criterion in rubric.criteria:
-            begun = time.perf_counter()
-            decision = decide(criterion, section, rubric, _first_only(live.facts_at(criterion)))
-            took = time.perf_counter() - begun
-            if decision is None:
-                unjudged_ids.add(criterion.id)
-                results.append(unjudged(criterion, f"the run made by hand does not cover {criterion.id}"))
-            else:
-                results.append(result_of(criterion, decision, duration_s=took))
-            report(results[-1])
-    result = Grade(
-        submission=str(submission),
-        candidate=sub.data.get("candidate"),
+    request = GradeRequest(
+        submission,
+        folder,
         seed=seed,
-        started=started_at.isoformat(),
-        duration_s=round(time.perf_counter() - t0, 3),
-        sandboxed=False,
-        sandbox_note=box.note,
-        rubric=str(rubric.path),
-        criteria=results,
-        human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in results) else [],
-        inherent_s=round(live.inherent, 3),
+        rubric=rubric.path,
+        echo=echo,
+        with_variants=False,
+        open_box=lambda candidate: HandBox(candidate, folder, echo, wait_s=wait_s),
+        reruns=False,
     )
-    book.write_index(
-        {
-            "submission": result.submission,
-            "candidate": result.candidate,
-            "seed": seed,
-            "started": result.started,
-            "duration_s": result.duration_s,
-            "sandboxed": False,
-            "sandbox_note": result.sandbox_note,
-            "rubric": result.rubric,
-            "public_only": False,
-            "contract_problems": problems,
-            "criteria": [c.id for c in results],
-            "durations": {c.id: c.duration_s for c in results},
-            "not_judged": {  # kept as they were by a re-judge, as a grade's are
-                c.id: {"status": c.status, "output": c.output, "logs": c.evidence.logs}
-                for c in results
-                if c.id in unjudged_ids
-            },
-            "inherent_s": result.inherent_s,
-            "variants": NO_VARIANTS,
-        }
-    )
-    write_reports(result, folder)
-    return result
+    return grade(request)

@@ -27,9 +27,10 @@ from grader.contract import Submission
 from grader.records.gateway import CaseRun, GatewayRun, timed_out
 from grader.rubric.gateway_plan import Case, GatewayPlan
 from grader.runs.cpu_wait import CpuWait
-from grader.runs.gateway_session import Box, HangBudget, Session, await_first_probe, inherent_s, run_case
+from grader.runs.gateway_session import HangBudget, Session, await_first_probe, inherent_s, run_case
+from grader.sandbox.box_api import Box
 
-__all__ = ["Box", "HangBudget", "gateway_config", "run_gateway"]
+__all__ = ["HangBudget", "gateway_config", "run_gateway"]
 
 
 def run_gateway(

@@ -8,35 +8,16 @@ here judges: the checks in criteria/loadgen/ do.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 from grader.contract import Submission
 from grader.records.loadgen import LoadgenRun
 from grader.rubric.durations import limit_s, watch
 from grader.rubric.load import Scenario
 from grader.runs.cpu_wait import CpuWait
+from grader.sandbox.box_api import Box
 
-__all__ = ["MODEL", "Box", "loadgen_argv", "run_loadgen"]
+__all__ = ["MODEL", "loadgen_argv", "run_loadgen"]
 
 MODEL = "fake-model"
-
-
-class Box(Protocol):
-    """What the criteria need of a sandbox (grader.sandbox.Sandbox)."""
-
-    def serve(self, name: str, **settings: Any) -> dict[str, Any]: ...
-    def stop_server(self, name: str) -> None: ...
-    def ledger(self, name: str, settle: float = ...) -> list[dict[str, Any]]: ...
-    def run(
-        self,
-        argv: list[str],
-        *,
-        timeout_s: float,
-        env: dict[str, str] | None = ...,
-        inject: dict[str, str] | None = ...,
-        files_back: list[str] = ...,
-        watch: dict[str, Any] | None = ...,
-    ) -> Any: ...
 
 
 def loadgen_argv(submission: Submission, scenario: Scenario, base_url: str, output: str) -> list[str]:

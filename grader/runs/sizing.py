@@ -11,17 +11,14 @@ A `SizingRuns` is the run record; criteria/sizing.py judges it.
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol
+from typing import Any
 
 from grader.contract import Submission, schema_errors
 from grader.records.sizing import SizingRun, SizingRuns
 from grader.rubric.sizing_plan import SizingPlan, argv
+from grader.sandbox.box_api import Box
 
 __all__ = ["run_set", "run_sizing"]
-
-
-class Box(Protocol):
-    def run(self, argv: list[str], *, timeout_s: float, files_back: list[str]) -> Any: ...
 
 
 def run_set(

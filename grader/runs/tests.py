@@ -31,7 +31,7 @@ from grader.records.tests import (
     TestRuns,
 )
 from grader.runs.cpu_wait import CpuWait
-from grader.runs.loadgen import Box
+from grader.sandbox.box_api import Box
 
 __all__ = ["CANDIDATE_PLUGINS", "WRONG_METHOD_MODULE", "run_tests"]
 _INJECTED = Path(__file__).resolve().parent / "injected"
@@ -84,9 +84,9 @@ def _run(
     cpu_waiting = waiting.share()
     files = result.files or {}
     tests: dict[str, str] = {}
-    if files.get(outcomes):
+    if text := files.get(outcomes):
         try:
-            tests = dict(json.loads(files[outcomes]).get("tests", {}))
+            tests = dict(json.loads(text).get("tests", {}))
         except (json.JSONDecodeError, AttributeError):
             tests = {}
     killed = f"hung: stopped after {timeout_s:g} s" if result.killed == HUNG else result.killed

@@ -13,6 +13,7 @@ inside and protocol.py for what they exchange.
 """
 
 from .box import Sandbox, isolation_available
+from .box_api import Box
 from .protocol import Limits, RunResult, SandboxError, SandboxRefused
 
-__all__ = ["Limits", "RunResult", "Sandbox", "SandboxError", "SandboxRefused", "isolation_available"]
+__all__ = ["Box", "Limits", "RunResult", "Sandbox", "SandboxError", "SandboxRefused", "isolation_available"]

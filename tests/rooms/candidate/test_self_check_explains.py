@@ -12,7 +12,7 @@ from recorded import FIXTURES
 
 from grader.candidate.check import DEFAULT_OUT, report_folder
 from grader.criteria.loadgen.observed import Observed
-from grader.grading.judging import decide, judge, result_of
+from grader.grading.judging import decide, judge, needs_rerun, result_of
 from grader.grading.sections import SECTIONS
 from grader.outcome import Grade
 from grader.records.book import RecordBook
@@ -51,8 +51,9 @@ def test_a_pass_close_to_its_limit_names_the_request_and_the_limit() -> None:
 def test_the_terminal_and_the_table_show_a_near_miss_with_its_replay() -> None:
     run, index = _baseline(moved_ms=60)
     section = SECTIONS["loadgen"]
-    decision = decide(TTFT, section, RUBRIC, lambda attempt: [run] if attempt == 1 else None)
-    assert decision is not None
+    first = judge(TTFT, section, [run], RUBRIC)
+    assert first is not None
+    decision = decide(first, None, RUBRIC)
     result = result_of(TTFT, decision, duration_s=0.01)
     lines: list[str] = []
     progress(lines.append)(result)
@@ -67,8 +68,9 @@ def test_the_terminal_and_the_table_show_a_near_miss_with_its_replay() -> None:
 
 def test_a_pass_clear_of_its_limit_gets_no_replay_and_no_near_miss() -> None:
     run, _ = _baseline(moved_ms=0)
-    decision = decide(TTFT, SECTIONS["loadgen"], RUBRIC, lambda attempt: [run] if attempt == 1 else None)
-    assert decision is not None
+    first = judge(TTFT, SECTIONS["loadgen"], [run], RUBRIC)
+    assert first is not None and not needs_rerun(first, RUBRIC)
+    decision = decide(first, None, RUBRIC)
     result = result_of(TTFT, decision, duration_s=0.01)
     assert result.status == "passed" and not result.near_miss
     grade = Grade("sub", None, 7, "2026-01-01T00:00:00+00:00", 1.0, True, "", "rubric.yaml", criteria=[result])
@@ -90,15 +92,17 @@ def test_a_pass_close_to_its_limit_twice_passes_and_a_rerun_that_failed_is_left_
     section = SECTIONS["loadgen"]
     first = judge(TTFT, section, [over], RUBRIC)
     assert first is not None and not first.passed and first.margin is not None and first.margin <= 1.5
-    twice = decide(TTFT, section, RUBRIC, lambda attempt: [near])
-    assert twice is not None and twice.attempts == 2 and not twice.inconclusive and twice.verdict.passed
+    near_verdict = judge(TTFT, section, [near], RUBRIC)
+    assert near_verdict is not None and needs_rerun(near_verdict, RUBRIC)
+    twice = decide(near_verdict, near_verdict, RUBRIC)
+    assert twice.attempts == 2 and not twice.inconclusive and twice.verdict.passed
     result = result_of(TTFT, twice, duration_s=0.01)
     assert result.status == "passed" and result.rerun.startswith("attempt 1 was borderline")
-    runs = {1: near, 2: over}  # a near pass, then a failed rerun: the machine's or the answer's, a person decides
-    mixed = decide(TTFT, section, RUBRIC, lambda attempt: [runs[attempt]])
-    assert mixed is not None and mixed.inconclusive
+    # a near pass, then a failed rerun: the machine's or the answer's, a person decides
+    mixed = decide(near_verdict, first, RUBRIC)
+    assert mixed.inconclusive
     assert result_of(TTFT, mixed, duration_s=0.01).status == "inconclusive"
     # the other order: the failed attempt was one request alone (first.outlier_alone), and the rerun kept within
     assert first.outlier_alone
-    after = decide(TTFT, section, RUBRIC, lambda attempt: [{1: over, 2: near}[attempt]])
-    assert after is not None and not after.inconclusive and after.verdict.passed
+    after = decide(first, near_verdict, RUBRIC)
+    assert not after.inconclusive and after.verdict.passed

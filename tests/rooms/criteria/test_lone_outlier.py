@@ -92,14 +92,15 @@ def test_a_lone_late_first_token_then_a_rerun_within_the_tolerance_passes_and_tw
     """Beside two CPU hogs a correct client read one first token late alone, then all 16 within 0.89 of the
     tolerance on the rerun (bench/results/corners.json): it passes. One request alone late on both attempts still
     goes to a person: the rule was missed twice."""
-    from grader.grading.judging import decide, result_of
+    from grader.grading.judging import decide, needs_rerun, result_of
 
     lone, near = _late_first_tokens({3: 0.086}), _late_first_tokens({5: 0.020})
     near_verdict = judge(TTFT, SECTIONS["loadgen"], [near], RUBRIC)
     assert near_verdict is not None and near_verdict.passed and is_borderline(near_verdict, *BANDS)
-    runs = {1: lone, 2: near}
-    then = decide(TTFT, SECTIONS["loadgen"], RUBRIC, lambda attempt: [runs[attempt]])
-    assert then is not None and then.attempts == 2 and not then.inconclusive
+    lone_verdict = judge(TTFT, SECTIONS["loadgen"], [lone], RUBRIC)
+    assert lone_verdict is not None and needs_rerun(lone_verdict, RUBRIC)
+    then = decide(lone_verdict, near_verdict, RUBRIC)
+    assert then.attempts == 2 and not then.inconclusive
     assert result_of(TTFT, then, duration_s=0.0).status == "passed"
-    twice = decide(TTFT, SECTIONS["loadgen"], RUBRIC, lambda attempt: [lone])
-    assert twice is not None and twice.inconclusive
+    twice = decide(lone_verdict, lone_verdict, RUBRIC)
+    assert twice.inconclusive

@@ -1,0 +1,53 @@
+"""`Box`: what a grade's runs ask of the place a candidate's commands run.
+
+One protocol for every run (the load generator, the candidate's tests, the gateway's cases, sizing), so mypy
+holds each box to all of it: the sandbox (`Sandbox`, box.py) and a live exercise run by hand on this machine
+(grader/live/hand_box.py) both meet it. `isolated` and `note` say how the candidate's commands were held, for
+the report's sandbox line.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from .protocol import RunResult
+
+__all__ = ["Box"]
+
+
+class Box(Protocol):
+    isolated: bool
+    note: str
+
+    # the fake servers it runs, by name
+    def serve(self, name: str, **settings: Any) -> dict[str, str]: ...
+    def configure(self, name: str, **settings: Any) -> None: ...
+    def set_faults(self, name: str, faults: list[dict[str, Any]]) -> None: ...
+    def reset(self, name: str) -> None: ...
+    def stop_server(self, name: str) -> None: ...
+    def ledger(self, name: str, settle: float = ...) -> list[dict[str, Any]]: ...
+    def endpoint_calls(self, name: str, endpoint: str, since: float = ...) -> list[dict[str, Any]]: ...
+    def hold_port(self, port: int) -> None: ...
+
+    # the candidate's commands
+    def run(
+        self,
+        argv: list[str],
+        *,
+        timeout_s: float,
+        env: dict[str, str] | None = ...,
+        inject: dict[str, str] | None = ...,
+        files_back: tuple[str, ...] | list[str] = ...,
+        cwd: str = ...,
+        watch: dict[str, Any] | None = ...,
+    ) -> RunResult: ...
+    def spawn(self, argv: list[str], *, timeout_s: float = ...) -> str: ...
+    def stop(self, handle: str) -> RunResult: ...
+    def write_file(self, name: str, text: str) -> str: ...
+
+    # the grader's own requests, from where the candidate's commands listen
+    def wait_port(self, port: int, timeout_s: float = ..., *, handle: str | None = ...) -> bool: ...
+    def http(
+        self, method: str, url: str, *, json: Any = ..., stream: bool = ..., timeout_s: float = ...
+    ) -> dict[str, Any]: ...
+    def http_many(self, requests: list[dict[str, Any]], *, timeout_s: float = ...) -> list[dict[str, Any]]: ...
