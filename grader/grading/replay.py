@@ -34,6 +34,7 @@ from grader.grading.by_hand import (
 from grader.grading.sections import SECTIONS
 from grader.grading.side_by_side import RUN, side_by_side
 from grader.records.book import RecordBook
+from grader.records.keys import RunKey
 from grader.rubric import Criterion, Rubric, load_rubric
 from grader.rubric.variants import is_variant_name
 from grader.shared.contracts import Edition
@@ -223,7 +224,7 @@ def replay(
         # the run of the first failing case: the public one, or a unseen variant's (named "case (variant N)")
         first = done.failing[0] if done.failing else ""
         name, _, variant = first.partition(" (variant ")
-        key = f"gateway.v{variant.rstrip(')')}" if variant else "gateway"
+        key = str(RunKey("gateway", variant=int(variant.rstrip(")")) if variant else 0))
         run = section.load(records.get(key) or next(iter(records.values())))
         done.by_hand = gateway_by_hand(run, submission, folder, [name] if name in run.cases else [])
     else:

@@ -22,6 +22,7 @@ from grader.criteria.busy import busy_from_cpu, busy_from_ledgers
 from grader.criteria.loadgen.observed import Observed
 from grader.criteria.memo import facts_of
 from grader.records.gateway import GatewayRun
+from grader.records.keys import RunKey
 from grader.records.loadgen import HUNG, LoadgenRun, not_run
 from grader.records.manifests import ManifestsRun
 from grader.records.memo import MemoRun
@@ -30,7 +31,7 @@ from grader.records.tests import TestRuns
 from grader.rubric import Criterion, Rubric, Scenario
 from grader.rubric.durations import expected_s
 from grader.rubric.sizing_plan import SizingPlan
-from grader.rubric.variants import Variants, gateway_criterion, variant_name
+from grader.rubric.variants import Variants, gateway_criterion
 from grader.runs.gateway import HangBudget, run_gateway
 from grader.runs.loadgen import run_loadgen
 from grader.runs.manifests import run_checker
@@ -113,21 +114,21 @@ def _single(objects: list[Any], criterion: Criterion) -> Any:
     return objects[0]
 
 
-def _once(key: str) -> Callable[[Criterion, int], tuple[str, ...] | None]:
+def _once(section: str) -> Callable[[Criterion, int], tuple[str, ...] | None]:
     """A section that runs once for all its criteria and never reruns."""
-    return lambda criterion, attempt: (key,) if attempt == 1 else None
+    return lambda criterion, attempt: (str(RunKey(section)),) if attempt == 1 else None
 
 
 # -- the load generator: one run per scenario; a borderline criterion reruns its scenarios -------
 
 
 def _loadgen_keys(criterion: Criterion, attempt: int) -> tuple[str, ...]:
-    return tuple(f"loadgen/{name}" + ("" if attempt == 1 else f"@{attempt}") for name in criterion.scenarios)
+    return tuple(str(RunKey("loadgen", name, attempt=attempt)) for name in criterion.scenarios)
 
 
 def _loadgen_variant_keys(criterion: Criterion, attempt: int, varied: Varied) -> tuple[str, ...]:
     return tuple(
-        f"loadgen/{variant_name(name, i)}" + ("" if attempt == 1 else f"@{attempt}")
+        str(RunKey("loadgen", name, i, attempt))
         for name in criterion.scenarios
         if name in varied["loadgen"]
         for i in range(1, varied["count"] + 1)
@@ -136,16 +137,16 @@ def _loadgen_variant_keys(criterion: Criterion, attempt: int, varied: Varied) ->
 
 def _loadgen_scenario(ctx: Context, key: str) -> Scenario:
     """The scenario a key's run is made in: the rubric's, or its unseen variant."""
-    public, _, variant = key.removeprefix("loadgen/").partition("@")[0].partition(".v")
-    scenario = ctx.rubric.scenarios[public]
-    if variant:
+    run = RunKey.parse(key)
+    scenario = ctx.rubric.scenarios[run.scenario]
+    if run.is_variant:
         assert ctx.variants is not None, f"{key}: a variant's run, in a grade without variants"
-        scenario = ctx.variants.scenario(scenario, int(variant), ctx.seed)
+        scenario = ctx.variants.scenario(scenario, run.variant, ctx.seed)
     return scenario
 
 
 def _loadgen_run(ctx: Context, key: str) -> dict[str, Any]:
-    name, _, attempt = key.removeprefix("loadgen/").partition("@")
+    run_key = RunKey.parse(key)
     scenario = _loadgen_scenario(ctx, key)
     if why := ctx.budget_spent("loadgen"):
         return not_run(scenario, ctx.seed, why, ctx.submission.command("loadgen")).to_record()
@@ -154,7 +155,7 @@ def _loadgen_run(ctx: Context, key: str) -> dict[str, Any]:
         ctx.submission,
         scenario,
         seed=ctx.seed,
-        label=f"{name}-rerun" if attempt else name,
+        label=f"{run_key.name}-rerun" if run_key.is_rerun else run_key.name,
         limits=ctx.rubric.limits["loadgen"],
     )
     if run.killed == HUNG:
@@ -189,11 +190,11 @@ LOADGEN = Section(
 
 
 def _tests_keys(criterion: Criterion, attempt: int) -> tuple[str, ...]:
-    return ("tests",) if attempt == 1 else (f"tests@{attempt}/{criterion.id}",)
+    return (str(RunKey("tests", attempt=attempt, criterion=criterion.id if attempt > 1 else "")),)
 
 
 def _tests_run(ctx: Context, key: str) -> dict[str, Any]:
-    _, _, rerun_of = key.partition("/")  # a rerun makes the runs of its one criterion again
+    rerun_of = RunKey.parse(key).criterion  # a rerun makes the runs of its one criterion again
     judged = [ctx.rubric.criterion(rerun_of)] if rerun_of else list(ctx.criteria)
     variants = tuple(dict.fromkeys(v for c in judged for v in c.variants))
     unseen = ctx.variants.percentile_methods_at(ctx.seed) if ctx.variants is not None else {}
@@ -239,16 +240,14 @@ TESTS = Section(
 
 
 def _gateway_keys(criterion: Criterion, attempt: int) -> tuple[str, ...]:
-    return ("gateway",) if attempt == 1 else (f"gateway@{attempt}/{criterion.id}",)
+    return (str(RunKey("gateway", attempt=attempt, criterion=criterion.id if attempt > 1 else "")),)
 
 
 def _gateway_variant_keys(criterion: Criterion, attempt: int, varied: Varied) -> tuple[str, ...]:
     if not varied["gateway"]:
         return ()
-    return tuple(
-        variant_name("gateway", i) + ("" if attempt == 1 else f"@{attempt}/{criterion.id}")
-        for i in range(1, varied["count"] + 1)
-    )
+    rerun_of = criterion.id if attempt > 1 else ""
+    return tuple(str(RunKey("gateway", "", i, attempt, rerun_of)) for i in range(1, varied["count"] + 1))
 
 
 def _gateway_variant_criterion(criterion: Criterion, runs: list[GatewayRun]) -> Criterion | None:
@@ -256,14 +255,14 @@ def _gateway_variant_criterion(criterion: Criterion, runs: list[GatewayRun]) -> 
 
 
 def _gateway_run(ctx: Context, key: str) -> dict[str, Any]:
-    head, _, rerun_of = key.partition("/")
-    _, _, variant = head.partition("@")[0].partition(".v")
+    run_key = RunKey.parse(key)
     plan = ctx.rubric.gateway
-    if variant:
+    if run_key.is_variant:
         assert ctx.variants is not None, f"{key}: a variant's run, in a grade without variants"
-        plan = ctx.variants.gateway_plan(plan, int(variant), ctx.seed)
+        plan = ctx.variants.gateway_plan(plan, run_key.variant, ctx.seed)
+    rerun_of = run_key.criterion  # a rerun makes the cases of its one criterion again
     judged = [ctx.rubric.criterion(rerun_of)] if rerun_of else list(ctx.criteria)
-    if variant:
+    if run_key.is_variant:
         judged = [v for c in judged if (v := gateway_criterion(c, plan)) is not None]
     every = any(not c.cases for c in judged)  # a check over every case
     wanted = {name for c in judged for name in c.cases}

@@ -18,6 +18,7 @@ from grader.grading.sections import SECTIONS
 from grader.outcome import CriterionResult
 from grader.records.book import RecordBook
 from grader.records.gateway import GatewayRun
+from grader.records.keys import RunKey
 from grader.rubric import Criterion, Rubric
 
 __all__ = ["MAX_ROWS", "RUN", "side_by_side"]
@@ -39,7 +40,7 @@ def side_by_side(
         (key, r)
         for key, r in sorted(book.records.items())
         if r["section"] == criterion.deliverable
-        and "@" not in key  # a rerun repeats its first run
+        and not RunKey.parse(key).is_rerun  # a rerun repeats its first run
         and (criterion.deliverable != "loadgen" or r["scenario"]["name"].split(".v")[0] in criterion.scenarios)
     ]
     unseen = result.unseen.output if result.unseen else ""
@@ -55,7 +56,7 @@ def side_by_side(
     failing: list[str] = []
     for key, record in records:
         run = section.load(record)
-        variant = key.partition(".v")[2]
+        variant = RunKey.parse(key).variant
         if variant:
             failed, output = (
                 result.unseen is not None and result.unseen.status == "failed",

@@ -28,6 +28,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from grader.records.keys import RunKey
 from grader.shared.kit_files import schemas_dir
 from grader.shared.schema_words import schema_problems
 
@@ -42,8 +43,8 @@ class RecordError(ValueError):
 
 
 def file_name(key: str) -> str:
-    """`loadgen/baseline@2` -> `loadgen-baseline@2.json.gz`: a rerun is `@N` in its key and its file alike."""
-    return key.replace("/", "-") + ".json.gz"
+    """The file of a run key's record (`RunKey.file_name`); a string that is no run key is refused."""
+    return RunKey.parse(key).file_name()
 
 
 def _dump(data: Any) -> bytes:
