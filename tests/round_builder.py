@@ -453,7 +453,7 @@ def summarised_round(dest: Path, *, first: int = 3, similarity: bool = True) -> 
     """A quick round of the `first` members, summarised as `grade-many` leaves it (grades.csv, index.html, the
     item analysis and, unless not wanted, similarity within the round with its side-by-side pages); its grades
     folder and members."""
-    from grader.round.commands import SummaryOptions, summarise
+    from grader.round.rebuild import SummaryOptions, summarise
 
     found = build_round(dest, size=11, first=first)
     summarise(dest / "grades", SummaryOptions(kit_leaks=False) if similarity else SummaryOptions(threshold=None))

@@ -155,7 +155,8 @@ def grade_many(
     criteria. Exit status: 0 when every submission has a report, 1 when the grader could not
     grade one, 2 on bad usage.
     """
-    from grader.round.commands import SummaryOptions, run_grade_many
+    from grader.cli.round_modes import run_grade_many
+    from grader.round.rebuild import SummaryOptions
     from grader.round.similarity import DEFAULT_THRESHOLD
 
     if no_similarity and (threshold is not None or leaks or against):
@@ -198,6 +199,6 @@ def human_score(report_json: Path, scores: tuple[str, ...]) -> None:
 
     Works on a blind copy's reports too (OUT/blind/CODE/report.json): the next `grade-many --merge OUT
     --out OUT --anonymize` carries the points back to the named report and ranks on them."""
-    from grader.round.commands import run_human_score
+    from grader.cli.round_modes import run_human_score
 
     run_human_score(report_json, scores)

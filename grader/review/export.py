@@ -16,7 +16,7 @@ from grader.review.round_view import ReviewError, ReviewRound
 from grader.review.sheet import decision_columns
 from grader.round.analysis_page import SIMILARITY_CSV
 from grader.round.blind import CODES, BlindError
-from grader.round.commands import SummaryOptions, summarise
+from grader.round.rebuild import SummaryOptions, summarise
 from grader.round.similarity import DEFAULT_THRESHOLD, SimilarityError
 from grader.round.summary import CSV_NAME, RowError
 

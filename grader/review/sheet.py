@@ -29,7 +29,7 @@ from typing import Any
 from grader.reports import FILE_NAMES
 from grader.reports.interview_part import INTERVIEW_PREFIX
 from grader.reports.text import fmt_points
-from grader.round.commands import record_human_scores
+from grader.round.human_scores import record_human_scores
 
 __all__ = [
     "DECISIONS",

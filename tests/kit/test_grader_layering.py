@@ -143,3 +143,20 @@ def test_the_grader_uses_only_the_fake_servers_public_api() -> None:
                 f"{path.relative_to(ROOT)}:{node.lineno} imports {n}" for n in names if n.startswith("fake_server.")
             ]
     assert reached == []
+
+
+def test_only_the_cli_speaks_click() -> None:
+    """The terminal side of every command lives in grader/cli/: a library room that raised click's exceptions or
+    echoed would be a second click layer beside it (a round's commands had one)."""
+    grader_dir = Path(__file__).parents[2] / "grader"
+    speaking = sorted(
+        str(path.relative_to(grader_dir))
+        for path in grader_dir.rglob("*.py")
+        if "cli" not in path.relative_to(grader_dir).parts[:1]
+        and any(
+            (isinstance(n, ast.Import) and any(a.name == "click" for a in n.names))
+            or (isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "click")
+            for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        )
+    )
+    assert speaking == [], speaking

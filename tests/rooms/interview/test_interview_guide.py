@@ -24,13 +24,14 @@ from click.testing import CliRunner
 from recorded import AS_GRADED, FIXTURES, digest
 
 from grader.cli import main
+from grader.cli.round_modes import echo_summary, run_human_score
 from grader.grading.rejudge import rejudge
 from grader.interview.figures import field_names
 from grader.interview.write import write_interview
 from grader.kit.traceability import statements
 from grader.reports.interview_part import END, START
 from grader.round.blind import BLIND, CODES
-from grader.round.commands import SummaryOptions, _summary, run_human_score
+from grader.round.rebuild import SummaryOptions
 from grader.round.summary import read_rows, write_index
 from grader.rubric import load_rubric
 from grader.rubric.questions import QUESTIONS_FILE, QuestionBankError, load_questions
@@ -211,7 +212,7 @@ def test_interview_points_go_where_a_persons_points_go_and_survive_a_rejudge(tmp
 def test_in_a_round_reviewed_blind_the_guide_names_nobody_and_its_points_come_back(tmp_path: Path) -> None:
     out = tmp_path / "grades"
     folder = _graded("reference", out / "ada-lovelace", candidate="Ada Lovelace")
-    _summary(out, SummaryOptions(threshold=None, anonymize=True))
+    echo_summary(out, SummaryOptions(threshold=None, anonymize=True))
     code = json.loads((out / CODES).read_text())["ada-lovelace"]
     paths = write_interview(folder)
     copy = out / BLIND / code
@@ -221,7 +222,7 @@ def test_in_a_round_reviewed_blind_the_guide_names_nobody_and_its_points_come_ba
         assert code in text or path.name == "report.json"
     assert f"Interviewer's guide: {code}" in paths[0].read_text()
     run_human_score(copy / "report.json", ["interview.1=3/3"])  # scored on the reviewers' copy
-    _summary(out, SummaryOptions(threshold=None, anonymize=True))
+    echo_summary(out, SummaryOptions(threshold=None, anonymize=True))
     (row,) = read_rows(out)
     assert row.interview_score == 3
     assert (copy / "interview" / "guide.html").is_file(), "the blind copy, written again, keeps the guide"

@@ -90,7 +90,7 @@ def test_a_rounds_summary_against_an_earlier_round_names_the_copy_in_grades_csv(
     `similar_to` naming the past candidate (by code when that round was blind), and no one else flagged."""
     import csv
 
-    from grader.round.commands import SummaryOptions, summarise
+    from grader.round.rebuild import SummaryOptions, summarise
 
     memo = (REFERENCE / "memo" / "MEMO.md").read_text().split("\n---", 2)[-1]
     other = (ROOT / "docs" / "timing.md").read_text()  # prose of its own: copies nobody

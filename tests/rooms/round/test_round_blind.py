@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from round_builder import write_report
 
+from grader.cli.round_modes import echo_summary, run_human_score
 from grader.round.blind import BLIND, CODES, BlindError, Redactor, codes_for
-from grader.round.commands import SummaryOptions, _summary, run_human_score
+from grader.round.rebuild import SummaryOptions
 from grader.round.sources import Deliverable, Sources, write_sources
 from grader.round.summary import read_rows
 
@@ -46,7 +47,7 @@ def _every_file(folder: Path) -> dict[Path, str]:
 
 
 def test_the_blind_copy_names_nobody_and_its_codes_are_stable(named_round: Path) -> None:
-    _summary(named_round, SummaryOptions(threshold=None, anonymize=True))
+    echo_summary(named_round, SummaryOptions(threshold=None, anonymize=True))
     blind = named_round / BLIND
     files = _every_file(blind)
     assert files, "no blind copy"
@@ -61,23 +62,23 @@ def test_the_blind_copy_names_nobody_and_its_codes_are_stable(named_round: Path)
     assert "<mark>x</mark>" in (blind / codes["ada-okonkwo"] / "report.html").read_text()  # markup left whole
     assert not (blind / CODES).exists() and not list(blind.rglob("sources.json.gz"))
     assert not list(named_round.parent.glob("*.csv"))  # no map unless asked
-    _summary(named_round, SummaryOptions(threshold=None, anonymize=True))
+    echo_summary(named_round, SummaryOptions(threshold=None, anonymize=True))
     assert json.loads((named_round / CODES).read_text()) == codes  # stable
 
 
 def test_reveal_writes_the_map_only_when_asked(named_round: Path, tmp_path: Path) -> None:
     target = tmp_path / "names.csv"
-    _summary(named_round, SummaryOptions(threshold=None, anonymize=True, reveal=target))
+    echo_summary(named_round, SummaryOptions(threshold=None, anonymize=True, reveal=target))
     codes = json.loads((named_round / CODES).read_text())
     rows = list(csv.DictReader(target.open()))
     assert {(r["code"], r["name"], r["candidate"]) for r in rows} == {(codes[f], f, p) for f, p in PEOPLE.items()}
 
 
 def test_points_scored_on_a_blind_report_count_in_the_named_ranking(named_round: Path) -> None:
-    _summary(named_round, SummaryOptions(threshold=None, anonymize=True))
+    echo_summary(named_round, SummaryOptions(threshold=None, anonymize=True))
     code = json.loads((named_round / CODES).read_text())["ken-lindqvist"]
     run_human_score(named_round / BLIND / code / "report.json", ["human.1=3/3"])
-    _summary(named_round, SummaryOptions(threshold=None, anonymize=True))
+    echo_summary(named_round, SummaryOptions(threshold=None, anonymize=True))
     rows = {r.name: r for r in read_rows(named_round)}
     assert rows["ken-lindqvist"].human_score == 3
     blind_rows = {r["name"]: r for r in csv.DictReader((named_round / BLIND / "grades.csv").open())}

@@ -1,19 +1,20 @@
-"""What `grader grade-many` and `grader human-score` do with their arguments: the terminal side
-(progress bar, messages, exit status) of grader.round.many, grader.round.summary and grader.round.k8s_job."""
+"""What `grader grade-many` and `grader human-score` do at the terminal: the mode grade-many's flags choose, its
+progress bar, messages and exit status, around the round's library (grader.round.many, .rebuild, .k8s_job,
+.human_scores). The commands' flags are declared in round.py; everything that speaks click for a round is here
+or there."""
 
 from __future__ import annotations
 
 import contextlib
-import math
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from grader.grading.grade import draw_seed
+from grader.round.human_scores import record_human_scores
 from grader.round.many import (
     PARTIAL,
     ROUND_FILE,
@@ -31,78 +32,16 @@ from grader.round.many import (
     rejudge_many,
     round_seed,
 )
-from grader.round.similarity import DEFAULT_THRESHOLD
-from grader.round.summary import Row, RowError, read_rows, write_index
+from grader.round.rebuild import SummaryOptions, summarise
+from grader.round.summary import RowError
 
-if TYPE_CHECKING:
-    from grader.round.analysis import Analysis
+__all__ = ["echo_summary", "run_grade_many", "run_human_score"]
 
-__all__ = [
-    "Summary",
-    "SummaryOptions",
-    "parse_score",
-    "record_human_scores",
-    "run_grade_many",
-    "run_human_score",
-    "summarise",
-]
+#: The summary with its defaults: the similarity check at its threshold, the kit's leaks, no blind copy.
+PLAIN = SummaryOptions()
 
 
-@dataclass(frozen=True)
-class SummaryOptions:
-    """What the round's summary adds to the ranking (docs/grading-many.md)."""
-
-    threshold: float | None = DEFAULT_THRESHOLD  # None: no similarity check
-    leaks: tuple[Path, ...] = ()
-    kit_leaks: bool = True
-    against: tuple[Path, ...] = ()  # earlier rounds' --out folders, compared with this one
-    anonymize: bool = False
-    reveal: Path | None = None
-    jobs: int = 1
-
-
-@dataclass
-class Summary:
-    """What `summarise` wrote: the ranking, its analysis, the files' paths, the blind copy and the map."""
-
-    rows: list[Row]
-    analysis: Analysis
-    paths: dict[str, Path]
-    carried: list[str]  # names whose reports took checklist points from the blind copy
-    blind: Path | None = None
-    revealed: Path | None = None
-
-
-def summarise(
-    out: Path, options: SummaryOptions = SummaryOptions(), columns: Mapping[str, Mapping[str, str]] | None = None
-) -> Summary:
-    """Rebuild the round's summary in `out` from its report folders (grades.csv, index.html, the analysis, the
-    blind copy when asked); `columns` adds grades.csv columns by name (column -> report folder -> value).
-
-    Raises RowError, SimilarityError, BlindError (one line naming the file) and OSError."""
-    from grader.round.analysis import analyse
-    from grader.round.blind import carry_back, codes_for, write_blind, write_reveal
-
-    rows = read_rows(out)
-    took = carry_back(out, codes_for(out, [r.name for r in rows])) if options.anonymize else []
-    if took:
-        rows = read_rows(out)
-    analysis = analyse(
-        out,
-        rows,
-        threshold=options.threshold,
-        leaks=options.leaks,
-        kit_leaks=options.kit_leaks,
-        against=options.against,
-        jobs=options.jobs,
-    )
-    paths = write_index(rows, out, analysis, columns)
-    blind = write_blind(out, rows, analysis) if options.anonymize else None
-    revealed = write_reveal(out, options.reveal, rows) if options.reveal is not None else None
-    return Summary(rows, analysis, paths, took, blind, revealed)
-
-
-def _summary(out: Path, options: SummaryOptions = SummaryOptions()) -> None:
+def echo_summary(out: Path, options: SummaryOptions = PLAIN) -> None:
     from grader.round.blind import BlindError
     from grader.round.similarity import SimilarityError
 
@@ -188,7 +127,7 @@ def run_grade_many(
     parallelism: int,
     job_name: str,
     rejudge: bool = False,
-    summary: SummaryOptions = SummaryOptions(),
+    summary: SummaryOptions = PLAIN,
     runtime_class: str | None = None,
     privileged: bool = False,
 ) -> None:
@@ -275,7 +214,7 @@ def _grade_round(
     if index is None:  # pods of a Job share --out: only a whole run tidies it
         with contextlib.suppress(OSError):
             (out / PARTIAL).rmdir()
-        _summary(out, summary)
+        echo_summary(out, summary)
     else:
         done = outcome.done[0]
         state = "kept (already finished)" if done.kept else ("failed" if done.error else "graded")
@@ -325,7 +264,7 @@ def _grade_with_bar(run: ManyRun) -> Outcome:
 
 
 def _rejudge(
-    paths: Sequence[Path], out: Path, *, override: Path | None, jobs: int, summary: SummaryOptions = SummaryOptions()
+    paths: Sequence[Path], out: Path, *, override: Path | None, jobs: int, summary: SummaryOptions = PLAIN
 ) -> None:
     def on_done(done: Done) -> None:
         if done.error:
@@ -342,49 +281,16 @@ def _rejudge(
         + (f", {seconds / len(judged) * 1000:.0f} ms a grade" if judged else ""),
         err=True,
     )
-    _summary(out, summary)
+    echo_summary(out, summary)
     sys.exit(1 if len(judged) < len(outcome.done) else 0)
 
 
-def _merge(paths: Sequence[Path], out: Path, summary: SummaryOptions = SummaryOptions()) -> None:
+def _merge(paths: Sequence[Path], out: Path, summary: SummaryOptions = PLAIN) -> None:
     try:
         merge(paths, out)
     except ManyError as exc:
         raise click.UsageError(str(exc)) from None
-    _summary(out, summary)
-
-
-def parse_score(text: str) -> tuple[str, tuple[float, float]]:
-    """`human.1=2/3` (or `<item text>=2.5/4`) as (item, (score, max_score)); ValueError says what is wrong."""
-    item, sep, points = text.rpartition("=")
-    if not sep or not item:
-        raise ValueError(f"{text!r}: expected ITEM=SCORE/MAX, e.g. human.1=2/3")
-    score_text, slash, max_text = points.partition("/")
-    if not slash:
-        raise ValueError(f"{text!r}: the points must be SCORE/MAX, e.g. 2/3")
-    try:
-        score, max_score = float(score_text), float(max_text)
-    except ValueError:
-        raise ValueError(f"{text!r}: SCORE and MAX must be numbers") from None
-    if not (math.isfinite(score) and math.isfinite(max_score)):
-        raise ValueError(f"{text!r}: SCORE and MAX must be finite numbers")
-    return item.strip(), (score, max_score)
-
-
-def record_human_scores(report_json: Path, scores: Sequence[str]) -> dict[str, Any]:
-    """What `grader human-score REPORT_JSON ITEM=SCORE/MAX...` records: each argument parsed, then every point
-    written into report.json at once (and report.html's Interview section); the document written.
-
-    ValueError (a HumanScoreError among them) says what is wrong in one line; the file is then left as it was."""
-    from grader.reports import apply_human_scores
-
-    parsed: dict[str, tuple[float, float]] = {}
-    for text in scores:
-        item, points = parse_score(text)
-        if item in parsed:
-            raise ValueError(f"{text!r}: {item} is scored twice")
-        parsed[item] = points
-    return apply_human_scores(report_json, parsed)
+    echo_summary(out, summary)
 
 
 def run_human_score(report_json: Path, scores: Sequence[str]) -> None:
