@@ -23,16 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+
+from starlette.types import Send
 
 from fake_server.engine.ledger import LedgerRecord
 from fake_server.settings import ModelSettings
 
 __all__ = ["LINE_ENDINGS", "SPLIT_PAUSE", "FrameSender", "Framing"]
 
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 LINE_ENDINGS = {"lf": b"\n", "crlf": b"\r\n", "cr": b"\r"}
 SPLIT_PAUSE = 0.002  # seconds between the two halves of a split write

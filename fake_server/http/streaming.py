@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from starlette.types import Receive, Send
 
 from fake_server.engine.faults import FaultRule
 from fake_server.engine.ledger import Ledger, LedgerRecord
@@ -27,8 +29,6 @@ from fake_server.http.wire import DONE, ChatEncoder, CompletionEncoder, continuo
 
 __all__ = ["SSE_HEADERS", "Reply", "StreamWriter", "collect", "stall_before_answer", "watch_disconnect"]
 
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
 _MALFORMED = b'data: {"id": "chatcmpl-broken", "choices": [{"delta": {"content": \n\n'

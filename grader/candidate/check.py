@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from grader.candidate.machine import load_now, wait_for_quiet
 from grader.contract import ContractError, Submission, check_submission
-from grader.criteria.memo_rules import Finding, check_memo, errors
+from grader.criteria.memo_rules import BrokenRule, check_memo, errors
 from grader.manifests import ManifestReport, check_manifests, to_text
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class CheckOutcome:
     failed_criteria: list[str] = field(default_factory=list)
     undecided: dict[str, str] = field(default_factory=dict)  # still inconclusive once judged again: id -> why
     manifests: ManifestReport | None = None
-    memo: list[Finding] = field(default_factory=list)
+    memo: list[BrokenRule] = field(default_factory=list)
     report: Path | None = None
 
     @property
@@ -87,7 +87,7 @@ class CheckOutcome:
         )
 
 
-def read_memo(path: Path) -> list[Finding]:
+def read_memo(path: Path) -> list[BrokenRule]:
     """The honesty findings of one memo file; an unreadable file is a ContractError naming it."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -96,7 +96,7 @@ def read_memo(path: Path) -> list[Finding]:
     return check_memo(text)
 
 
-def memo_lines(path: Path, findings: list[Finding]) -> list[str]:
+def memo_lines(path: Path, findings: list[BrokenRule]) -> list[str]:
     """One line per finding, errors (scored) first, then advice (never scored); a finding on a line of the memo
     names it (`MEMO.md:12:`, as compilers do) and quotes it below."""
     ordered = sorted(findings, key=lambda f: f.severity != "error")

@@ -34,10 +34,12 @@ __all__ = ["grade", "rejudge", "replay"]
     "printed; give it again to grade the same again, or give a round's to grade its exam).",
 )
 @click.option(
+    "--override",
     "--rubric",
     "override",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Override file: weights, visibility and tolerances by criterion id (schemas/grader/rubric-override.schema.json).",
+    help="Override file: weights, visibility and tolerances by criterion id (schemas/grader/rubric-override.schema.json); "
+    "--rubric is its older name.",
 )
 @click.option(
     "--sandboxes",
@@ -94,10 +96,11 @@ def grade(
 @click.command()
 @click.argument("report_dir", metavar="REPORT_DIR", type=click.Path(path_type=Path, file_okay=False))
 @click.option(
+    "--override",
     "--rubric",
     "override",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Override file: weights, visibility and tolerances by criterion id.",
+    help="Override file: weights, visibility and tolerances by criterion id; --rubric is its older name.",
 )
 @click.option(
     "--out",

@@ -29,10 +29,11 @@ __all__ = ["grade_many", "human_score"]
     "--only", "only", multiple=True, metavar="PART", help="Grade only this deliverable or criterion id (repeatable)."
 )
 @click.option(
+    "--override",
     "--rubric",
     "override",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Override file: weights, visibility and tolerances by criterion id.",
+    help="Override file: weights, visibility and tolerances by criterion id; --rubric is its older name.",
 )
 @click.option(
     "--merge",
@@ -44,7 +45,7 @@ __all__ = ["grade_many", "human_score"]
     "--rejudge",
     is_flag=True,
     help="PATHS are report folders (or folders of them): judge their run records "
-    "again (with --rubric) into --out, --jobs at once, and rebuild the summary; run nothing.",
+    "again (with --override) into --out, --jobs at once, and rebuild the summary; run nothing.",
 )
 @click.option(
     "--index",

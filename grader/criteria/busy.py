@@ -9,7 +9,7 @@ uses the wider borderline band (the rubric's `judging.busy_borderline`), so such
 
 A server asleep between its tokens keeps time while the candidate's client, busy parsing, waits for a core
 behind other work; so each run also keeps the share of its time in which some task waited for a core
-(grader/runs/cpu_wait.py). Above the rubric's `judging.cpu_waiting` the machine was oversubscribed for that
+(grader/running/cpu_wait.py). Above the rubric's `judging.cpu_waiting` the machine was oversubscribed for that
 run, and a timing check read from it is judged as on a busy machine.
 """
 

@@ -1,7 +1,7 @@
 """Manifests criteria: each item of `grader manifests`' checklist is its own rubric line.
 
 The verdicts are the checker's own results (`grader.manifests.check_manifests`, run once by
-runs/manifests.py on the submission's values file rendered with the kit's chart, or its rendered
+running/manifests.py on the submission's values file rendered with the kit's chart, or its rendered
 YAML); nothing is checked a second time here. `manifests.schema-valid` gathers the reading checks:
 the YAML parses, the chart renders, and every document validates strictly.
 """

@@ -1,7 +1,7 @@
 """Memo criteria: the honesty rules of grader/criteria/memo_rules.py as rubric lines, the memo's own measurements
 (memo_measured.py), and the memo's figures against what the submission itself produced.
 
-Every finding quotes the memo's line. The figures are checked against two sources (runs/memo.py):
+Every finding quotes the memo's line. The figures are checked against two sources (running/memo.py):
 the load generator's results file the memo names (`loadgen_results`, read from the submission, not
 rerun), and the sizing command's output on the memo's own `sizing_inputs`. A figure citing a
 `sizing:` or `loadgen:` field (`derived_from`), or named like a sizing output field, must match it
@@ -27,7 +27,7 @@ from grader.criteria.memo_figures import is_token_rate
 from grader.criteria.memo_measured import Measured, judge_measured
 from grader.criteria.memo_prose import numbers_read, percentiles_quoted
 from grader.criteria.memo_rules import (
-    Finding,
+    BrokenRule,
     MemoError,
     check_memo,
     errors,
@@ -68,7 +68,7 @@ class MemoFacts:
 
     memo_file: str
     problem: str = ""  # the memo could not be read at all
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[BrokenRule] = field(default_factory=list)
     schema: list[str] = field(default_factory=list)
     source_rows: list[list[Any]] = field(default_factory=list)  # figure, source, memo value, source value, line
     sizing_wall_s: float = 0.0  # how long the sizing command ran on the memo's inputs
@@ -238,7 +238,7 @@ def _unjudgeable(facts: MemoFacts) -> Verdict | None:
     return None
 
 
-def _quote(f: Finding) -> str:
+def _quote(f: BrokenRule) -> str:
     where = f"line {f.line}: " if f.line else ""
     return f"{where}{f.message}" + (f"\n    > {f.quote[:200]}" if f.quote else "")
 

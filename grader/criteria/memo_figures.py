@@ -12,13 +12,13 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["TOKEN_RATE", "Finding", "Sized", "is_number", "is_token_rate", "sized_by"]
+__all__ = ["TOKEN_RATE", "BrokenRule", "Sized", "is_number", "is_token_rate", "sized_by"]
 
 TOKEN_RATE = re.compile(r"(tok(en)?s?\s*/\s*s(ec)?\b|tok(en)?s?\s+per\s+second)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
-class Finding:
+class BrokenRule:
     """One broken rule: which, on which figure (None for the memo as a whole), and why."""
 
     rule: str

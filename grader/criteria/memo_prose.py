@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from grader.criteria.memo_arithmetic import Arithmetic
-from grader.criteria.memo_figures import Finding, Sized, is_token_rate, sized_by
+from grader.criteria.memo_figures import BrokenRule, Sized, is_token_rate, sized_by
 from grader.criteria.memo_quantities import input_values, known_values, misquoted, quoted
 from grader.criteria.memo_text import SPEED_IN_TEXT, TIME_IN_TEXT, matches, sentences, time_scale
 from grader.criteria.memo_users import given_to_a_user
@@ -64,15 +64,15 @@ def _aggregate(written: str, speeds: list[dict[str, Any]], sized: Sized | None) 
     return name, f"{written} tokens/s is aggregate figure '{name}' presented as one user's speed"
 
 
-def text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, inputs: Any = None) -> list[Finding]:
+def text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, inputs: Any = None) -> list[BrokenRule]:
     """Speeds and latencies the text quotes must be front-matter figures (or arithmetic shown on figures and
     inputs), and honest about scope; costs, prices, replicas, hours and tokens must be figures or the sizing
     command's inputs (memo_quantities)."""
     arithmetic = Arithmetic(known_values(figures, input_values(inputs)))
     sized = sized_by(inputs)
     prose = sentences(body, first_line)
-    out: list[Finding] = [
-        Finding(
+    out: list[BrokenRule] = [
+        BrokenRule(
             "text-matches-front-matter",
             None,
             f"{written} in the text is not a {kind} figure of the front matter nor an input of sizing_inputs",
@@ -94,7 +94,7 @@ def text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, in
             )
             if not stated and not arithmetic.shows(sentence, match.span(1)):
                 out.append(
-                    Finding(
+                    BrokenRule(
                         "text-matches-front-matter",
                         None,
                         f"{written} tokens/s in the text is not a figure of the front matter",
@@ -105,7 +105,7 @@ def text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, in
             what = aggregate[match.span(1)]
             beside = any(what is None for span, what in aggregate.items() if span != match.span(1))
             if what is not None and given_to_a_user(sentence, match.span(1), match.end(), beside):
-                out.append(Finding("per-user-not-aggregate", what[0], what[1], line=line, quote=sentence))
+                out.append(BrokenRule("per-user-not-aggregate", what[0], what[1], line=line, quote=sentence))
         if _LATENCY_WORDS.search(sentence):
             for match in TIME_IN_TEXT.finditer(sentence):
                 written, unit = match.group(1), match.group(2)
@@ -114,7 +114,7 @@ def text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, in
                     matches(written, f.get("value"), scale * (time_scale(f["unit"]) or 1.0)) for f in times
                 ) and not arithmetic.shows(sentence, match.span(1)):
                     out.append(
-                        Finding(
+                        BrokenRule(
                             "text-matches-front-matter",
                             None,
                             f"{written} {unit} in the text is not a latency figure of the front matter",
@@ -124,7 +124,7 @@ def text_rules(figures: list[dict[str, Any]], body: str, first_line: int = 1, in
                     )
             if _PERCENTILE_WORD.search(sentence) and TIME_IN_TEXT.search(sentence) and not _N_STATED.search(sentence):
                 out.append(
-                    Finding(
+                    BrokenRule(
                         "percentile-sample-size", None, "a percentile quoted without its n", line=line, quote=sentence
                     )
                 )

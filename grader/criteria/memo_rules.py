@@ -21,7 +21,7 @@ import math
 import re
 from typing import Any
 
-from grader.criteria.memo_figures import Finding, Sized, is_number, is_token_rate, sized_by
+from grader.criteria.memo_figures import BrokenRule, Sized, is_number, is_token_rate, sized_by
 from grader.criteria.memo_prose import text_rules
 from grader.shared.contracts import supported, version_of
 from grader.shared.yaml_files import YamlError
@@ -31,7 +31,7 @@ __all__ = [
     "PROVENANCES",
     "SCOPES",
     "STATUSES",
-    "Finding",
+    "BrokenRule",
     "MemoError",
     "check_figures",
     "check_memo",
@@ -70,40 +70,42 @@ def split_front_matter(text: str, source: str = "memo") -> tuple[dict[str, Any],
     return front.data, front.body, front.body_line
 
 
-def _fields(fig: dict[str, Any], label: str) -> list[Finding]:
+def _fields(fig: dict[str, Any], label: str) -> list[BrokenRule]:
     """Shape of one figure: the fields the other rules rely on."""
     out = []
     unknown = sorted(map(str, set(fig) - _FIELDS))
     if unknown:
         # Often a comma inside an unquoted flow-style value: {unit: s (TTFT, max)} makes a key "max)".
-        out.append(Finding("figure-fields", label, f"unknown field(s) {', '.join(unknown)}; quote values with commas"))
+        out.append(
+            BrokenRule("figure-fields", label, f"unknown field(s) {', '.join(unknown)}; quote values with commas")
+        )
     if not isinstance(fig.get("name"), str) or not _NAME.match(fig["name"]):
-        out.append(Finding("figure-fields", label, "name must be a snake_case id"))
+        out.append(BrokenRule("figure-fields", label, "name must be a snake_case id"))
     if not is_number(fig.get("value")) and not (fig.get("status") == "not measured" and "value" not in fig):
         out.append(
-            Finding(
+            BrokenRule(
                 "figure-fields",
                 label,
                 "value must be a finite number (it may be left out only with status: not measured)",
             )
         )
     if not isinstance(fig.get("unit"), str) or not fig["unit"].strip():
-        out.append(Finding("figure-fields", label, "unit must be a non-empty string"))
+        out.append(BrokenRule("figure-fields", label, "unit must be a non-empty string"))
     if fig.get("provenance") not in PROVENANCES:
-        out.append(Finding("figure-fields", label, f"provenance must be one of {', '.join(PROVENANCES)}"))
+        out.append(BrokenRule("figure-fields", label, f"provenance must be one of {', '.join(PROVENANCES)}"))
     if fig.get("scope") is not None and fig["scope"] not in SCOPES:
-        out.append(Finding("figure-fields", label, f"scope must be one of {', '.join(SCOPES)}"))
+        out.append(BrokenRule("figure-fields", label, f"scope must be one of {', '.join(SCOPES)}"))
     percentile = fig.get("percentile")
     if percentile is not None and (not is_number(percentile) or not 0 < percentile <= 100):
-        out.append(Finding("figure-fields", label, "percentile must be a number in (0, 100]"))
+        out.append(BrokenRule("figure-fields", label, "percentile must be a number in (0, 100]"))
     if fig.get("status") is not None and fig["status"] not in STATUSES:
-        out.append(Finding("figure-fields", label, f"status must be one of {', '.join(STATUSES)}"))
+        out.append(BrokenRule("figure-fields", label, f"status must be one of {', '.join(STATUSES)}"))
     derived = fig.get("derived_from")
     if derived is not None and not (
         isinstance(derived, str) or (isinstance(derived, list) and all(isinstance(d, str) for d in derived))
     ):
         out.append(
-            Finding(
+            BrokenRule(
                 "figure-fields",
                 label,
                 "derived_from must be a figure name, a sizing:/loadgen: field, or a list of them",
@@ -111,7 +113,7 @@ def _fields(fig: dict[str, Any], label: str) -> list[Finding]:
         )
     size = fig.get("sample_size")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
-        out.append(Finding("figure-fields", label, "sample_size must be an integer >= 1"))
+        out.append(BrokenRule("figure-fields", label, "sample_size must be an integer >= 1"))
     return out
 
 
@@ -128,18 +130,18 @@ def _sources(fig: dict[str, Any]) -> list[str]:
     return [derived] if isinstance(derived, str) else [d for d in derived or [] if isinstance(d, str)]
 
 
-def _percentile_rules(fig: dict[str, Any], label: str) -> list[Finding]:
+def _percentile_rules(fig: dict[str, Any], label: str) -> list[BrokenRule]:
     percentile, size = fig.get("percentile"), fig.get("sample_size")
     if percentile is None:
         return []
     if not isinstance(size, int) or isinstance(size, bool):
-        return [Finding("percentile-sample-size", label, f"p{percentile:g} without its sample size (n)")]
+        return [BrokenRule("percentile-sample-size", label, f"p{percentile:g} without its sample size (n)")]
     # Nearest rank: rank = ceil(p/100 * n). For p99 that is the last sample whenever n < 100.
     if is_number(percentile) and percentile >= 99 and size >= 1 and math.ceil(percentile / 100 * size) == size:
         text = f"{fig.get('name', '')} {fig.get('unit', '')}".lower()
         if "max" not in text:
             return [
-                Finding(
+                BrokenRule(
                     "p99-is-max",
                     label,
                     f"p{percentile:g} of {size} samples is the maximum; say so in the name or unit ('max')",
@@ -150,10 +152,10 @@ def _percentile_rules(fig: dict[str, Any], label: str) -> list[Finding]:
 
 def _scope_rules(
     fig: dict[str, Any], label: str, aggregates: list[dict[str, Any]], sized: Sized | None = None
-) -> list[Finding]:
+) -> list[BrokenRule]:
     out = []
     if _is_rate(fig) and fig.get("scope") not in ("aggregate", "per_user"):
-        out.append(Finding("speed-scope", label, "a speed needs scope 'aggregate' or 'per_user'"))
+        out.append(BrokenRule("speed-scope", label, "a speed needs scope 'aggregate' or 'per_user'"))
     if fig.get("scope") == "per_user":
         # By its scope field and its value, never by a word of its name or unit ("per-user throughput" is a fair
         # name). The replica's throughput at more than one stream is no user's speed, whatever the figure says it
@@ -162,7 +164,7 @@ def _scope_rules(
         if sized is not None and sized.shared(fig.get("value")):
             assert sized.streams is not None
             out.append(
-                Finding(
+                BrokenRule(
                     "per-user-not-aggregate",
                     label,
                     f"{fig['value']:g} is the aggregate throughput the sizing was run with, shared by "
@@ -178,7 +180,7 @@ def _scope_rules(
         for agg in aggregates:
             if agg.get("name") in _sources(fig) and agg.get("value") == fig.get("value"):
                 out.append(
-                    Finding(
+                    BrokenRule(
                         "per-user-not-aggregate",
                         label,
                         f"aggregate figure '{agg.get('name')}' restated as a per-user speed",
@@ -188,7 +190,7 @@ def _scope_rules(
     return out
 
 
-def _sizing_rules(figures: list[dict[str, Any]], body: str, sizing_inputs: Any = None) -> list[Finding]:
+def _sizing_rules(figures: list[dict[str, Any]], body: str, sizing_inputs: Any = None) -> list[BrokenRule]:
     out = []
     sizing = [f for f in figures if _SIZES_PRODUCTION.search(str(f.get("name", "")))]
     used = sizing_inputs.get("throughput") if isinstance(sizing_inputs, dict) else None
@@ -203,7 +205,7 @@ def _sizing_rules(figures: list[dict[str, Any]], body: str, sizing_inputs: Any =
             and fig not in sizing
         ):
             out.append(
-                Finding(
+                BrokenRule(
                     "production-provenance",
                     str(fig.get("name")),
                     f"the sizing's --throughput {used:g} is this figure, {fig['provenance']!r}; a laptop or "
@@ -213,7 +215,7 @@ def _sizing_rules(figures: list[dict[str, Any]], body: str, sizing_inputs: Any =
     for fig in sizing:
         if fig.get("provenance") in LOCAL and not _placeholder(fig):
             out.append(
-                Finding(
+                BrokenRule(
                     "production-provenance",
                     str(fig.get("name")),
                     f"production sizing rests on a figure {fig['provenance']!r}; "
@@ -229,7 +231,7 @@ def _sizing_rules(figures: list[dict[str, Any]], body: str, sizing_inputs: Any =
     ]
     if throughputs and not any(f.get("provenance") in SIZING_OK or _placeholder(f) for f in throughputs):
         out.append(
-            Finding(
+            BrokenRule(
                 "production-provenance",
                 None,
                 "every aggregate throughput comes from a laptop or the fake server, so any replica count rests on one",
@@ -237,7 +239,7 @@ def _sizing_rules(figures: list[dict[str, Any]], body: str, sizing_inputs: Any =
         )
     if any(f.get("provenance") != "target GPU" for f in sizing) and "placeholder" not in body.lower():
         out.append(
-            Finding(
+            BrokenRule(
                 "placeholder-stated",
                 None,
                 "sizing rests on figures not measured on the target GPU; the memo should call it a placeholder",
@@ -247,29 +249,29 @@ def _sizing_rules(figures: list[dict[str, Any]], body: str, sizing_inputs: Any =
     return out
 
 
-def check_figures(front: dict[str, Any], body: str = "", *, first_line: int = 1) -> list[Finding]:
+def check_figures(front: dict[str, Any], body: str = "", *, first_line: int = 1) -> list[BrokenRule]:
     """Every rule on parsed front matter (and the body, for the advice that reads it)."""
     out = []
     if version_of(front.get("contract")) is None:
         *rest, last = [str(v) for v in supported()]
         versions = f"{', '.join(rest)} or {last}" if rest else last
-        out.append(Finding("front-matter", None, f"contract must be {versions}, got {front.get('contract')!r}"))
+        out.append(BrokenRule("front-matter", None, f"contract must be {versions}, got {front.get('contract')!r}"))
     figures = front.get("figures")
     if not isinstance(figures, list) or not figures:
-        return out + [Finding("front-matter", None, "figures must be a non-empty list")]
+        return out + [BrokenRule("front-matter", None, "figures must be a non-empty list")]
     unknown = set(front) - _TOP
     if unknown:
-        out.append(Finding("front-matter", None, f"unknown keys: {', '.join(sorted(map(str, unknown)))}"))
+        out.append(BrokenRule("front-matter", None, f"unknown keys: {', '.join(sorted(map(str, unknown)))}"))
     good = [f for f in figures if isinstance(f, dict)]
     if len(good) < len(figures):
-        out.append(Finding("figure-fields", None, "every figure must be a mapping"))
+        out.append(BrokenRule("figure-fields", None, "every figure must be a mapping"))
     aggregates = [f for f in good if f.get("scope") == "aggregate"]
     sized = sized_by(front.get("sizing_inputs"))
     seen: set[str] = set()
     for index, fig in enumerate(good):
         label = str(fig.get("name") or f"figures[{index}]")
         if label in seen:
-            out.append(Finding("figure-fields", label, "name used twice"))
+            out.append(BrokenRule("figure-fields", label, "name used twice"))
         seen.add(label)
         out += _fields(fig, label) + _percentile_rules(fig, label) + _scope_rules(fig, label, aggregates, sized)
     return (
@@ -279,7 +281,7 @@ def check_figures(front: dict[str, Any], body: str = "", *, first_line: int = 1)
     )
 
 
-def locate(findings: list[Finding], text: str) -> list[Finding]:
+def locate(findings: list[BrokenRule], text: str) -> list[BrokenRule]:
     """Findings about a front-matter figure get the line that declares it, quoted."""
     lines = text.splitlines()
     out = []
@@ -290,21 +292,21 @@ def locate(findings: list[Finding], text: str) -> list[Finding]:
                 None,
             )
             if hit is not None:
-                f = Finding(f.rule, f.figure, f.message, f.severity, hit + 1, lines[hit].strip())
+                f = BrokenRule(f.rule, f.figure, f.message, f.severity, hit + 1, lines[hit].strip())
         out.append(f)
     return out
 
 
-def check_memo(text: str) -> list[Finding]:
+def check_memo(text: str) -> list[BrokenRule]:
     """Every rule on a whole memo; a missing or unreadable front matter is one 'front-matter' finding."""
     try:
         front, body, first_line = split_front_matter(text)
     except MemoError as exc:
-        return [Finding("front-matter", None, str(exc))]
+        return [BrokenRule("front-matter", None, str(exc))]
     findings = check_figures(front, body, first_line=first_line)
     return locate(findings, text)
 
 
-def errors(findings: list[Finding]) -> list[Finding]:
+def errors(findings: list[BrokenRule]) -> list[BrokenRule]:
     """The findings the contract scores (advice left out)."""
     return [f for f in findings if f.severity == "error"]

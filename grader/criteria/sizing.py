@@ -1,6 +1,6 @@
 """Sizing criteria: the candidate's `sizing.command` on the seed's inputs and on sets it never saw.
 
-Each set's one JSON object (runs/sizing.py) is compared, field by field, with the contract's
+Each set's one JSON object (running/sizing.py) is compared, field by field, with the contract's
 arithmetic (`sizing_truth`) within the criterion's relative tolerance (counts exact), and so is the
 base set's output with each of the criterion's inputs moved in turn (public values, run in every
 check): an input the command ignores fails there even when no set happens to show it, and an output

@@ -1,6 +1,6 @@
 """The candidate's own tests: they must pass on the candidate's code and fail on the chaff.
 
-A variant (runs/tests.py) is caught when a test that passed on the candidate's own code fails
+A variant (running/tests.py) is caught when a test that passed on the candidate's own code fails
 under it.
 """
 

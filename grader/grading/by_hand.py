@@ -22,8 +22,8 @@ from grader.records.gateway import GatewayRun
 from grader.records.loadgen import LoadgenRun
 from grader.rubric import Criterion, Scenario
 from grader.rubric.gateway_plan import Case, GatewayPlan, body_for
-from grader.runs.gateway import gateway_config
-from grader.runs.loadgen import loadgen_argv
+from grader.running.gateway import gateway_config
+from grader.running.loadgen import loadgen_argv
 
 __all__ = [
     "PORTS",

@@ -25,7 +25,7 @@ from grader.criteria.catalog import registered
 from grader.criteria.memo import HUMAN_CHECKLIST
 from grader.grading.edition_fit import fitted_edition
 from grader.grading.judging import not_in_brief, skipped
-from grader.grading.request import GradeRequest, Unseen, unseen_material
+from grader.grading.request import GradeRequest, UnseenMaterial, unseen_material
 from grader.grading.runner import Ran, SectionRunner
 from grader.grading.sections import NO_VARIANTS, SECTIONS
 from grader.outcome import CriterionResult, Grade
@@ -38,7 +38,7 @@ from grader.shared.contracts import DEFAULT_EDITION, Edition
 __all__ = [
     "RUNS",
     "GradeRequest",
-    "Unseen",
+    "UnseenMaterial",
     "draw_seed",
     "grade",
     "unseen_material",
@@ -69,28 +69,28 @@ def _submission_folder(path: Path) -> Iterator[tuple[Path | None, str]]:
         yield folder, ""
 
 
-def _selected(rubric: Rubric, run: GradeRequest) -> tuple[Criterion, ...]:
+def _selected(rubric: Rubric, request: GradeRequest) -> tuple[Criterion, ...]:
     """The criteria a grade judges: `--only`'s, judged from `--case`'s or `--scenario`'s runs alone if given, the
     public ones alone for `grader check`."""
-    criteria = rubric.select(run.only)
-    if run.cases:
-        criteria = tuple(replace(c, cases=run.cases) if c.deliverable == "gateway" else c for c in criteria)
-    if run.scenarios:
-        criteria = tuple(replace(c, scenarios=run.scenarios) if c.deliverable == "loadgen" else c for c in criteria)
-    if run.public_only:
+    criteria = rubric.select(request.only)
+    if request.cases:
+        criteria = tuple(replace(c, cases=request.cases) if c.deliverable == "gateway" else c for c in criteria)
+    if request.scenarios:
+        criteria = tuple(replace(c, scenarios=request.scenarios) if c.deliverable == "loadgen" else c for c in criteria)
+    if request.public_only:
         criteria = tuple(c for c in criteria if c.visibility == "public")
     return criteria
 
 
-def _edition(run: GradeRequest, submission: Submission | None) -> Edition:
+def _edition(request: GradeRequest, submission: Submission | None) -> Edition:
     """What the submission is graded against: the edition its stamp names (or `--edition`'s, given), and the
     contract it declares (the latest when it cannot be read: then nothing is judged)."""
     found = Edition.of(submission.data) if submission else Edition.of({})
-    found = replace(found, name=run.edition) if run.edition else found
+    found = replace(found, name=request.edition) if request.edition else found
     try:
         check_name(found.name)
     except EditionError as exc:
-        where = "--edition" if run.edition else f"{run.submission}/submission.yaml: edition.name"
+        where = "--edition" if request.edition else f"{request.submission}/submission.yaml: edition.name"
         raise RubricError(f"{where}: {exc}") from None
     return found
 
@@ -121,25 +121,25 @@ def _fresh_book(out: Path) -> RecordBook:
     return RecordBook(folder)
 
 
-def grade(run: GradeRequest) -> Grade:
-    """Grade one submission; write its run records to `run.out/runs/` and its reports to `run.out`."""
+def grade(request: GradeRequest) -> Grade:
+    """Grade one submission; write its run records to `request.out/runs/` and its reports to `request.out`."""
     started_at = dt.datetime.now(dt.UTC).replace(microsecond=0)
     t0 = time.perf_counter()
-    latest = load_rubric(run.rubric, override=run.override, checks=registered())
-    report = progress(run.echo)
-    book = _fresh_book(Path(run.out))
-    with _submission_folder(run.submission) as (folder, refused):
+    latest = load_rubric(request.rubric, override=request.override, checks=registered())
+    report = progress(request.echo)
+    book = _fresh_book(Path(request.out))
+    with _submission_folder(request.submission) as (folder, refused):
         check = (
             check_submission(folder)
             if folder
-            else ContractCheck(Path(run.submission), None, (Problem("*", refused, True),))
+            else ContractCheck(Path(request.submission), None, (Problem("*", refused, True),))
         )
         submission, problems = check.submission, check.by_part()
-        edition = _edition(run, submission)
+        edition = _edition(request, submission)
         latest = latest.for_edition(edition.name)
-        unseen = unseen_material(run, latest)
+        unseen = unseen_material(request, latest)
         rubric = latest.for_contract(edition.contract)
-        criteria = _selected(rubric, run)
+        criteria = _selected(rubric, request)
         results: dict[str, CriterionResult] = {}
         carried: set[str] = set()  # criteria not judged (skipped, or the grader's own failure): a re-judge keeps them
         todo: dict[str, list[Criterion]] = {}
@@ -157,19 +157,19 @@ def grade(run: GradeRequest) -> Grade:
                 todo.setdefault(criterion.deliverable, []).append(criterion)
         ran = Ran()
         if todo and submission is not None:
-            ran = SectionRunner(run, rubric, unseen, submission, book, report).run(todo)
+            ran = SectionRunner(request, rubric, unseen, submission, book, report).run(todo)
             results.update(ran.results)
             carried |= ran.not_judged
     ordered = [results[c.id] for c in criteria]
     grade_ = Grade(
-        submission=str(run.submission),
+        submission=str(request.submission),
         candidate=(submission.data.get("candidate") if submission else None),
-        seed=run.seed,
+        seed=request.seed,
         started=started_at.isoformat(),
         duration_s=round(time.perf_counter() - t0, 3),
         sandboxed=ran.isolated,
         sandbox_note=ran.sandbox_note,
-        rubric=str(rubric.path) + (" (public criteria only)" if run.public_only else unseen.missing),
+        rubric=str(rubric.path) + (" (public criteria only)" if request.public_only else unseen.missing),
         contract_problems=[p for lines in problems.values() for p in lines],
         criteria=ordered,
         human_checklist=list(HUMAN_CHECKLIST) if any(c.deliverable == "memo" for c in criteria) else [],
@@ -177,15 +177,15 @@ def grade(run: GradeRequest) -> Grade:
         section_s=ran.section_s,
         edition=(edition.to_dict() | _fit(submission, edition)) if submission else {},
     )
-    book.write_index(_index(grade_, run, unseen, problems, carried))
+    book.write_index(_index(grade_, request, unseen, problems, carried))
     from grader.reports import write_reports
 
-    write_reports(grade_, run.out)
+    write_reports(grade_, request.out)
     return grade_
 
 
 def _index(
-    grade_: Grade, run: GradeRequest, unseen: Unseen, problems: dict[str, list[str]], carried: set[str]
+    grade_: Grade, request: GradeRequest, unseen: UnseenMaterial, problems: dict[str, list[str]], carried: set[str]
 ) -> dict[str, Any]:
     """What a re-judge needs besides the records: the grade's facts, and what was not judged (and why)."""
     return {
@@ -197,7 +197,7 @@ def _index(
         "sandboxed": grade_.sandboxed,
         "sandbox_note": grade_.sandbox_note,
         "rubric": grade_.rubric,
-        "public_only": run.public_only,
+        "public_only": request.public_only,
         "contract_problems": problems,
         "criteria": [c.id for c in grade_.criteria],
         "durations": {c.id: c.duration_s for c in grade_.criteria},

@@ -1,4 +1,4 @@
-"""What a grade is asked (`GradeRequest`) and the unseen material it runs besides the public (`Unseen`).
+"""What a grade is asked (`GradeRequest`) and the unseen material it runs besides the public (`UnseenMaterial`).
 
 Apart from grading/grade.py so that the section runner (grading/runner.py) reads them without importing the grade.
 """
@@ -15,7 +15,7 @@ from grader.rubric.sizing_plan import SizingPlan
 from grader.rubric.variants import Variants, VariantsError, load_variants
 from grader.sandbox.box_api import Box
 
-__all__ = ["GradeRequest", "Unseen", "unseen_material"]
+__all__ = ["GradeRequest", "UnseenMaterial", "unseen_material"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class GradeRequest:
 
 
 @dataclass(frozen=True)
-class Unseen:
+class UnseenMaterial:
     """The unseen material a grade runs besides the public: the sizing input sets (the rubric's and the unseen
     ones) and the variants of the scenarios and cases (None: none)."""
 
@@ -52,15 +52,17 @@ class Unseen:
     missing: str  # what the reports should say is missing from this kit ("" when nothing is)
 
 
-def unseen_material(request: GradeRequest, rubric: Rubric) -> Unseen:
+def unseen_material(request: GradeRequest, rubric: Rubric) -> UnseenMaterial:
     """The unseen material `request` runs: none for `grader check`, none in a candidate's kit."""
     if request.public_only:
-        return Unseen(rubric.sizing, None, "")
+        return UnseenMaterial(rubric.sizing, None, "")
     try:
         sizing = rubric.sizing.with_hidden()
         variants = load_variants(rubric) if request.with_variants else None
     except (ValueError, VariantsError) as exc:
         raise RubricError(str(exc)) from None
     if not sizing.unseen and variants is None:
-        return Unseen(sizing, variants, " (no unseen material in this kit: public input sets and scenarios only)")
-    return Unseen(sizing, variants, "")
+        return UnseenMaterial(
+            sizing, variants, " (no unseen material in this kit: public input sets and scenarios only)"
+        )
+    return UnseenMaterial(sizing, variants, "")

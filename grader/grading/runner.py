@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from grader.contract import Submission
 from grader.criteria.verdict import Verdict
 from grader.grading.judging import decide, judge_attempt, needs_rerun, result_of, unjudged
-from grader.grading.live_runs import LiveRuns
-from grader.grading.request import GradeRequest, Unseen
+from grader.grading.request import GradeRequest, UnseenMaterial
+from grader.grading.section_runs import SectionRuns
 from grader.grading.sections import NO_VARIANTS, SECTIONS, Context, Section
 from grader.grading.slots import Slots
 from grader.outcome import CriterionResult
@@ -65,7 +65,7 @@ class SectionRunner:
         self,
         request: GradeRequest,
         rubric: Rubric,
-        unseen: Unseen,
+        unseen: UnseenMaterial,
         submission: Submission,
         book: RecordBook,
         report: Callable[[CriterionResult], None],
@@ -131,7 +131,7 @@ class SectionRunner:
         if live.shared_s:
             self.request.echo(f"{'':<12} the {name} section's runs: {live.shared_s:.1f} s, shared by its criteria")
 
-    def _run_and_judge(self, name: str, criteria: list[Criterion]) -> LiveRuns:
+    def _run_and_judge(self, name: str, criteria: list[Criterion]) -> SectionRuns:
         from grader.sandbox import Sandbox
 
         section, request, folder = SECTIONS[name], self.request, self.submission.folder
@@ -155,13 +155,13 @@ class SectionRunner:
             # a grade's timed section spreads its first runs over the sandboxes free (a replay spreads its own);
             # with one sandbox none is ever free, and each run is made on first need, as it is printed
             lend = self._slots if section.timed and request.runs_at_once == 1 and request.sandboxes > 1 else None
-            live = LiveRuns(section, ctx, self.book, varied, slots=lend)
+            live = SectionRuns(section, ctx, self.book, varied, slots=lend)
             live.make_first_runs(criteria)
             for criterion in criteria:
                 self._judge(section, criterion, live)
         return live
 
-    def _judge(self, section: Section, criterion: Criterion, live: LiveRuns) -> None:
+    def _judge(self, section: Section, criterion: Criterion, live: SectionRuns) -> None:
         started, shared = time.perf_counter(), live.shared_s
         first = self._attempt(section, criterion, live, 1)
         if first is None:
@@ -178,7 +178,7 @@ class SectionRunner:
         took += sum(_runs_s(section, criterion, live, attempt) for attempt in range(1, decision.attempts + 1))
         self._record(result_of(criterion, decision, duration_s=took))
 
-    def _attempt(self, section: Section, criterion: Criterion, live: LiveRuns, attempt: int) -> Verdict | None:
+    def _attempt(self, section: Section, criterion: Criterion, live: SectionRuns, attempt: int) -> Verdict | None:
         """The verdict of `criterion` at `attempt`, its runs made first if they are not yet."""
         objects = live.objects(criterion, attempt)
         if objects is None:
@@ -186,7 +186,7 @@ class SectionRunner:
         return judge_attempt(criterion, section, self.rubric, objects, live.variant(criterion, attempt))
 
 
-def _runs_s(section: Section, criterion: Criterion, live: LiveRuns, attempt: int) -> float:
+def _runs_s(section: Section, criterion: Criterion, live: SectionRuns, attempt: int) -> float:
     """How long the runs a criterion was judged from at `attempt` took: its public runs and its unseen variants'
     (all of them already made and loaded: this runs nothing)."""
     objects = live.objects(criterion, attempt)

@@ -32,12 +32,12 @@ from grader.rubric import Criterion, Rubric, Scenario
 from grader.rubric.durations import expected_s
 from grader.rubric.sizing_plan import SizingPlan
 from grader.rubric.variants import Variants, gateway_criterion
-from grader.runs.gateway import HangBudget, run_gateway
-from grader.runs.loadgen import run_loadgen
-from grader.runs.manifests import run_checker
-from grader.runs.memo import run_memo
-from grader.runs.sizing import run_set, run_sizing
-from grader.runs.tests import run_tests
+from grader.running.gateway import HangBudget, run_gateway
+from grader.running.loadgen import run_loadgen
+from grader.running.manifests import run_checker
+from grader.running.memo import run_memo
+from grader.running.sizing import run_set, run_sizing
+from grader.running.tests import run_tests
 from grader.sandbox.box_api import Box
 
 __all__ = ["NO_VARIANTS", "SECTIONS", "Context", "Section", "Varied"]
@@ -62,7 +62,7 @@ class Context:
     box: Box | None = None
     open_box: Callable[[], AbstractContextManager[Box]] | None = None
     hung_s: float = 0.0  # time the section's commands spent hanging, against the rubric's budget_s
-    spread: int = 1  # runs made at once, each in a sandbox of its own (grading/live_runs.py; a replay's)
+    spread: int = 1  # runs made at once, each in a sandbox of its own (grading/section_runs.py; a replay's)
 
     def in_box(self) -> Box:
         """The section's box: asked for only by a boxed section's runs, which always have one."""

@@ -33,9 +33,9 @@ __all__ = [
     "PASSED_PER_DELIVERABLE",
     "Asked",
     "Guide",
+    "GuideRow",
     "Live",
     "Part",
-    "Row",
     "build_guide",
     "evidence_line",
 ]
@@ -58,7 +58,7 @@ GENERIC = Question(
 
 
 @dataclass
-class Row:
+class GuideRow:
     id: str
     title: str
     status: str
@@ -88,7 +88,7 @@ class Part:
     deliverable: str
     points: float
     weight: float
-    rows: list[Row] = field(default_factory=list)
+    rows: list[GuideRow] = field(default_factory=list)
     close_calls: list[tuple[str, str]] = field(default_factory=list)  # (criterion, why)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (criterion, evidence)
     questions: list[Asked] = field(default_factory=list)
@@ -234,7 +234,7 @@ def build_guide(
     records = _Records(book)
     band = rubric.judging.borderline
     parts: dict[str, Part] = {}
-    passed: dict[str, list[tuple[float, Row, Seen]]] = {}
+    passed: dict[str, list[tuple[float, GuideRow, Seen]]] = {}
     for result in grade.criteria:
         criterion = rubric.criterion(result.id)
         part = parts.setdefault(result.deliverable, Part(result.deliverable, 0.0, 0.0))
@@ -248,7 +248,7 @@ def build_guide(
         failing: tuple[str, ...] = ()
         if outcome != "passed" and result.deliverable in ("loadgen", "gateway"):
             failing = tuple(side_by_side(book, rubric, criterion, result)[1])
-        row = Row(
+        row = GuideRow(
             result.id,
             result.title,
             result.status,
@@ -311,7 +311,7 @@ def _edition(edition: dict[str, Any]) -> str:
     )
 
 
-def _asked(question: Question, values: Values, row: Row, outcome: str) -> Asked:
+def _asked(question: Question, values: Values, row: GuideRow, outcome: str) -> Asked:
     return Asked(0, row.id, outcome, question.id, question.anchor, question.text(values), question.good_answer, values)
 
 

@@ -31,7 +31,7 @@ FLOORS: tuple[tuple[tuple[str, str], ...], ...] = (
     ),
     (
         ("criteria", "judging: pure checks of run records, one registry"),
-        ("runs", "running: what each section runs in the sandbox, kept as a record"),
+        ("running", "running: what each section runs in the sandbox, kept as a record"),
     ),
     (("grading", "grading one submission: sections, the grade, rerun and inconclusive, rejudge, replay"),),
     (

@@ -32,8 +32,8 @@ from grader.shared.kit_files import submissions_dir
 
 __all__ = [
     "SUBMISSIONS",
-    "Finding",
     "SelftestError",
+    "SelftestOutcome",
     "draw_sample",
     "selftest",
     "summary_line",
@@ -47,7 +47,7 @@ class SelftestError(RuntimeError):
 
 
 @dataclass
-class Finding:
+class SelftestOutcome:
     name: str  # "reference" or the chaff's name
     ok: bool
     lines: list[str] = field(default_factory=list)  # what was wrong, criterion by criterion
@@ -114,12 +114,12 @@ def kept(c: CriterionResult) -> bool:
     return c.status == "passed" if c.weight == 0 else c.score >= c.weight
 
 
-def _judge(name: str, result: Grade, targets: list[str] | None) -> Finding:
+def _judge(name: str, result: Grade, targets: list[str] | None) -> SelftestOutcome:
     """Wrong is a target kept or another criterion lost (`targets` None: any point scored). `inconclusive`
     is neither: it is the grader saying it could not tell (a machine too busy to time), so it is
     listed, not failed. On the reference, which must be graded whole, only a verdict withheld because the
     machine was too busy to keep time is listed so: one withheld on a machine that kept time is wrong."""
-    finding = Finding(name, True, score=result.score, max_score=result.max_score, seconds=result.duration_s)
+    finding = SelftestOutcome(name, True, score=result.score, max_score=result.max_score, seconds=result.duration_s)
     for c in result.criteria:
         first = " ".join(c.output.splitlines()[:2]) if c.output else ""
         if targets is None:
@@ -150,7 +150,7 @@ def _graded(
     full: bool,
     seed: int,
     outs: Path,
-) -> Finding:
+) -> SelftestOutcome:
     """One submission graded and judged (`targets` None: on every criterion, to score nothing), in `outs/NAME`.
     Graded wrong once, it is graded again: wrong twice is wrong; right the second time is listed as unstable,
     with what the first grading said, for a person to follow up. The first grading's records stay beside the
@@ -191,8 +191,8 @@ def selftest(
     keep: Path | None = None,
     shard: tuple[int, int] = (1, 1),
     sample: tuple[int, int] | None = None,
-) -> list[Finding]:
-    """Grade the reference and every chaff (or those named, or `sample`'s draw); one Finding each. `keep`: a
+) -> list[SelftestOutcome]:
+    """Grade the reference and every chaff (or those named, or `sample`'s draw); one SelftestOutcome each. `keep`: a
     folder to keep each grade's reports and run records in (`keep/NAME/`; one graded twice keeps its
     first grading beside, in `keep/NAME-first-grading/`)."""
     from grader.kit.chaff import ChaffError, list_chaff, materialize
@@ -206,7 +206,7 @@ def selftest(
         echo(f"sample: {len(drawn)} of {len(chaff)} chaff drawn with seed {sample[1]}: {', '.join(drawn)}")
         chaff = [c for c in chaff if c.name in drawn]
     lock = threading.Lock()
-    findings: list[Finding] = []
+    findings: list[SelftestOutcome] = []
 
     with tempfile.TemporaryDirectory(prefix="grader-selftest-") as tmp:
 
@@ -215,7 +215,7 @@ def selftest(
                 if folder is None:
                     folder = materialize(next(c.path for c in chaff if c.name == name), Path(tmp) / "chaff" / name)
             except ChaffError as exc:
-                finding = Finding(name, False, [f"does not build: {exc}"])
+                finding = SelftestOutcome(name, False, [f"does not build: {exc}"])
             else:
                 outs = keep if keep is not None else Path(tmp) / "out"
                 finding = _graded(name, folder, targets, variants, rubric=rubric, full=full, seed=seed, outs=outs)
@@ -239,7 +239,7 @@ def selftest(
     return sorted(findings, key=lambda f: order[f.name])
 
 
-def summary_line(findings: list[Finding]) -> str:
+def summary_line(findings: list[SelftestOutcome]) -> str:
     """One line for the end of a selftest: how many were graded as expected, and which were not."""
     bad = [f.name for f in findings if not f.ok]
     unsure = sum(len(f.inconclusive) for f in findings)

@@ -56,7 +56,7 @@ def statements(task: Path = TASK) -> list[Statement]:
 
 
 @dataclass(frozen=True)
-class Row:
+class TraceRow:
     statement: Statement
     criteria: tuple[str, ...]
     chaff: tuple[str, ...]  # chaff that lose one of those criteria, by name
@@ -72,14 +72,14 @@ def _losers(chaff: list[Chaff]) -> dict[str, list[str]]:
     return out
 
 
-def rows(rubric: Rubric, chaff: list[Chaff], task: Path = TASK, bank: QuestionBank | None = None) -> list[Row]:
+def rows(rubric: Rubric, chaff: list[Chaff], task: Path = TASK, bank: QuestionBank | None = None) -> list[TraceRow]:
     losers = _losers(chaff)
     asked = bank.by_anchor() if bank is not None else {}
     out = []
     for statement in statements(task):
         criteria = tuple(c.id for c in rubric.criteria if statement.anchor in c.anchors)
         names = tuple(dict.fromkeys(n for c in criteria for n in losers.get(c, [])))
-        out.append(Row(statement, criteria, names, len(asked.get(statement.anchor, []))))
+        out.append(TraceRow(statement, criteria, names, len(asked.get(statement.anchor, []))))
     return out
 
 
@@ -110,7 +110,7 @@ def problems(rubric: Rubric, chaff: list[Chaff], task: Path = TASK, bank: Questi
     return out
 
 
-def render(table: list[Row]) -> str:
+def render(table: list[TraceRow]) -> str:
     """The table docs/grading.md shows, between its markers."""
     lines = [
         START,

@@ -29,7 +29,7 @@ from grader.grading.sections import SECTIONS
 from grader.grading.side_by_side import side_by_side
 from grader.live.exercise_run import LiveError, Made, make_run
 from grader.rubric.live_pool import Exercise, LivePool, LivePoolError, kit_rubric_data, load_pool
-from grader.runs.loadgen import loadgen_argv
+from grader.running.loadgen import loadgen_argv
 
 __all__ = ["LOG", "LiveError", "LiveOutcome", "listing", "pool", "run_live"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .checks import CHECKLIST, ChecklistItem, Context
+from .checks import CHECKLIST, ChecklistItem, ManifestSet
 from .fieldpath import fmt_path
 from .loader import Document, LoadProblem, display_name, load_paths, yaml_files
 from .render import RenderOutcome, render_chart
@@ -138,11 +138,11 @@ def _checklist(docs: list[Document], earlier: list[CheckResult]) -> list[CheckRe
             )
             for c in CHECKLIST
         ]
-    context = Context(docs, find_servers(docs))
+    context = ManifestSet(docs, find_servers(docs))
     return [CheckResult(c.id, c.title, _run(c, context)) for c in CHECKLIST]
 
 
-def _run(check: ChecklistItem, context: Context) -> list[Finding]:
+def _run(check: ChecklistItem, context: ManifestSet) -> list[Finding]:
     """One check's findings; a bug in the check becomes a visible failure, never a lost report."""
     try:
         return check.run(context)

@@ -18,23 +18,17 @@ import ipaddress
 import os
 import secrets
 import stat
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["COOKIE", "Gate", "NotServed", "is_loopback", "new_token", "read_served", "served_path"]
 
 COOKIE = "grader_review"
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a report with its plots is a few MB
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def is_loopback(host: str) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from grader.reports import FILE_NAMES
 from grader.review.live_jobs import LIVE, LiveJob
 from grader.review.pages import e, layout, points
-from grader.review.round_view import Entry, ReviewRound
+from grader.review.round_view import Candidate, ReviewRound
 from grader.review.sheet import DECISIONS, MAX_POINTS, Line, Sheet
 from grader.rubric.live_pool import Exercise
 
@@ -24,7 +24,7 @@ class CandidateView:
 
     def __init__(
         self,
-        entry: Entry,
+        entry: Candidate,
         sheet: Sheet | None,
         guide_note: str | None,
         exercises: Sequence[Exercise],

@@ -11,7 +11,7 @@ import csv
 import html
 
 from grader.reports.text import clean, fmt_points
-from grader.review.round_view import Entry, ReviewRound, Similar
+from grader.review.round_view import Candidate, ReviewRound, Similar
 from grader.round.analysis_page import ITEMS_CSV
 from grader.round.summary import INDEX_NAME
 
@@ -54,7 +54,7 @@ def error_page(status: int, message: str) -> str:
     )
 
 
-def _unseen(entry: Entry) -> tuple[str, str]:
+def _unseen(entry: Candidate) -> tuple[str, str]:
     """(cell, sort key) of the unseen variants' verdicts."""
     if entry.unseen is None:
         return "<span class=muted>no records</span>", ""
@@ -70,7 +70,7 @@ def _unseen(entry: Entry) -> tuple[str, str]:
     return f"{badge}<div class=small>{e(listed)}</div>", str(len(failed))
 
 
-def _similar(entry: Entry) -> str:
+def _similar(entry: Candidate) -> str:
     """One line per submission matched (a candidate, or a leak), its deliverables and their scores, linking the
     pair's side-by-side page."""
     by_other: dict[str, list[Similar]] = {}
@@ -92,7 +92,7 @@ def _similar(entry: Entry) -> str:
     return "<br>".join(cells) + more
 
 
-def _edition(entry: Entry) -> str:
+def _edition(entry: Candidate) -> str:
     if entry.edition is None:
         return "—"
     edition = entry.edition
@@ -100,7 +100,7 @@ def _edition(entry: Entry) -> str:
     return f"<span title='{e(detail)}'>{e(edition.name)}</span>"
 
 
-def round_page(review: ReviewRound, entries: list[Entry], *, reviewer: str) -> str:
+def round_page(review: ReviewRound, entries: list[Candidate], *, reviewer: str) -> str:
     deliverables: list[str] = []
     for entry in entries:
         deliverables += [d for d in entry.deliverables if d not in deliverables]

@@ -27,7 +27,7 @@ from grader.round.pair_page import FOLDER as PAIRS
 from grader.round.pair_page import page_name
 from grader.round.summary import CSV_NAME, Row, RowError, rank, read_row, read_rows
 
-__all__ = ["PENDING", "Edition", "Entry", "ReviewError", "ReviewRound", "Similar", "open_round"]
+__all__ = ["PENDING", "Candidate", "EditionShown", "ReviewError", "ReviewRound", "Similar", "open_round"]
 
 
 class ReviewError(ValueError):
@@ -35,7 +35,7 @@ class ReviewError(ValueError):
 
 
 @dataclass(frozen=True)
-class Edition:
+class EditionShown:
     name: str
     contract: str = ""
     kit: str = ""
@@ -51,14 +51,14 @@ class Similar:
 
 
 @dataclass
-class Entry:
+class Candidate:
     key: str
     shown: str
     row: Row
     deliverables: dict[str, tuple[float, float]]  # deliverable -> (points, maximum)
     unseen: dict[str, str] | None | str  # criterion -> the unseen variants' verdict; None: no records; PENDING
     similar: list[Similar] = field(default_factory=list)
-    edition: Edition | None = None
+    edition: EditionShown | None = None
     decision: str = ""
     decision_reason: str = ""
 
@@ -154,13 +154,13 @@ class _Unseen:
         return {c.id: c.unseen.status for c in grade.criteria if c.unseen is not None}
 
 
-def _edition(report: dict[str, Any], summary: dict[str, str] | None) -> Edition | None:
+def _edition(report: dict[str, Any], summary: dict[str, str] | None) -> EditionShown | None:
     kit = report.get("extra_data", {}).get("kit", {})
     edition = kit.get("edition") if isinstance(kit, dict) else None
     if isinstance(edition, dict) and edition.get("name"):
-        return Edition(str(edition["name"]), str(edition.get("contract") or ""), str(edition.get("kit") or ""))
+        return EditionShown(str(edition["name"]), str(edition.get("contract") or ""), str(edition.get("kit") or ""))
     if summary and summary.get("edition"):
-        return Edition(summary["edition"], summary.get("contract", ""))
+        return EditionShown(summary["edition"], summary.get("contract", ""))
     return None
 
 
@@ -194,20 +194,20 @@ class ReviewRound:
         rel = "/".join(parts) if self.single else "/".join((name, *parts))
         return self.blinding.url_path(rel)
 
-    def entries(self) -> list[Entry]:
+    def entries(self) -> list[Candidate]:
         """Every candidate, ranked."""
         rows = self.rows()
         pairs, summary = self._pairs({r.name for r in rows}), self._summary_rows()
         return [self._entry(row, pairs, summary) for row in rows]
 
-    def entry(self, key: str) -> Entry | None:
+    def entry(self, key: str) -> Candidate | None:
         """The candidate a page's key stands for (None: no such candidate)."""
         name = self.blinding.name_for(key)
         rows = self.rows()
         row = next((r for r in rows if r.name == name), None) if name else None
         return None if row is None else self._entry(row, self._pairs({r.name for r in rows}), self._summary_rows())
 
-    def _entry(self, row: Row, pairs: dict[str, list[Similar]], summary: dict[str, dict[str, str]]) -> Entry:
+    def _entry(self, row: Row, pairs: dict[str, list[Similar]], summary: dict[str, dict[str, str]]) -> Candidate:
         folder = self.folder(row.name)
         delivered: dict[str, tuple[float, float]] = {}
         for cid, points in row.scores.items():
@@ -215,7 +215,7 @@ class ReviewRound:
             delivered[row.deliverables[cid]] = (got + points, most + row.weights[cid])
         decision = _json(folder / REVIEW_FILE).get("decision")
         decision = decision if isinstance(decision, dict) else {}
-        return Entry(
+        return Candidate(
             key=self.blinding.key(row.name),
             shown=self.blinding.shown(row.name),
             row=row,

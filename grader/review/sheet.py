@@ -37,9 +37,9 @@ __all__ = [
     "MAX_POINTS",
     "REVIEW_FILE",
     "Conflict",
-    "Entry",
     "Line",
     "Sheet",
+    "SheetEntry",
     "SheetError",
     "candidate_lock",
     "decision_columns",
@@ -95,7 +95,7 @@ class Sheet:
 
 
 @dataclass(frozen=True)
-class Entry:
+class SheetEntry:
     """What a form asks the sheet to record, checked."""
 
     version: str
@@ -177,7 +177,7 @@ def _text(name: str, value: str, most: int) -> str:
     return value.replace("\r\n", "\n")
 
 
-def parse_entry(pairs: Sequence[tuple[str, str]], sheet: Sheet, default_reviewer: str) -> Entry:
+def parse_entry(pairs: Sequence[tuple[str, str]], sheet: Sheet, default_reviewer: str) -> SheetEntry:
     """The form's fields (`version`, `reviewer`, `score:ID` and `note:ID` for every line, `decision`, `reason`)
     checked against `sheet`; SheetError names the first field that is wrong."""
     given: dict[str, str] = {}
@@ -219,7 +219,7 @@ def parse_entry(pairs: Sequence[tuple[str, str]], sheet: Sheet, default_reviewer
     reason = _text("reason", given.get("reason", ""), REASON_MAX).strip()
     if decision and not reason:
         raise SheetError("reason: a decision needs its reason")
-    return Entry(version, reviewer, scores, notes, decision, reason)
+    return SheetEntry(version, reviewer, scores, notes, decision, reason)
 
 
 # ---- saving ---------------------------------------------------------------------------------------------
@@ -278,7 +278,7 @@ def _conflict(folder: Path) -> str:
     )
 
 
-def save_sheet(folder: Path, entry: Entry) -> Sheet:
+def save_sheet(folder: Path, entry: SheetEntry) -> Sheet:
     """Record `entry` in the report folder: changed points as `grader human-score` records them, notes and the
     decision in review.json (each file replaced whole). Conflict when the sheet changed since `entry.version`;
     SheetError (nothing written) for a recorded score left empty."""

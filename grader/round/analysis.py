@@ -16,7 +16,7 @@ from pathlib import Path
 
 from grader.round.items import Item, ScoredRow, deliverable_scores, item_analysis
 from grader.round.leaks import leak_corpus
-from grader.round.similarity import DEFAULT_THRESHOLD, Pair, Similarity, compare
+from grader.round.similarity import DEFAULT_THRESHOLD, Similarity, SimilarPair, compare
 from grader.round.sources import Sources, SourcesError, read_sources
 
 __all__ = ["Analysis", "analyse"]
@@ -101,5 +101,5 @@ def analyse(
     return analysis
 
 
-def closest(similarity: Similarity | None, name: str) -> Pair | None:
+def closest(similarity: Similarity | None, name: str) -> SimilarPair | None:
     return similarity.highest(name) if similarity is not None else None

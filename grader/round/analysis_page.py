@@ -23,7 +23,7 @@ from grader.reports.text import clean
 from grader.round.analysis import Analysis
 from grader.round.items import Item
 from grader.round.pair_page import FOLDER, page_name, pair_page
-from grader.round.similarity import Pair, Similarity
+from grader.round.similarity import Similarity, SimilarPair
 
 __all__ = ["DELIVERABLES_CSV", "ITEMS_CSV", "SIMILARITY_CSV", "analysis_files", "analysis_html", "pair_pages"]
 
@@ -98,8 +98,8 @@ def similarity_csv(similarity: Similarity) -> str:
     )
 
 
-def by_pair(pairs: list[Pair]) -> dict[tuple[str, str], list[Pair]]:
-    grouped: dict[tuple[str, str], list[Pair]] = {}
+def by_pair(pairs: list[SimilarPair]) -> dict[tuple[str, str], list[SimilarPair]]:
+    grouped: dict[tuple[str, str], list[SimilarPair]] = {}
     for p in pairs:
         grouped.setdefault((p.a, p.b), []).append(p)
     return grouped

@@ -78,7 +78,7 @@ class ManyRun:
     force: bool = False
     seed: int = 0
     only: tuple[str, ...] = ()
-    override: Path | None = None  # a hiring team's rubric override, as for `grader grade --rubric`
+    override: Path | None = None  # a hiring team's rubric override, as for `grader grade --override`
 
 
 @dataclass

@@ -15,7 +15,7 @@ import numpy as np
 
 from grader.reports.page_style import CSS
 from grader.reports.text import clean
-from grader.round.similarity import Document, Pair, Region, Similarity
+from grader.round.similarity import Fingerprint, Region, Similarity, SimilarPair
 
 __all__ = ["FOLDER", "matched_regions", "page_name", "pair_page"]
 
@@ -31,7 +31,7 @@ main, header { max-width: 1500px; }
 """
 
 
-def _slices_to_regions(doc: Document, slices: np.ndarray) -> list[Region]:
+def _slices_to_regions(doc: Fingerprint, slices: np.ndarray) -> list[Region]:
     """copydetect's slices of filtered text as regions of the files' own text."""
     names = list(doc.files)
     regions: list[Region] = []
@@ -51,7 +51,7 @@ def _slices_to_regions(doc: Document, slices: np.ndarray) -> list[Region]:
     return regions
 
 
-def _region(doc: Document, names: list[str], index: int, lo: int, hi: int) -> Region:
+def _region(doc: Fingerprint, names: list[str], index: int, lo: int, hi: int) -> Region:
     """A region that ends at the end of its last token, so a highlighted name is whole."""
     text = doc.files[names[index]]
     end = hi + 1
@@ -64,7 +64,7 @@ def _region(doc: Document, names: list[str], index: int, lo: int, hi: int) -> Re
     return Region(names[index], lo, end)
 
 
-def matched_regions(a: Document, b: Document) -> tuple[list[Region], list[Region]]:
+def matched_regions(a: Fingerprint, b: Fingerprint) -> tuple[list[Region], list[Region]]:
     """Where two documents match, in each one's files: copydetect's copied slices, mapped back.
 
     The overlap is what copydetect's `find_fingerprint_overlap` returns (every position of every hash
@@ -103,7 +103,7 @@ def _marked(text: str, regions: list[Region]) -> str:
     return "".join(out)
 
 
-def _side(doc: Document, regions: list[Region], share: float, title: str) -> str:
+def _side(doc: Fingerprint, regions: list[Region], share: float, title: str) -> str:
     by_file: dict[str, list[Region]] = {}
     for r in regions:
         by_file.setdefault(r.file, []).append(r)
@@ -118,8 +118,8 @@ def _side(doc: Document, regions: list[Region], share: float, title: str) -> str
     return "".join(parts)
 
 
-def pair_page(pairs: list[Pair], similarity: Similarity) -> str:
-    """The page of one pair of submissions (every Pair given must have the same a and b)."""
+def pair_page(pairs: list[SimilarPair], similarity: Similarity) -> str:
+    """The page of one pair of submissions (every SimilarPair given must have the same a and b)."""
     a, b = pairs[0].a, pairs[0].b
     sections = []
     for pair in pairs:

@@ -54,10 +54,10 @@ __all__ = [
     "K_CODE",
     "K_PROSE",
     "MIN_COVERAGE",
-    "Document",
+    "Fingerprint",
     "Fingerprinter",
-    "Pair",
     "Region",
+    "SimilarPair",
     "Similarity",
     "SimilarityError",
     "compare",
@@ -89,7 +89,7 @@ class Region:
 
 
 @dataclass
-class Document:
+class Fingerprint:
     """One deliverable of one submission, fingerprinted."""
 
     owner: str
@@ -109,7 +109,7 @@ class Document:
 
 
 @dataclass(frozen=True)
-class Pair:
+class SimilarPair:
     a: str  # a submission of the round
     b: str  # another, or a leak ("reference", "chaff/NAME", "leak/NAME")
     deliverable: str
@@ -125,15 +125,15 @@ class Pair:
 @dataclass
 class Similarity:
     threshold: float
-    pairs: list[Pair]  # round pairs, and each submission's closest leak per deliverable; highest first
+    pairs: list[SimilarPair]  # round pairs, and each submission's closest leak per deliverable; highest first
     note: str  # what the round was compared with
     unscored: dict[str, list[str]] = field(default_factory=dict)  # owner -> deliverables handed in, too small to score
-    documents: dict[tuple[str, str], Document] = field(default_factory=dict)  # (owner, deliverable)
+    documents: dict[tuple[str, str], Fingerprint] = field(default_factory=dict)  # (owner, deliverable)
 
-    def flagged(self) -> list[Pair]:
+    def flagged(self) -> list[SimilarPair]:
         return [p for p in self.pairs if p.score >= self.threshold]
 
-    def highest(self, name: str) -> Pair | None:
+    def highest(self, name: str) -> SimilarPair | None:
         """The pair with the highest score that `name` is part of."""
         mine = [p for p in self.pairs if name in (p.a, p.b)]
         return max(mine, key=lambda p: p.score, default=None)
@@ -283,7 +283,7 @@ class Fingerprinter:
         raw_at = np.concatenate(maps) if maps else np.zeros((0, 2), dtype=np.int64)
         return shown, "".join(parts), raw_at
 
-    def document(self, owner: str, deliverable: str, files: Mapping[str, str]) -> Document:
+    def document(self, owner: str, deliverable: str, files: Mapping[str, str]) -> Fingerprint:
         """One deliverable fingerprinted: every k-gram of its text, less those found in the boilerplate."""
         prose = deliverable not in CODE_DELIVERABLES
         shown, text, raw_at = self._text_of(files, prose)
@@ -296,17 +296,19 @@ class Fingerprinter:
             after = np.searchsorted(seps, positions)
             keep &= ~((after < len(seps)) & (seps[np.minimum(after, len(seps) - 1)] < positions + k))
         positions, hashes = positions[keep], hashes[keep]
-        return Document(owner, deliverable, shown, text, k, raw_at, positions, hashes, _covered(positions, k))
+        return Fingerprint(owner, deliverable, shown, text, k, raw_at, positions, hashes, _covered(positions, k))
 
 
-def _shares(a: Document, b: Document, ids: dict[int, np.ndarray], masks: dict[int, np.ndarray]) -> tuple[float, float]:
+def _shares(
+    a: Fingerprint, b: Fingerprint, ids: dict[int, np.ndarray], masks: dict[int, np.ndarray]
+) -> tuple[float, float]:
     """copydetect's similarity both ways: covered characters over `coverage`."""
     in_b = masks[id(b)][ids[id(a)]]
     in_a = masks[id(a)][ids[id(b)]]
     return (_covered(a.positions[in_b], a.k) / a.coverage, _covered(b.positions[in_a], b.k) / b.coverage)
 
 
-def _score_deliverable(name: str, docs: list[Document], leaks: list[Document]) -> list[Pair]:
+def _score_deliverable(name: str, docs: list[Fingerprint], leaks: list[Fingerprint]) -> list[SimilarPair]:
     """Every pair of round documents, and each round document's closest leak."""
     everyone = docs + leaks
     if not docs:
@@ -324,15 +326,15 @@ def _score_deliverable(name: str, docs: list[Document], leaks: list[Document]) -
         mask = np.zeros(size, dtype=bool)
         mask[ids[id(d)]] = True
         masks[id(d)] = mask
-    pairs: list[Pair] = []
+    pairs: list[SimilarPair] = []
     for i, a in enumerate(docs):
         for b in docs[i + 1 :]:
             share_a, share_b = _shares(a, b, ids, masks)
-            pairs.append(Pair(a.owner, b.owner, name, share_a, share_b))
-        best: Pair | None = None
+            pairs.append(SimilarPair(a.owner, b.owner, name, share_a, share_b))
+        best: SimilarPair | None = None
         for leak in leaks:
             share_a, share_b = _shares(a, leak, ids, masks)
-            pair = Pair(a.owner, leak.owner, name, share_a, share_b, leak=True)
+            pair = SimilarPair(a.owner, leak.owner, name, share_a, share_b, leak=True)
             if best is None or pair.score > best.score:
                 best = pair
         if best is not None:
@@ -374,7 +376,7 @@ def compare(
         ]
     )
     for name in DELIVERABLES:
-        docs: list[Document] = []
+        docs: list[Fingerprint] = []
         for owner in sorted(round_sources):
             part = round_sources[owner].deliverables.get(name)
             if part is None or part.empty:  # not handed in: nothing to compare, nothing to say
@@ -385,7 +387,7 @@ def compare(
                 docs.append(doc)
             else:
                 result.unscored.setdefault(owner, []).append(name)
-        leak_docs: list[Document] = []
+        leak_docs: list[Fingerprint] = []
         for files, owners in distinct[name].items():
             doc = prints.document(owners[0], name, dict(files))
             doc.also = owners[1:]

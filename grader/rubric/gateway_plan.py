@@ -1,7 +1,7 @@
 """The gateway section's plan: the config the gateway is started with, both fake servers' settings,
 and each case's faults and request, read from the rubric's `gateway:` block.
 
-What a case *is* lives in the rubric (data); how a case runs is runs/gateway_session.py, how it is judged
+What a case *is* lives in the rubric (data); how a case runs is running/gateway_session.py, how it is judged
 criteria/gateway/. The order of the cases is the order they run in (the last, `quiet_probe` ones
 each in a start of the gateway of its own): the local server is stopped only for the last ones,
 since a stopped server cannot come back on the port the config names.

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from .jobs import Job, JobContext, JobSpec
+from .jobs import CommandSpec, Job, JobContext
 from .netops import HeldPort, http_many, http_request, wait_port
 from .protocol import HarnessConfig
 from .servers import ServerPool
@@ -91,12 +91,12 @@ class Harness:
             return {"error": f"{op}: {type(exc).__name__}: {exc}"}
 
     def _run(self, args: dict[str, Any]) -> dict[str, Any]:
-        job = Job(self.ctx, JobSpec.from_args(args, default_timeout=60.0), progress=self.servers.finished)
+        job = Job(self.ctx, CommandSpec.from_args(args, default_timeout=60.0), progress=self.servers.finished)
         job.start()
         return job.wait().to_dict()
 
     def _spawn(self, args: dict[str, Any]) -> dict[str, str]:
-        job = Job(self.ctx, JobSpec.from_args(args, default_timeout=600.0))
+        job = Job(self.ctx, CommandSpec.from_args(args, default_timeout=600.0))
         job.start()
         self.spawned[job.name] = job
         return {"handle": job.name}

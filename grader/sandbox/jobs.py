@@ -33,7 +33,7 @@ from typing import Any
 from .cgroups import JobCgroup
 from .protocol import FILE_BACK_BYTES, TAIL_BYTES, HarnessConfig, RunResult
 
-__all__ = ["Job", "JobContext", "JobSpec", "Watch"]
+__all__ = ["CommandSpec", "Job", "JobContext", "Watch"]
 
 _JOIN_CGROUPS = 'while [ "$#" -gt 0 ] && [ "$1" != -- ]; do echo "$$" > "$1" || exit 126; shift; done; shift; exec "$@"'
 _LINGER_S = 0.3  # how long to keep reading after the command's first process has exited
@@ -65,7 +65,7 @@ class Watch:
 
 
 @dataclass
-class JobSpec:
+class CommandSpec:
     argv: list[str]
     cwd: str = "work"
     env: dict[str, str] = field(default_factory=dict)
@@ -75,7 +75,7 @@ class JobSpec:
     watch: Watch | None = None
 
     @classmethod
-    def from_args(cls, args: dict[str, Any], *, default_timeout: float) -> JobSpec:
+    def from_args(cls, args: dict[str, Any], *, default_timeout: float) -> CommandSpec:
         argv = args.get("argv")
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
             raise ValueError("argv must be a non-empty list of strings")
@@ -228,7 +228,7 @@ def _live_pids_of(uid: int) -> list[int]:
 class Job:
     """One candidate command, from start to the moment nothing of it is left."""
 
-    def __init__(self, ctx: JobContext, spec: JobSpec, progress: Callable[[str], int] | None = None) -> None:
+    def __init__(self, ctx: JobContext, spec: CommandSpec, progress: Callable[[str], int] | None = None) -> None:
         self.ctx = ctx
         self.spec = spec
         # how many requests a named fake server has finished: what a watched command's deadline follows

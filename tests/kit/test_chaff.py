@@ -26,7 +26,7 @@ from kit_paths import ROOT
 
 from grader.contract import ContractError, load_submission
 from grader.kit.chaff import ChaffError, list_chaff, materialize, read_chaff
-from grader.runs.tests import CANDIDATE_PLUGINS
+from grader.running.tests import CANDIDATE_PLUGINS
 
 SUBMISSIONS = ROOT / "submissions"
 REFERENCE = SUBMISSIONS / "reference"
@@ -479,7 +479,7 @@ def test_every_load_generator_chaff_has_its_defect_shown():
 
 # The grader's own swap: an injected sitecustomize replaces the `loadgen.percentile` function when its
 # module is first imported, in the test process and in any child process, and leaves a marker.
-INJECTED = ROOT / "grader" / "runs" / "injected"
+INJECTED = ROOT / "grader" / "running" / "injected"
 
 
 def _pytest(folder: Path, test_file: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -125,7 +125,7 @@ def test_the_wheel_carries_schemas_chart_scenarios_and_rubric(installed):
         "grader/_kit/schemas/grader/rubric.schema.json",
         "fake_server/scenarios/baseline.yaml",
         "grader/rubric.yaml",
-        "grader/runs/injected/sitecustomize.py",
+        "grader/running/injected/sitecustomize.py",
         "grader/_kit/starter/api_client.py",
     ):
         assert needed in names

@@ -16,7 +16,7 @@ import pytest
 from kit_paths import ROOT
 
 from grader.contract import load_submission
-from grader.runs.tests import run_tests
+from grader.running.tests import run_tests
 from grader.sandbox import Sandbox
 
 _PLUGINS_TEST = """\

@@ -1,6 +1,6 @@
 """The gateway's criteria: every routing rule of the contract, judged from both servers' ledgers.
 
-Each check reads the cases its rubric entry names (`cases:`) from one `GatewayRun` (runs/gateway.py)
+Each check reads the cases its rubric entry names (`cases:`) from one `GatewayRun` (running/gateway.py)
 and returns a Verdict. Where a request went, and how many times, comes from the local and the API
 ledgers; what the client got comes from the HTTP answer the grader's client read. What a case
 expects follows from the case itself (its faults, its request), never from its name. Reading

@@ -7,9 +7,9 @@ only together with the rubric.
 from __future__ import annotations
 
 from . import disruption_budget, gpu, hf_token, max_model_len, memory, model_volume, probes
-from .base import ChecklistItem, Context
+from .base import ChecklistItem, ManifestSet
 
-__all__ = ["CHECKLIST", "ChecklistItem", "Context"]
+__all__ = ["CHECKLIST", "ChecklistItem", "ManifestSet"]
 
 CHECKLIST: tuple[ChecklistItem, ...] = (
     gpu.CHECK,

@@ -10,11 +10,11 @@ from ..loader import Document, PathKey
 from ..results import Finding
 from ..workload import ServingContainer
 
-__all__ = ["ChecklistItem", "Context", "doc_finding", "no_server", "server_finding"]
+__all__ = ["ChecklistItem", "ManifestSet", "doc_finding", "no_server", "server_finding"]
 
 
 @dataclass(frozen=True)
-class Context:
+class ManifestSet:
     """The parsed manifests and the serving containers found in them."""
 
     documents: list[Document]
@@ -30,7 +30,7 @@ class ChecklistItem:
 
     id: str
     title: str
-    run: Callable[[Context], list[Finding]]
+    run: Callable[[ManifestSet], list[Finding]]
 
 
 def server_finding(server: ServingContainer, passed: bool, message: str, rel: PathKey = (), fix: str = "") -> Finding:

@@ -13,7 +13,7 @@ from typing import Any
 from ..loader import Document
 from ..results import Finding
 from ..shape import as_dict, as_list, dicts
-from .base import ChecklistItem, Context, doc_finding, no_server
+from .base import ChecklistItem, ManifestSet, doc_finding, no_server
 
 __all__ = ["CHECK", "selector_matches"]
 
@@ -68,7 +68,7 @@ def _broken(pdb: Document) -> Finding | None:
     return None
 
 
-def run(ctx: Context) -> list[Finding]:
+def run(ctx: ManifestSet) -> list[Finding]:
     if not ctx.servers:
         return no_server()
     pdbs = ctx.of_kind("PodDisruptionBudget")

@@ -13,7 +13,7 @@ from typing import Any
 from ..results import Finding
 from ..shape import as_dict
 from ..workload import ServingContainer
-from .base import ChecklistItem, Context, no_server, server_finding
+from .base import ChecklistItem, ManifestSet, no_server, server_finding
 
 __all__ = ["CHECK"]
 
@@ -91,7 +91,7 @@ def _one(server: ServingContainer) -> Finding:
     return server_finding(server, True, f"{limit} x {name} limit ({request_note}){note}", ("resources", "limits", name))
 
 
-def run(ctx: Context) -> list[Finding]:
+def run(ctx: ManifestSet) -> list[Finding]:
     return [_one(s) for s in ctx.servers] or no_server()
 
 

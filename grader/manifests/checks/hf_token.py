@@ -31,7 +31,7 @@ from ..loader import Document, PathKey
 from ..results import Finding
 from ..shape import as_dict, as_list
 from ..workload import ServingContainer
-from .base import ChecklistItem, Context, doc_finding, no_server, server_finding
+from .base import ChecklistItem, ManifestSet, doc_finding, no_server, server_finding
 
 __all__ = ["CHECK", "TOKEN_NAMES"]
 
@@ -133,7 +133,7 @@ def _one(server: ServingContainer) -> Finding:
     )
 
 
-def run(ctx: Context) -> list[Finding]:
+def run(ctx: ManifestSet) -> list[Finding]:
     if not ctx.servers:
         return no_server()
     return [_one(s) for s in ctx.servers] + _committed_tokens(ctx.documents)

@@ -20,7 +20,7 @@ from ..fieldpath import fmt_path
 from ..loader import Document, PathKey
 from ..results import Finding
 from ..workload import ServingContainer, parse_length
-from .base import ChecklistItem, Context, doc_finding, no_server, server_finding
+from .base import ChecklistItem, ManifestSet, doc_finding, no_server, server_finding
 
 __all__ = ["CHECK", "length_statements"]
 
@@ -187,7 +187,7 @@ def _one(server: ServingContainer, docs: list[Document], servers: list[ServingCo
     return [server_finding(server, True, f"--max-model-len {length}{also}", given[-1].path)]
 
 
-def run(ctx: Context) -> list[Finding]:
+def run(ctx: ManifestSet) -> list[Finding]:
     return [f for s in ctx.servers for f in _one(s, ctx.documents, ctx.servers)] or no_server()
 
 

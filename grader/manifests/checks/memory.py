@@ -10,7 +10,7 @@ from ..quantity import parse_quantity
 from ..results import Finding
 from ..shape import as_dict
 from ..workload import ServingContainer
-from .base import ChecklistItem, Context, no_server, server_finding
+from .base import ChecklistItem, ManifestSet, no_server, server_finding
 
 __all__ = ["CHECK"]
 
@@ -49,7 +49,7 @@ def _one(server: ServingContainer) -> Finding:
     return server_finding(server, True, f"memory limit {limits['memory']}{shown}", ("resources", "limits", "memory"))
 
 
-def run(ctx: Context) -> list[Finding]:
+def run(ctx: ManifestSet) -> list[Finding]:
     return [_one(s) for s in ctx.servers] or no_server()
 
 

@@ -15,7 +15,7 @@ from ..loader import PathKey
 from ..results import Finding
 from ..shape import as_dict, dicts
 from ..workload import ServingContainer
-from .base import ChecklistItem, Context, no_server, server_finding
+from .base import ChecklistItem, ManifestSet, no_server, server_finding
 
 __all__ = ["CHECK", "DEFAULT_HF_CACHE", "weights_path"]
 
@@ -109,7 +109,7 @@ def _one(server: ServingContainer, claims: set[str]) -> Finding:
     )
 
 
-def run(ctx: Context) -> list[Finding]:
+def run(ctx: ManifestSet) -> list[Finding]:
     claims = {d.name for d in ctx.of_kind("PersistentVolumeClaim")}
     return [_one(s, claims) for s in ctx.servers] or no_server()
 

@@ -13,7 +13,7 @@ from typing import Any
 from ..results import Finding
 from ..shape import as_dict, dicts
 from ..workload import ServingContainer
-from .base import ChecklistItem, Context, no_server, server_finding
+from .base import ChecklistItem, ManifestSet, no_server, server_finding
 
 __all__ = ["MIN_STARTUP_SECONDS", "READINESS", "STARTUP"]
 
@@ -152,11 +152,11 @@ def _startup(server: ServingContainer) -> Finding:
     return server_finding(server, True, f"{_describe(server, probe)}, allows {budget} s", ("startupProbe",))
 
 
-def run_readiness(ctx: Context) -> list[Finding]:
+def run_readiness(ctx: ManifestSet) -> list[Finding]:
     return [_readiness(s) for s in ctx.servers] or no_server()
 
 
-def run_startup(ctx: Context) -> list[Finding]:
+def run_startup(ctx: ManifestSet) -> list[Finding]:
     return [_startup(s) for s in ctx.servers] or no_server()
 
 

@@ -23,9 +23,9 @@ from grader.criteria.truth import (
     truth_of,
 )
 from grader.records.tests import PERCENTILE_METHODS
-from grader.runs.tests import CANDIDATE_PLUGINS
+from grader.running.tests import CANDIDATE_PLUGINS
 
-INJECTED = ROOT / "grader" / "runs" / "injected"
+INJECTED = ROOT / "grader" / "running" / "injected"
 
 
 def test_nearest_rank_on_known_lists():

@@ -22,7 +22,7 @@ from grader.criteria.verdict import Verdict
 from grader.kit.chaff import list_chaff, materialize
 from grader.records.gateway import GatewayRun
 from grader.rubric import load_rubric
-from grader.runs.gateway import HangBudget, run_gateway
+from grader.running.gateway import HangBudget, run_gateway
 from grader.sandbox import Sandbox, SandboxError
 
 pytestmark = pytest.mark.slow

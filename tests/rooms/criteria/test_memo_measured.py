@@ -25,7 +25,7 @@ from grader.criteria.memo import facts_of
 from grader.criteria.verdict import Verdict
 from grader.rubric import load_rubric
 from grader.rubric.sizing_plan import argv
-from grader.runs.memo import run_memo
+from grader.running.memo import run_memo
 
 REFERENCE = ROOT / "submissions" / "reference"
 MEMO = (REFERENCE / "memo" / "MEMO.md").read_text(encoding="utf-8")

@@ -29,7 +29,7 @@ from grader.kit.bundle import edition_stamp, stamp
 from grader.records.book import RecordBook
 from grader.round.summary import read_row, to_csv
 from grader.rubric import RubricError, load_rubric
-from grader.runs.gateway import gateway_config
+from grader.running.gateway import gateway_config
 from grader.shared.contracts import LATEST, Edition, kit_version, supported
 
 RUBRIC = load_rubric(checks=registered())

@@ -95,7 +95,7 @@ def test_the_grader_says_what_stopped_it(tmp_path):
     assert missing.returncode == 2 and "no such file or folder" in missing.stderr
     override = tmp_path / "team.yaml"
     override.write_text("rubric: 1\ncriteria:\n  loadgen.ttft: {weight: lots}\n")
-    bad = _grade(REFERENCE, "--out", tmp_path / "out", "--rubric", override)
+    bad = _grade(REFERENCE, "--out", tmp_path / "out", "--override", override)
     assert bad.returncode == 2 and "criteria.loadgen.ttft.weight" in bad.stderr and "Traceback" not in bad.stderr
     unknown = _grade(REFERENCE, "--out", tmp_path / "out", "--only", "loadgen.nothing")
     assert unknown.returncode == 2 and "loadgen.nothing" in unknown.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from grader.grading import judging
 
-RUNNING = ("grader.runs", "grader.sandbox", "grader.grading.live_runs", "grader.grading.runner", "grader.live")
+RUNNING = ("grader.running", "grader.sandbox", "grader.grading.section_runs", "grader.grading.runner", "grader.live")
 
 
 def _imports(path: Path) -> set[str]:
@@ -30,5 +30,5 @@ def test_judging_imports_nothing_that_runs_and_takes_no_callback() -> None:
 
 def test_a_planted_callback_would_be_found(tmp_path: Path) -> None:
     planted = tmp_path / "judging.py"
-    planted.write_text("from grader.grading.live_runs import LiveRuns\n", encoding="utf-8")
-    assert "grader.grading.live_runs" in _imports(planted)
+    planted.write_text("from grader.grading.section_runs import SectionRuns\n", encoding="utf-8")
+    assert "grader.grading.section_runs" in _imports(planted)

@@ -85,7 +85,7 @@ def test_a_replay_fails_the_criterion_on_the_same_requests_as_the_grade(tmp_path
 @pytest.mark.rotating(32)
 def test_a_criterion_of_every_run_is_replayed_in_several_sandboxes_with_the_records_of_one(tmp_path):
     """loadgen.summary is judged from all 16 scenarios and 10 unseen variants. A replay makes them several at
-    once, the longest first (grading/live_runs.py), each further worker in a sandbox of its own: the records
+    once, the longest first (grading/section_runs.py), each further worker in a sandbox of its own: the records
     are those of the grade, in the same order, and they fail the criterion on the same runs. One at a time it
     takes about 28 s on the 2-core machine; bench/README.md has the figures side by side."""
     folder = materialize(CHAFF["summary-counts-failed"].path, tmp_path / "chaff")
@@ -315,7 +315,17 @@ def test_a_candidate_facing_report_names_no_hidden_scenario(tmp_path):
     folder = materialize(CHAFF["ttft-from-role-chunk"].path, tmp_path / "chaff")
     out = tmp_path / "graded"
     done = run_grader(
-        "grade", "--seed", "0", folder, "--out", out, "--only", "loadgen.role-chunk", "--rubric", override, timeout=300
+        "grade",
+        "--seed",
+        "0",
+        folder,
+        "--out",
+        out,
+        "--only",
+        "loadgen.role-chunk",
+        "--override",
+        override,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     text = (out / "report.json").read_text()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kit_paths import TESTS
 
-from grader.manifests.checks import CHECKLIST, Context
+from grader.manifests.checks import CHECKLIST, ManifestSet
 from grader.manifests.loader import PathKey, load_text
 from grader.manifests.workload import find_servers
 
@@ -39,7 +39,7 @@ def test_wrong_types_anywhere_never_crash_the_checklist(wrong: Any) -> None:
             for key in path[:-1]:
                 node = node[key]
             original, node[path[-1]] = node[path[-1]], copy.deepcopy(wrong)
-            context = Context(docs, find_servers(docs))
+            context = ManifestSet(docs, find_servers(docs))
             for check in CHECKLIST:
                 assert check.run(context), f"{check.id} returned no finding with {path} = {wrong!r}"
             node[path[-1]] = original

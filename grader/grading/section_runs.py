@@ -27,10 +27,10 @@ from grader.records.book import RecordBook
 from grader.rubric import Criterion
 from grader.sandbox.box_api import Box
 
-__all__ = ["LiveRuns"]
+__all__ = ["SectionRuns"]
 
 
-class LiveRuns:
+class SectionRuns:
     def __init__(
         self, section: Section, ctx: Context, book: RecordBook, varied: Varied, slots: Slots | None = None
     ) -> None:

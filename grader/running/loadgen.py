@@ -12,7 +12,7 @@ from grader.contract import Submission
 from grader.records.loadgen import LoadgenRun
 from grader.rubric.durations import limit_s, watch
 from grader.rubric.load import Scenario
-from grader.runs.cpu_wait import CpuWait
+from grader.running.cpu_wait import CpuWait
 from grader.sandbox.box_api import Box
 
 __all__ = ["MODEL", "loadgen_argv", "run_loadgen"]

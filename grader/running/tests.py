@@ -30,7 +30,7 @@ from grader.records.tests import (
     TestRun,
     TestRuns,
 )
-from grader.runs.cpu_wait import CpuWait
+from grader.running.cpu_wait import CpuWait
 from grader.sandbox.box_api import Box
 
 __all__ = ["CANDIDATE_PLUGINS", "WRONG_METHOD_MODULE", "run_tests"]

@@ -26,8 +26,8 @@ from typing import Any
 from grader.contract import Submission
 from grader.records.gateway import CaseRun, GatewayRun, timed_out
 from grader.rubric.gateway_plan import Case, GatewayPlan
-from grader.runs.cpu_wait import CpuWait
-from grader.runs.gateway_session import HangBudget, Session, await_first_probe, inherent_s, run_case
+from grader.running.cpu_wait import CpuWait
+from grader.running.gateway_session import HangBudget, Session, await_first_probe, inherent_s, run_case
 from grader.sandbox.box_api import Box
 
 __all__ = ["HangBudget", "gateway_config", "run_gateway"]
