@@ -69,7 +69,7 @@ def corners() -> list[dict[str, Any]]:
 
 def corner_rubric(corner: dict[str, Any], folder: Path) -> Path:
     """The kit's rubric with its baseline scenario moved to `corner`."""
-    data = yaml.safe_load((ROOT / "grader" / "rubric.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((ROOT / "grader" / "rubric" / "rubric.yaml").read_text(encoding="utf-8"))
     baseline = data["scenarios"]["baseline"]
     for path, value in corner.items():
         part, key = path.split(".")

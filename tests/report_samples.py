@@ -143,7 +143,7 @@ def sample_grade(*, sandboxed: bool = False, many_points: int = 40) -> Grade:
         sandbox_note="bubblewrap: own PID and network namespaces"
         if sandboxed
         else "UNSANDBOXED: user namespaces are not available on this machine",
-        rubric="grader/rubric.yaml",
+        rubric="grader/rubric/rubric.yaml",
         contract_problems=["gateway: command missing " + EVIL_SCRIPT],
         criteria=criteria,
         human_checklist=["Memo: is the sizing argument sound?", "Memo: are the limits named " + EVIL_SCRIPT],

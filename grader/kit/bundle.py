@@ -156,7 +156,7 @@ def candidate_rubric(text: str) -> str:
 def edition_stamp(root: Path, edition: str = DEFAULT_EDITION) -> dict[str, Any]:
     """What a bundle says it was made from: its edition, the kit's version, the contract version of its brief and
     the digest of the rubric that grades it. `grader check` prints it; the grade follows the contract it names."""
-    rubric = (root / "grader" / "rubric.yaml").read_bytes()
+    rubric = (root / "grader" / "rubric" / "rubric.yaml").read_bytes()
     return {
         "name": edition,
         "kit": kit_version(),
@@ -195,7 +195,7 @@ def _stage_sources(root: Path, stage: Path) -> None:
         stage / "grader",
         ignore=shutil.ignore_patterns(*_UNSEEN_DIRS, *_GRADER_ONLY, "__pycache__", "*.pyc"),
     )
-    rubric = stage / "grader" / "rubric.yaml"
+    rubric = stage / "grader" / "rubric" / "rubric.yaml"
     rubric.write_text(candidate_rubric(rubric.read_text(encoding="utf-8")), encoding="utf-8")
 
 

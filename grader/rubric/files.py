@@ -6,4 +6,4 @@ from pathlib import Path
 
 __all__ = ["DEFAULT_RUBRIC"]
 
-DEFAULT_RUBRIC = Path(__file__).resolve().parents[1] / "rubric.yaml"
+DEFAULT_RUBRIC = Path(__file__).resolve().parent / "rubric.yaml"

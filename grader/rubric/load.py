@@ -1,6 +1,6 @@
 """The rubric: which criteria a grade has, what each weighs, who sees it, what it runs and its numbers.
 
-`grader/rubric.yaml` is the default; a hiring team changes weights, visibility and tolerances there
+`grader/rubric/rubric.yaml` is the default; a hiring team changes weights, visibility and tolerances there
 or in an override file (`grader grade --override FILE`), which only touches criteria (and numbers)
 the rubric already has. Both are checked against their schemas in `schemas/grader/`, and then
 against the checks a grade will judge with (`checks`: the criteria registry, which the caller hands

@@ -183,7 +183,7 @@ def _grade_case(case: Case, row: str, base: Path, owner: int) -> tuple[str, dict
         "read": [
             str(ROOT / "submissions" / "reference" / "submission.yaml"),
             str(ROOT / "submissions" / "chaff"),
-            str(ROOT / "grader" / "rubric.yaml"),
+            str(ROOT / "grader" / "rubric" / "rubric.yaml"),
             str(ROOT / "grader" / "hidden" / "sizing_sets.yaml"),
             str(ROOT / "grader" / "criteria" / "truth.py"),
             str(outside / "submission.yaml"),

@@ -208,10 +208,10 @@ def test_the_bundle_holds_no_reference_chaff_or_unseen_material(bundle):
         lowered = name.lower()
         assert "submissions" not in lowered and "chaff" not in lowered and "reference" not in lowered, name
         assert "/unseen/" not in lowered and "/tests/" not in lowered.replace("starter/loadgen/tests/", ""), name
-    rubric_name = next(n for n in members if n.endswith("!/grader/rubric.yaml"))
+    rubric_name = next(n for n in members if n.endswith("!/grader/rubric/rubric.yaml"))
     shipped_rubric = yaml.safe_load(members[rubric_name])
     assert {c["visibility"] for c in shipped_rubric["criteria"]} == {"public"}
-    full = yaml.safe_load((ROOT / "grader/rubric.yaml").read_text(encoding="utf-8"))
+    full = yaml.safe_load((ROOT / "grader/rubric/rubric.yaml").read_text(encoding="utf-8"))
     public = {c["id"] for c in full["criteria"] if c["visibility"] == "public"}
     assert {c["id"] for c in shipped_rubric["criteria"]} == public
     hidden_ids = [c["id"] for c in full["criteria"] if c["visibility"] != "public"]

@@ -30,7 +30,7 @@ from grader.running.tests import CANDIDATE_PLUGINS
 
 SUBMISSIONS = ROOT / "submissions"
 REFERENCE = SUBMISSIONS / "reference"
-CRITERIA = {c["id"] for c in yaml.safe_load((ROOT / "grader" / "rubric.yaml").read_text())["criteria"]}
+CRITERIA = {c["id"] for c in yaml.safe_load((ROOT / "grader" / "rubric" / "rubric.yaml").read_text())["criteria"]}
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_every_chaff_builds_into_a_submission_that_follows_the_contract(built):
         assert c.defect and "\n" not in c.defect
         if c.scores_nothing:
             continue
-        assert set(c.targets) <= CRITERIA, f"{c.name}: targets not in grader/rubric.yaml"
+        assert set(c.targets) <= CRITERIA, f"{c.name}: targets not in grader/rubric/rubric.yaml"
         if c.name == "memo-figure-unknown-field":  # its defect is a break of the contract, named by the check
             with pytest.raises(ContractError, match="front matter: figures"):
                 load_submission(built[c.name])

@@ -81,12 +81,12 @@ def test_the_bench_readme_names_every_bench_that_reaches_inside_the_fake_server_
 
 
 def test_the_recipes_name_only_keys_their_files_take() -> None:
-    """Each "`KEY:` in `grader/rubric.yaml`" or "in `grader/unseen/variants.yaml`" of docs/recipes.md is a key the
+    """Each "`KEY:` in `grader/rubric/rubric.yaml`" or "in `grader/unseen/variants.yaml`" of docs/recipes.md is a key the
     file's schema (or the file) has."""
     text = " ".join((ROOT / "docs" / "recipes.md").read_text(encoding="utf-8").split())
     schema = json.loads((ROOT / "schemas" / "grader" / "rubric.schema.json").read_text(encoding="utf-8"))
     variants = yaml.safe_load((ROOT / "grader" / "unseen" / "variants.yaml").read_text(encoding="utf-8"))
-    takes = {"grader/rubric.yaml": set(schema["properties"]), "grader/unseen/variants.yaml": set(variants)}
+    takes = {"grader/rubric/rubric.yaml": set(schema["properties"]), "grader/unseen/variants.yaml": set(variants)}
     claims = re.findall(r"`([a-z_]+):` in `(grader/rubric\.yaml|grader/unseen/variants\.yaml)`", text)
     assert claims, "the recipes name no key of the rubric or the variants file"
     for key, file in claims:

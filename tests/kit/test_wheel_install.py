@@ -124,7 +124,7 @@ def test_the_wheel_carries_schemas_chart_scenarios_and_rubric(installed):
         "grader/_kit/chart/templates/deployment.yaml",
         "grader/_kit/schemas/grader/rubric.schema.json",
         "fake_server/scenarios/baseline.yaml",
-        "grader/rubric.yaml",
+        "grader/rubric/rubric.yaml",
         "grader/running/injected/sitecustomize.py",
         "grader/_kit/starter/api_client.py",
     ):

@@ -13,7 +13,7 @@ from typing import Any
 #: Paths the image must hold (no leading slash): the kit's code and data, bubblewrap, the `grader` command.
 IMAGE_PATHS = (
     "kit/grader/cli/__init__.py",
-    "kit/grader/rubric.yaml",
+    "kit/grader/rubric/rubric.yaml",
     "kit/fake_server",
     "kit/starter/api_client.py",
     "kit/chart/Chart.yaml",

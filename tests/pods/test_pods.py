@@ -277,7 +277,7 @@ def _hostile_round(folder: Path, ids: list[str], marks: dict[str, str]) -> Path:
     """Hostile submissions of one part; their targets are the pod's paths (the kit, the volumes, the venv)."""
     folder.mkdir()
     secrets = {
-        "read": ["/kit/grader/rubric.yaml", "/kit/grader/hidden/sizing_sets.yaml", "/reports"],
+        "read": ["/kit/grader/rubric/rubric.yaml", "/kit/grader/hidden/sizing_sets.yaml", "/reports"],
         "write": [
             "/kit/hostile-was-here",
             "/submissions/hostile-was-here",

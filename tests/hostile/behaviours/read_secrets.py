@@ -8,7 +8,7 @@ with open("secrets.json") as given:
     paths = json.load(given)["read"]
 paths += [
     "/tmp/.h",
-    "/tmp/.h/kit/grader/rubric.yaml",
+    "/tmp/.h/kit/grader/rubric/rubric.yaml",
     "/tmp/.h/kit/grader/unseen/sizing_sets.yaml",
     "/tmp/.h/submission/submission.yaml",
     "/proc/1/environ",

@@ -232,7 +232,7 @@ def _one_token_grade(submission: Path, folder: Path):
 
     from grader.grading.grade import GradeRequest, grade
 
-    data = yaml.safe_load((ROOT / "grader" / "rubric.yaml").read_text())
+    data = yaml.safe_load((ROOT / "grader" / "rubric" / "rubric.yaml").read_text())
     data["scenarios"]["baseline"]["loadgen"].update(max_tokens=1, requests=4)
     (folder / "rubric.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     request = GradeRequest(

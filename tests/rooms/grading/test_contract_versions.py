@@ -111,7 +111,7 @@ def test_a_gateway_is_told_its_own_contract_in_its_config():
 
 
 def test_the_rubric_refuses_an_earlier_meaning_for_a_version_it_never_issued(tmp_path: Path):
-    data = yaml.safe_load((ROOT / "grader" / "rubric.yaml").read_text())
+    data = yaml.safe_load((ROOT / "grader" / "rubric" / "rubric.yaml").read_text())
     entry = next(c for c in data["criteria"] if c["id"] == "memo.p99-max")
     entry["earlier"] = {7: {"tolerance": {"percentiles_needed_count": 0}}}
     bad = tmp_path / "rubric.yaml"

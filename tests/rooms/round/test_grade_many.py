@@ -25,7 +25,8 @@ SUBMISSIONS = ROOT / "submissions"
 CHAFF = ["manifests-no-gpu", "manifests-pdb-no-selector", "sizing-gpu-price-constant", "sizing-peak-factor-ignored"]
 ONLY = ["--only", "manifests", "--only", "sizing"]  # graded from the submission's files and one sizing command
 WEIGHTS = {
-    c["id"]: float(c["weight"]) for c in yaml.safe_load((ROOT / "grader" / "rubric.yaml").read_text())["criteria"]
+    c["id"]: float(c["weight"])
+    for c in yaml.safe_load((ROOT / "grader" / "rubric" / "rubric.yaml").read_text())["criteria"]
 }
 SELECTED = [cid for cid in WEIGHTS if cid.startswith(("manifests.", "sizing."))]
 

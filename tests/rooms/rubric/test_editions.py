@@ -39,7 +39,7 @@ MEMO_FIELDS = (
 
 
 def test_the_default_edition_is_the_rubric_as_it_stands() -> None:
-    raw = read_yaml(ROOT / "grader" / "rubric.yaml")
+    raw = read_yaml(ROOT / "grader" / "rubric" / "rubric.yaml")
     assert with_edition(raw, "default") == raw
     assert RUBRIC.for_edition("default") is RUBRIC
     assert all(text == (ROOT / rel).read_text(encoding="utf-8") for rel, text in edition_texts(ROOT, "default").items())
@@ -48,7 +48,7 @@ def test_the_default_edition_is_the_rubric_as_it_stands() -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_every_number_of_an_edition_differs_from_the_defaults_and_fits(name: str) -> None:
     s = memo_scenario(name)
-    perturb = read_yaml(ROOT / "grader" / "rubric.yaml")["sizing"]["perturb"]
+    perturb = read_yaml(ROOT / "grader" / "rubric" / "rubric.yaml")["sizing"]["perturb"]
     for field in MEMO_FIELDS:
         assert getattr(s, field) != getattr(DEFAULT, field), (name, field)
     assert set(s.gpu_hour_usd).isdisjoint(DEFAULT.gpu_hour_usd) and s.gpu_hour_usd[0] < s.gpu_hour_usd[1]
