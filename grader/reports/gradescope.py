@@ -3,7 +3,7 @@
 Gradescope knows two test statuses, "passed" and "failed", and four visibilities (hidden,
 after_due_date, after_published, visible). A criterion that is inconclusive or skipped becomes
 "failed" with 0 points; its output starts with the real status in capitals and its tags carry it,
-so nothing is lost. Public criteria are "visible"; unseen ones "after_published", so a candidate
+so nothing is lost. Public criteria are "visible"; hidden ones "after_published", so a candidate
 sees them only once the hiring team releases the grades.
 
 Every output is plain text (`output_format` "text" at every level): Gradescope's default for the

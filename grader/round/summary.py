@@ -56,7 +56,7 @@ __all__ = [
 
 CSV_NAME = "grades.csv"
 INDEX_NAME = "index.html"
-_FIXED = [
+FIXED_COLUMNS = [
     "rank",
     "name",
     "candidate",
@@ -73,6 +73,8 @@ _FIXED = [
     "contract",
     "fits",
 ]
+#: The two columns grades.csv adds after the fixed ones when the similarity check ran.
+SIMILARITY_COLUMNS = ["similarity", "similar_to"]
 _CHART_MAX = 20  # criteria shown in the "most missed" chart
 
 
@@ -209,7 +211,7 @@ def to_csv(
     extra = dict(columns or {})
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(_FIXED + (["similarity", "similar_to"] if similar else []) + list(extra) + ids)
+    writer.writerow(FIXED_COLUMNS + (SIMILARITY_COLUMNS if similar else []) + list(extra) + ids)
     for r in rows:
         writer.writerow(
             [

@@ -91,3 +91,56 @@ def test_the_recipes_name_only_keys_their_files_take() -> None:
     assert claims, "the recipes name no key of the rubric or the variants file"
     for key, file in claims:
         assert key in takes[file], f"docs/recipes.md: `{key}:` in `{file}`, which has no such key"
+
+
+def test_grading_many_names_every_fixed_column_of_grades_csv_in_order() -> None:
+    """docs/grading-many.md's "The columns are `...`" is the fixed columns grades.csv writes, all and in order,
+    and its "then `...` when the similarity check ran" the two it adds then."""
+    from grader.round import summary
+
+    text = " ".join((ROOT / "docs" / "grading-many.md").read_text(encoding="utf-8").split())
+    found = re.search(r"The columns are `([^`]+)`, then `([^`]+)` when the similarity check ran", text)
+    assert found, "docs/grading-many.md no longer states grades.csv's columns"
+    assert [c.strip() for c in found[1].split(",")] == summary.FIXED_COLUMNS
+    assert [c.strip() for c in found[2].split(",")] == summary.SIMILARITY_COLUMNS
+
+
+def test_the_fake_servers_readme_lists_every_fault_kind() -> None:
+    """fake_server/README.md's list of rules ("Rules in a scenario file, ...") names every kind `KINDS` declares,
+    and no kind that is not one."""
+    from fake_server.engine.faults import KINDS
+
+    text = (ROOT / "fake_server" / "README.md").read_text(encoding="utf-8")
+    paragraph = text.split("Rules in a scenario file,", 1)[1].split("A stopped server", 1)[0]
+    named = set(re.findall(r"`([a-z_]+)`", paragraph)) - {"every", "rate", "model", "status", "seconds"}
+    assert named == {kind.name for kind in KINDS}
+
+
+def test_recipes_lists_every_gateway_case_kind_the_rubric_takes() -> None:
+    """docs/recipes.md's "`kind` (`one`, ...: how the runner drives it" is the rubric schema's every case kind."""
+    schema = json.loads((ROOT / "schemas" / "grader" / "rubric.schema.json").read_text(encoding="utf-8"))
+    kinds = set(_find_enum(schema, "kind"))
+    text = " ".join((ROOT / "docs" / "recipes.md").read_text(encoding="utf-8").split())
+    found = re.search(r"`kind` \(([^:]+): how the runner drives it", text)
+    assert found and set(re.findall(r"`([a-z-]+)`", found[1])) == kinds
+
+
+def _find_enum(node: object, key: str) -> list[str]:
+    """The enum of the first property named `key` anywhere in a schema."""
+    if isinstance(node, dict):
+        if isinstance(node.get(key), dict) and "enum" in node[key]:
+            return list(node[key]["enum"])
+        for value in node.values():
+            if found := _find_enum(value, key):
+                return found
+    if isinstance(node, list):
+        for value in node:
+            if found := _find_enum(value, key):
+                return found
+    return []
+
+
+def test_the_docs_index_lists_every_page() -> None:
+    index = (ROOT / "docs" / "README.md").read_text(encoding="utf-8")
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"README.md"}
+    assert {page for page in pages if f"]({page})" not in index} == set()
