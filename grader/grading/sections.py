@@ -19,7 +19,7 @@ from typing import Any
 
 from grader.contract import Submission
 from grader.criteria.busy import busy_from_cpu, busy_from_ledgers
-from grader.criteria.loadgen.observed import Observed
+from grader.criteria.loadgen.observed import observe
 from grader.criteria.memo import facts_of
 from grader.records.gateway import GatewayRun
 from grader.records.keys import RunKey
@@ -35,7 +35,7 @@ from grader.rubric.variants import Variants, gateway_criterion
 from grader.running.gateway import HangBudget, run_gateway
 from grader.running.loadgen import run_loadgen
 from grader.running.manifests import run_checker
-from grader.running.memo import run_memo
+from grader.running.memo import read_memo, with_sizing
 from grader.running.sizing import run_set, run_sizing
 from grader.running.tests import run_tests
 from grader.sandbox.box_api import Box
@@ -164,8 +164,8 @@ def _loadgen_run(ctx: Context, key: str) -> dict[str, Any]:
 
 
 def _loadgen_busy(runs: list[LoadgenRun], criterion: Criterion, rubric: Rubric) -> str | None:
-    return busy_from_ledgers((run.ledger for run in runs), limit_s=rubric.judging.loadgen_busy_lag_s) or busy_from_cpu(
-        (run.cpu_waiting for run in runs), limit=rubric.judging.cpu_waiting
+    return busy_from_ledgers([run.ledger for run in runs], limit_s=rubric.judging.loadgen_busy_lag_s) or busy_from_cpu(
+        [run.cpu_waiting for run in runs], limit=rubric.judging.cpu_waiting
     )
 
 
@@ -176,7 +176,8 @@ LOADGEN = Section(
     timed=True,
     keys=_loadgen_keys,
     run=_loadgen_run,
-    load=Observed.from_record,  # the record, with the ledger's truth and the pairing its checks read
+    # the record, with the ledger's truth and the pairing its checks read (made by criteria/, not by the record)
+    load=lambda record: observe(LoadgenRun.from_record(record)),
     facts=lambda runs, criterion: runs,
     busy=_loadgen_busy,
     inherent=lambda run: run.wall_s,
@@ -292,7 +293,7 @@ def _gateway_busy(runs: list[GatewayRun], criterion: Criterion, rubric: Rubric) 
     run = runs[0]
     names = criterion.cases or tuple(run.cases)
     cases = [run.cases[n] for n in names if n in run.cases]
-    return busy_from_ledgers((ledger for c in cases for ledger in (c.local, c.api)), limit_s=run.plan.busy_lag_s)
+    return busy_from_ledgers([ledger for c in cases for ledger in (c.local, c.api)], limit_s=run.plan.busy_lag_s)
 
 
 GATEWAY = Section(
@@ -354,16 +355,22 @@ MANIFESTS = Section(
 
 
 def _memo_run(ctx: Context, key: str) -> dict[str, Any]:
-    def sizing(flags: dict[str, Any]) -> tuple[dict[str, Any] | None, str, float]:
-        if "sizing" not in ctx.submission.data:
-            return None, "submission.yaml has no sizing command", 0.0
-        assert ctx.open_box is not None
-        with ctx.open_box() as box:
-            run = run_set(box, ctx.submission, "memo", dict(flags), timeout_s=ctx.rubric.limits["sizing"]["set_s"])
-        problem = f"the sizing command on sizing_inputs: {run.problem}" if run.problem else ""
-        return (None if problem else run.output), problem, run.wall_s
+    """The memo read, and the sizing command run once on its `sizing_inputs` when a figure cites it."""
+    run = read_memo(ctx.submission)
+    if run.sizing_flags is not None:
+        run = with_sizing(run, *_memo_sizing(ctx, run.sizing_flags))
+    return run.to_record()
 
-    return run_memo(ctx.submission, sizing).to_record()
+
+def _memo_sizing(ctx: Context, flags: dict[str, Any]) -> tuple[dict[str, Any] | None, str, float]:
+    """The sizing command's output on the memo's inputs (None and why when it has none), and its wall time."""
+    if "sizing" not in ctx.submission.data:
+        return None, "submission.yaml has no sizing command", 0.0
+    assert ctx.open_box is not None
+    with ctx.open_box() as box:
+        run = run_set(box, ctx.submission, "memo", dict(flags), timeout_s=ctx.rubric.limits["sizing"]["set_s"])
+    problem = f"the sizing command on sizing_inputs: {run.problem}" if run.problem else ""
+    return (None if problem else run.output), problem, run.wall_s
 
 
 MEMO = Section(

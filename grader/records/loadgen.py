@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from grader.contract import schema_digest, schema_errors
 from grader.rubric.load import Scenario
@@ -74,7 +74,7 @@ class LoadgenRun:
         }
 
     @classmethod
-    def from_record(cls, data: dict[str, Any]) -> LoadgenRun:
+    def from_record(cls, data: dict[str, Any]) -> Self:
         ((results_file, results_text),) = data["files"].items()
         return cls(
             Scenario.from_dict(data["scenario"]),

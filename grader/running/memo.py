@@ -1,6 +1,7 @@
 """Read the memo and what its figures cite: the memo's text, the load generator's results file it
-names (its own measurements come from there), and the sizing command's output on the memo's own
-`sizing_inputs` (run once, in a sandbox).
+names (its own measurements come from there), and the `sizing_inputs` its figures want the sizing command
+run on. The section (grading/sections.py) makes that one sizing run, in a sandbox, and adds its output
+(`with_sizing`): reading the memo runs nothing.
 
 A `MemoRun` is the run record: raw text and outputs, never a judgement; criteria/memo.py reads the
 rules and compares the figures from it.
@@ -8,22 +9,21 @@ rules and compares the figures from it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from grader.contract import Submission
 from grader.records.memo import MemoRun, cited
 from grader.shared.yaml_files import YamlError, split_front_matter
 
-__all__ = ["SizingRunner", "run_memo"]
+__all__ = ["read_memo", "with_sizing"]
 
-#: Runs the sizing command once on the memo's inputs: (output or None, why not, its wall time).
-SizingRunner = Callable[[dict[str, Any]], tuple[dict[str, Any] | None, str, float]]
 _TEXT_CAP = 1_000_000
 
 
-def run_memo(submission: Submission, run_sizing: SizingRunner) -> MemoRun:
-    """Read the memo, and what its figures cite (at most one sizing run)."""
+def read_memo(submission: Submission) -> MemoRun:
+    """Read the memo, and what its figures cite; `sizing_flags` set when a figure wants the sizing command run on
+    the memo's `sizing_inputs` (the caller runs it: `with_sizing`)."""
     path = submission.path("memo")
     run = MemoRun(str(submission.data["memo"]), None)
     try:
@@ -39,12 +39,16 @@ def run_memo(submission: Submission, run_sizing: SizingRunner) -> MemoRun:
     if wants_sizing:
         if isinstance(front.get("sizing_inputs"), dict):
             run.sizing_flags = front["sizing_inputs"]
-            run.sizing_output, run.sizing_problem, run.sizing_wall_s = run_sizing(front["sizing_inputs"])
         else:
             run.sizing_problem = "the front matter states no sizing_inputs to rerun the sizing command with"
     if wants_results or "loadgen_results" in front:  # the memo's own measurements are read from it too
         run.results_file, run.results_text, run.results_problem = _results(submission, front.get("loadgen_results"))
     return run
+
+
+def with_sizing(run: MemoRun, output: dict[str, Any] | None, problem: str, wall_s: float) -> MemoRun:
+    """The memo's run with the sizing command's output on its `sizing_inputs` (None and why, when there is none)."""
+    return replace(run, sizing_output=output, sizing_problem=problem, sizing_wall_s=wall_s)
 
 
 def _results(submission: Submission, rel: Any) -> tuple[str | None, str | None, str]:

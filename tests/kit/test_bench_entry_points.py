@@ -35,6 +35,7 @@ ENTRY_POINTS = [
     ("beside_hogs", ["--grades", "1", "--hogs", "1", "--only", "manifests"], "beside_hogs.json"),
     ("round", ["--sizes", "4"], "round.json"),
     ("corners", ["--clients", "reference", "--hogs", "0", "--corners", "1"], "corners.json"),
+    ("grade_walk", ["--only", "manifests"], "grade_walk.json"),
     # the soak measures flatness only once the ledger's kept records are full: a short one keeps few
     # long enough for the ledger to fill (its keep + 500 requests) with a window after it, on a loaded machine
     ("soak", ["--minutes", "0.4", "--workers", "2", "--ledger-keep", "20"], "soak.json"),

@@ -1,6 +1,6 @@
 """The memo rests on its own measurements, and no memo rule passes on nothing.
 
-Each memo here is the reference's with one change, read as a grade reads it: run_memo on a copy of the reference
+Each memo here is the reference's with one change, read as a grade reads it: read_memo on a copy of the reference
 submission (its results file, and its sizing command run for real on the memo's sizing_inputs), then judged by the
 registered checks with the kit's rubric. `memo.measured` holds the TTFT p50 and p90 (each with the results file's
 n) and the throughput to that file; a rule given nothing to judge fails, saying "nothing to judge", and the
@@ -25,7 +25,7 @@ from grader.criteria.memo import facts_of
 from grader.criteria.verdict import Verdict
 from grader.rubric import load_rubric
 from grader.rubric.sizing_plan import argv
-from grader.running.memo import run_memo
+from grader.running.memo import read_memo, with_sizing
 
 REFERENCE = ROOT / "submissions" / "reference"
 MEMO = (REFERENCE / "memo" / "MEMO.md").read_text(encoding="utf-8")
@@ -41,19 +41,17 @@ MEASURED_TEXT = (
 )
 
 
-def _sizing(folder: Path) -> Any:
-    def run(flags: dict[str, Any]) -> tuple[dict[str, Any] | None, str, float]:
-        done = subprocess.run(
-            [sys.executable, "sizing/sizing.py", *argv(flags)],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        return (json.loads(done.stdout), "", 0.1) if done.returncode == 0 else (None, done.stderr, 0.1)
-
-    return run
+def _sizing(folder: Path, flags: dict[str, Any]) -> tuple[dict[str, Any] | None, str, float]:
+    """The sizing command on the memo's inputs, run as the grade's one sizing run would be (here, no sandbox)."""
+    done = subprocess.run(
+        [sys.executable, "sizing/sizing.py", *argv(flags)],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return (json.loads(done.stdout), "", 0.1) if done.returncode == 0 else (None, done.stderr, 0.1)
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +65,10 @@ def judged(folder: Path, memo: str, *, results: Any = RESULTS, rubric: Any = RUB
     """Every memo criterion's verdict on the reference with `memo` for its MEMO.md (and `results` for its file)."""
     (folder / "memo" / "MEMO.md").write_text(memo, encoding="utf-8")
     (folder / "memo" / "demo-results.json").write_text(json.dumps(results), encoding="utf-8")
-    facts = facts_of(run_memo(load_submission(folder), _sizing(folder)))
+    run = read_memo(load_submission(folder))
+    if run.sizing_flags is not None:
+        run = with_sizing(run, *_sizing(folder, run.sizing_flags))
+    facts = facts_of(run)
     checks = registered()
     return {c.id: checks[c.id].judge(facts, c) for c in rubric.criteria if c.deliverable == "memo"}
 
