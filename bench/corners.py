@@ -71,8 +71,8 @@ def corner_rubric(corner: dict[str, Any], folder: Path) -> Path:
     """The kit's rubric with its baseline scenario moved to `corner`."""
     data = yaml.safe_load((ROOT / "grader" / "rubric" / "rubric.yaml").read_text(encoding="utf-8"))
     baseline = data["scenarios"]["baseline"]
-    for path, value in corner.items():
-        part, key = path.split(".")
+    for where, value in corner.items():
+        part, key = where.split(".")
         baseline[part][key] = value
     baseline["description"] = "The baseline at a corner of the published domains."
     path = folder / "rubric.yaml"

@@ -37,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -137,7 +138,7 @@ tries_option = click.option(
 )
 
 
-def _pin(cpu: int) -> Any:
+def _pin(cpu: int) -> Callable[[], None] | None:
     """Keep server and client on their own cores; otherwise the scheduler's wake-up affinity puts
     the client on the server's core mid-burst and the measurement is of the contention."""
     if (os.cpu_count() or 1) < 2 or not hasattr(os, "sched_setaffinity"):
@@ -186,7 +187,8 @@ def _drive(url: str, streams: int, max_tokens: int) -> list[dict[str, Any]]:
         timeout=600,
         preexec_fn=_pin(1),
     )
-    return json.loads(out.stdout)
+    streams_seen: list[dict[str, Any]] = json.loads(out.stdout)
+    return streams_seen
 
 
 @dataclass
@@ -217,7 +219,7 @@ class Row:
 
 def _gap_errors(series: list[list[float]], gap: float, since: float = -math.inf) -> list[float]:
     """|gap - set gap| for consecutive chunk times of each stream, counting gaps that start at `since` or later."""
-    errors = []
+    errors: list[float] = []
     for times in series:
         errors.extend(abs((b - a) - gap) for a, b in itertools.pairwise(times) if a >= since)
     return errors
@@ -308,7 +310,8 @@ def measure_fake(streams: int, rate: float, max_tokens: int, timing: str = "auto
         proc.terminate()
         proc.wait(10)
     by_id = {r["id"]: r for r in ledger}
-    content_series, lateness = [], []
+    content_series: list[list[float]] = []
+    lateness: list[float] = []
     for stream in client:
         record = by_id.get(stream["id"])
         if record is None:

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TypedDict
 
 from bench import results_dir
 from grader.grading.grade import GradeRequest, grade
@@ -37,7 +38,19 @@ REFERENCE = ROOT / "submissions" / "reference"
 RESULTS = results_dir() / "grade_time.json"
 
 
-def measure(jobs: int, variants: bool, only: tuple[str, ...] = ()) -> dict[str, float]:
+class GradeTime(TypedDict):
+    """One grade of the reference, as grade_time.json's runs hold it."""
+
+    jobs: int
+    variants: bool
+    score: float
+    max_score: float
+    total_s: float
+    inherent_s: float
+    total_over_inherent: float | None  # None when none of the candidate's own commands ran
+
+
+def measure(jobs: int, variants: bool, only: tuple[str, ...] = ()) -> GradeTime:
     with tempfile.TemporaryDirectory() as out:
         result = grade(
             GradeRequest(REFERENCE, Path(out), only=only, sandboxes=jobs, echo=lambda _: None, with_variants=variants)

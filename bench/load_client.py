@@ -11,6 +11,7 @@ prints one JSON object: per stream, its id and frame arrival times.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import time
@@ -32,7 +33,8 @@ class _Stream(asyncio.Protocol):
         self.tail = b""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        transport.write(self.request)  # type: ignore[attr-defined]
+        assert isinstance(transport, asyncio.WriteTransport)  # a TCP connection's transport writes
+        transport.write(self.request)
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
@@ -55,6 +57,8 @@ class _Stream(asyncio.Protocol):
 
 async def run(url: str, streams: int, max_tokens: int, model: str, timeout: float) -> list[dict[str, object]]:
     parts = urlsplit(url)
+    host, port = parts.hostname, parts.port
+    assert host is not None and port is not None, f"{url}: not http://HOST:PORT"
     body = json.dumps(
         {
             "model": model,
@@ -69,10 +73,11 @@ async def run(url: str, streams: int, max_tokens: int, model: str, timeout: floa
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     ).encode() + body
     loop = asyncio.get_running_loop()
-    protocols, waits = [], []
+    protocols: list[_Stream] = []
+    waits: list[asyncio.Future[None]] = []
     for _ in range(streams):
         done: asyncio.Future[None] = loop.create_future()
-        _, proto = await loop.create_connection(lambda d=done: _Stream(request, d), parts.hostname, parts.port)
+        _, proto = await loop.create_connection(functools.partial(_Stream, request, done), host, port)
         protocols.append(proto)
         waits.append(done)
     await asyncio.wait_for(asyncio.gather(*waits), timeout)

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -27,7 +28,7 @@ from bench.fidelity import RESULTS, nearest_rank
 REFERENCE = Path(__file__).resolve().parent.parent / "submissions" / "reference"
 
 
-def _pin(cpu: int):
+def _pin(cpu: int) -> Callable[[], None] | None:
     if (os.cpu_count() or 1) < 2 or not hasattr(os, "sched_setaffinity"):
         return None
     return lambda: os.sched_setaffinity(0, {cpu})
@@ -55,7 +56,9 @@ def measure(concurrency: int, max_tokens: int, token_rate: float) -> dict[str, f
     )
     try:
         assert server.stdout is not None
-        url = re.search(r"(http://\S+)", server.stdout.readline()).group(1)  # type: ignore[union-attr]
+        serving = re.search(r"(http://\S+)", server.stdout.readline())
+        assert serving is not None, "the fake server printed no URL"
+        url = serving.group(1)
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "results.json"
             start = time.perf_counter()

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from bench import results_dir
 from grader.grading.rejudge import grade_of
@@ -38,7 +39,17 @@ FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 RESULTS = results_dir() / "rejudge.json"
 
 
-def measure(sources: list[Path], grades: int, *, command_jobs: int = 0) -> dict[str, object]:
+class RejudgeRound(TypedDict):
+    """One round's times, as rejudge.json's rounds hold them."""
+
+    grades: int
+    distinct_recordings: int
+    round_s: float
+    per_grade: dict[str, dict[str, float]]  # read, judge, write, total: median_s, mean_s, max_s
+    grade_many_rejudge: NotRequired[dict[str, float]]  # jobs, round_s, per_grade_s
+
+
+def measure(sources: list[Path], grades: int, *, command_jobs: int = 0) -> RejudgeRound:
     """Re-judge `grades` report folders made from `sources` in turn; the parts' times per grade (and, with
     `command_jobs`, the wall time per grade of `grader grade-many --rejudge --jobs N` on the same round)."""
     rubric = load_rubric()
@@ -90,13 +101,15 @@ def measure(sources: list[Path], grades: int, *, command_jobs: int = 0) -> dict[
         }
         for name, v in parts.items()
     }
-    return {
+    result: RejudgeRound = {
         "grades": grades,
         "distinct_recordings": len(sources),
         "round_s": round(round_s, 3),
         "per_grade": per_grade,
-        **({"grade_many_rejudge": command} if command else {}),
     }
+    if command:
+        result["grade_many_rejudge"] = command
+    return result
 
 
 def main() -> None:
@@ -115,7 +128,7 @@ def main() -> None:
             f"{label}: {result['grades']} grades ({result['distinct_recordings']} distinct recordings) "
             f"re-judged in {result['round_s']:.2f} s"
         )
-        for name, row in result["per_grade"].items():  # type: ignore[attr-defined]
+        for name, row in result["per_grade"].items():
             print(
                 f"  {name:>5}: median {row['median_s'] * 1000:.1f} ms, mean {row['mean_s'] * 1000:.1f} ms, "
                 f"max {row['max_s'] * 1000:.1f} ms a grade"
@@ -123,9 +136,9 @@ def main() -> None:
         if "grade_many_rejudge" in result:
             cmd = result["grade_many_rejudge"]
             print(
-                f"  grader grade-many --rejudge --jobs {cmd['jobs']}: {cmd['round_s']:.2f} s, "  # type: ignore[index]
+                f"  grader grade-many --rejudge --jobs {cmd['jobs']}: {cmd['round_s']:.2f} s, "
                 f"{cmd['per_grade_s'] * 1000:.1f} ms a grade"
-            )  # type: ignore[index]
+            )
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(
         json.dumps(

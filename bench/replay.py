@@ -25,6 +25,7 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from bench import results_dir
 from grader.grading.replay import SPREAD, failing_in, failing_runs, on_runs_of, replay
@@ -36,6 +37,23 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 RESULTS = results_dir() / "replay.json"
 LIMITS_S = {"loadgen": 10.0, "gateway": 30.0}
+
+
+class Row(TypedDict):
+    """One replay of one chaff's target, as replay.json's rows hold it."""
+
+    chaff: str
+    criterion: str
+    deliverable: str
+    replayed: str
+    graded: str
+    same: bool
+    seconds: float
+    one_at_a_time_s: NotRequired[float]  # a criterion judged from every run, replayed one run at a time too
+    one_at_a_time_same: NotRequired[bool]
+    narrowed_to: NotRequired[list[str]]  # a replay over its limit, again on the runs that failed it
+    narrowed_s: NotRequired[float]
+    narrowed_same: NotRequired[bool]
 
 
 def recorded(chaff: str, criterion_id: str) -> tuple[RecordBook, str, list[str]]:
@@ -57,7 +75,7 @@ def main() -> None:
     parser.add_argument("--sandboxes", type=int, default=SPREAD, help="runs a replay makes at once")
     args = parser.parse_args()
     rubric = load_rubric()
-    rows = []
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
         for chaff in list_chaff(ROOT / "submissions" / "chaff"):
             if (args.only and chaff.name not in args.only) or chaff.scores_nothing:
@@ -70,7 +88,7 @@ def main() -> None:
                 same = done.status == status and (
                     deliverable not in ("loadgen", "gateway") or on_runs_of(book, done.failing) == failing
                 )
-                row = {
+                row: Row = {
                     "chaff": chaff.name,
                     "criterion": target,
                     "deliverable": deliverable,
@@ -83,8 +101,10 @@ def main() -> None:
                 if of_every_run(rubric.criterion(target), rubric) and args.sandboxes > 1:
                     one = replay(folder, target, Path(tmp) / "one" / chaff.name / target, seed=0, sandboxes=1)
                     row.update(
-                        one_at_a_time_s=round(one.seconds, 2),
-                        one_at_a_time_same=one.status == status and on_runs_of(book, one.failing) == failing,
+                        {
+                            "one_at_a_time_s": round(one.seconds, 2),
+                            "one_at_a_time_same": one.status == status and on_runs_of(book, one.failing) == failing,
+                        }
                     )
                     mark += f"; one at a time {one.seconds:.1f} s" + ("" if row["one_at_a_time_same"] else " DIFFERENT")
                 if done.seconds > LIMITS_S.get(deliverable, float("inf")):
@@ -98,16 +118,18 @@ def main() -> None:
                         sandboxes=args.sandboxes,
                     )
                     row.update(
-                        narrowed_to=list(runs),
-                        narrowed_s=round(again.seconds, 2),
-                        narrowed_same=again.status == status and on_runs_of(book, again.failing) == failing,
+                        {
+                            "narrowed_to": list(runs),
+                            "narrowed_s": round(again.seconds, 2),
+                            "narrowed_same": again.status == status and on_runs_of(book, again.failing) == failing,
+                        }
                     )
                     mark += f"; on the {len(runs)} that failed it: {again.seconds:.1f} s, " + (
                         "same" if row["narrowed_same"] else f"DIFFERENT ({again.failing})"
                     )
                 rows.append(row)
                 print(f"{chaff.name:<36} {target:<32} {done.status:<12} {done.seconds:5.1f} s  {mark}", flush=True)
-    by_section: dict[str, dict[str, float]] = {}
+    by_section: dict[str, dict[str, float | dict[str, float]]] = {}
     for deliverable in sorted({r["deliverable"] for r in rows}):
         times = [r["seconds"] for r in rows if r["deliverable"] == deliverable]
         narrowed = [r.get("narrowed_s", r["seconds"]) for r in rows if r["deliverable"] == deliverable]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import signal
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 import fast_tier
 import httpx
@@ -13,6 +14,11 @@ import pytest
 import sampling
 from api_client import SSEDecoder
 from prometheus_client.parser import text_string_to_metric_families
+
+from fake_server import RunningServer
+
+# What the `fake_server` fixture (fake_server/pytest_plugin.py) gives a test: start a server with `serve`'s keywords.
+FakeServer: TypeAlias = Callable[..., RunningServer]
 
 # A test run started in the background by a non-interactive shell (`make test &`, some CI runners)
 # inherits SIGINT ignored, and so would every server and grader a test starts: Python keeps an

@@ -13,10 +13,11 @@ import datetime
 import json
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +65,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     outcome = yield
     report = outcome.get_result()
     if not _real() or item.path.name != POD_TESTS or not RESULTS.is_file():

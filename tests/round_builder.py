@@ -34,7 +34,7 @@ import re
 import shutil
 import sys
 import tokenize
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -482,8 +482,8 @@ def write_report(
     folder: Path,
     candidate: str,
     criteria: list[tuple[str, str, float, float, str]],
-    human: list[tuple[str, float | None, float]] = (),
-) -> Path:  # type: ignore[assignment]
+    human: Sequence[tuple[str, float | None, float]] = (),
+) -> Path:
     """A minimal report.json as the grader writes it: (id, deliverable, weight, points, status) per criterion."""
     folder.mkdir(parents=True, exist_ok=True)
     checklist = [{"id": hid, "item": f"item {hid}", "score": score, "max_score": most} for hid, score, most in human]

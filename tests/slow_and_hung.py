@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -58,12 +59,13 @@ asyncio.run(main())
 '''
 
 
-def _copy(dest: Path) -> dict:
+def _copy(dest: Path) -> dict[str, Any]:
     shutil.copytree(REFERENCE, dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-    return yaml.safe_load((dest / "submission.yaml").read_text())
+    data: dict[str, Any] = yaml.safe_load((dest / "submission.yaml").read_text())
+    return data
 
 
-def _write(dest: Path, data: dict) -> Path:
+def _write(dest: Path, data: dict[str, Any]) -> Path:
     (dest / "submission.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     return dest
 

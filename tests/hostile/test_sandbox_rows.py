@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +160,7 @@ def test_the_pod_the_job_describes_runs_the_sandbox(submission: Path) -> None:
 @pytest.mark.parametrize("dropped", POD)
 def test_each_capability_the_job_keeps_is_needed(dropped: str, submission: Path) -> None:
     seen = _probe("userns-65536", submission, caps=[c for c in POD if c != dropped])
-    broken = {
+    broken: dict[str, Callable[[], bool]] = {
         "SYS_ADMIN": lambda: "Creating new namespace failed" in seen.get("error", ""),
         "NET_ADMIN": lambda: "loopback" in seen.get("error", ""),
         "SETUID": lambda: not _candidate_uid(seen),

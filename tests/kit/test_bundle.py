@@ -124,7 +124,9 @@ def _members(path: Path) -> dict[str, bytes]:
         for member in archive.getmembers():
             if not member.isfile():
                 continue
-            data = archive.extractfile(member).read()
+            extracted = archive.extractfile(member)
+            assert extracted is not None  # a regular file
+            data = extracted.read()
             out[member.name] = data
             if member.name.endswith(".whl") and "serving_takehome_kit" in member.name:
                 with zipfile.ZipFile(io.BytesIO(data)) as wheel:
@@ -148,7 +150,7 @@ def _reference_phrases() -> list[str]:
 
 
 @pytest.mark.rotating(67)
-def test_the_bundle_holds_the_candidates_kit(bundle):
+def test_the_bundle_holds_the_candidates_kit(bundle: Path) -> None:
     names = set(_members(bundle))
     for needed in (
         "takehome/install.sh",
@@ -170,7 +172,7 @@ def test_the_bundle_holds_the_candidates_kit(bundle):
         assert archive.getmember("takehome/install.sh").mode & 0o111
 
 
-def test_the_bundle_carries_its_editions_numbers(bundle):
+def test_the_bundle_carries_its_editions_numbers(bundle: Path) -> None:
     """TASK.md, fleet.yaml, the chart's values and the gateway config example are the edition's, as
     grader/kit/edition_texts.py writes them, and the candidate's submission.yaml names the edition."""
     from grader.kit.edition_texts import edition_texts
@@ -189,7 +191,7 @@ def test_the_bundle_carries_its_editions_numbers(bundle):
     assert stamp["name"] == EDITION
 
 
-def test_bundle_refuses_an_edition_name_that_is_none():
+def test_bundle_refuses_an_edition_name_that_is_none() -> None:
     done = subprocess.run(
         [str(BIN / "grader"), "bundle", "--out", "x.tar.gz", "--platform", PLATFORM, "--edition", "Spring 2027"],
         capture_output=True,
@@ -202,7 +204,7 @@ def test_bundle_refuses_an_edition_name_that_is_none():
 
 
 @pytest.mark.rotating(2)
-def test_the_bundle_holds_no_reference_chaff_or_unseen_material(bundle):
+def test_the_bundle_holds_no_reference_chaff_or_unseen_material(bundle: Path) -> None:
     members = _members(bundle)
     for name in members:
         lowered = name.lower()
@@ -239,7 +241,7 @@ def test_the_bundle_holds_no_reference_chaff_or_unseen_material(bundle):
 
 
 @pytest.mark.rotating(115)
-def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tmp_path):
+def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle: Path, tmp_path: Path) -> None:
     started = time.time()
     with tarfile.open(bundle) as archive:
         archive.extractall(tmp_path, filter="data")
@@ -265,7 +267,9 @@ def test_the_bundle_installs_and_self_checks_with_the_network_blocked(bundle, tm
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     assert "NETWORK-BLOCKED" in output and "NETWORK-REACHABLE" not in output
-    first = float(re.search(r"FIRST-TOKEN (\d+\.\d+)", output).group(1))
+    first_token = re.search(r"FIRST-TOKEN (\d+\.\d+)", output)
+    assert first_token is not None, output[-4000:]
+    first = float(first_token.group(1))
     print(f"\nunpack to first streamed token, offline: {first - started:.1f} s")
     # the bundle says what made it, and the check prints it: edition, kit version, contract, rubric digest
     stamp = re.search(

@@ -108,14 +108,14 @@ def layering_problems(package: Path) -> list[str]:
     return problems
 
 
-def test_the_grader_is_layered_and_has_no_import_cycle():
+def test_the_grader_is_layered_and_has_no_import_cycle() -> None:
     graph = _imports(ROOT / "grader")
     # the rooms the floors name are all there (a renamed room would leave its floor empty)
     assert {_room(m) for m in graph} == set().union(*FLOORS)
     assert layering_problems(ROOT / "grader") == []
 
 
-def test_a_planted_cycle_and_an_upward_import_are_caught(tmp_path):
+def test_a_planted_cycle_and_an_upward_import_are_caught(tmp_path: Path) -> None:
     """A judging module that imports the grade inside a function: an import up the floors, and a cycle."""
     copy = tmp_path / "grader"
     shutil.copytree(ROOT / "grader", copy, ignore=shutil.ignore_patterns("__pycache__", "hidden", "*.yaml"))
@@ -134,11 +134,12 @@ def test_the_grader_uses_only_the_fake_servers_public_api() -> None:
     reached = []
     for path in sorted((ROOT / "grader").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = (
-                [node.module or ""]
-                if isinstance(node, ast.ImportFrom) and not node.level
-                else ([a.name for a in node.names] if isinstance(node, ast.Import) else [])
-            )
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
             reached += [
                 f"{path.relative_to(ROOT)}:{node.lineno} imports {n}" for n in names if n.startswith("fake_server.")
             ]

@@ -31,7 +31,7 @@ def _tracked_text_files() -> list[Path]:
     return out
 
 
-def test_no_file_refers_outside_the_repository():
+def test_no_file_refers_outside_the_repository() -> None:
     found = []
     for path in _tracked_text_files():
         try:
@@ -44,7 +44,7 @@ def test_no_file_refers_outside_the_repository():
     assert not found, "references outside the repository:\n" + "\n".join(found)
 
 
-def test_every_relative_markdown_link_resolves_inside_the_repository():
+def test_every_relative_markdown_link_resolves_inside_the_repository() -> None:
     broken = []
     for path in _tracked_text_files():
         if path.suffix != ".md":
@@ -58,6 +58,6 @@ def test_every_relative_markdown_link_resolves_inside_the_repository():
     assert not broken, "links that leave the repository or lead nowhere:\n" + "\n".join(broken)
 
 
-def test_the_package_metadata_points_only_inside(tmp_path):
+def test_the_package_metadata_points_only_inside(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")  # the wheel's long description
     assert "../" not in "".join(_LINK.findall(readme))

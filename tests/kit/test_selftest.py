@@ -21,6 +21,9 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
 
 import pytest
 from kit_paths import ROOT
@@ -35,8 +38,18 @@ from grader.kit.selftest import draw_sample, selftest
 SAMPLE = 1
 
 
+def _read_and_close(log: IO[str]) -> str:
+    """All a log file opened for writing and reading holds, then closed."""
+    log.seek(0)
+    text = log.read()
+    log.close()
+    return text
+
+
 @pytest.mark.slow
-def test_the_reference_and_a_sample_of_chaff_graded_live_agree_with_their_recordings(tmp_path, record_property):
+def test_the_reference_and_a_sample_of_chaff_graded_live_agree_with_their_recordings(
+    tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
     seed = suite_seed()
     names = [c.name for c in list_chaff(ROOT / "submissions" / "chaff")]
     drawn = draw_sample(names, SAMPLE, seed)
@@ -64,7 +77,7 @@ def test_the_reference_and_a_sample_of_chaff_graded_live_agree_with_their_record
         text=True,
     )
     grading.wait(timeout=1200)
-    out, err = ((f.seek(0), f.read(), f.close())[1] for f in logs)
+    out, err = (_read_and_close(f) for f in logs)
     output = out[-6000:] + err[-3000:]
     assert grading.returncode == 0, f"{line}\n{output}"
     assert f"drawn with seed {seed}: {', '.join(drawn)}" in out
@@ -78,7 +91,7 @@ def test_the_reference_and_a_sample_of_chaff_graded_live_agree_with_their_record
 
 
 @pytest.mark.slow
-def test_a_chaff_that_keeps_its_target_is_reported_wrong(tmp_path):
+def test_a_chaff_that_keeps_its_target_is_reported_wrong(tmp_path: Path) -> None:
     root = tmp_path / "submissions"
     shutil.copytree(
         ROOT / "submissions" / "reference",
@@ -107,7 +120,7 @@ def test_a_chaff_that_keeps_its_target_is_reported_wrong(tmp_path):
     assert (kept / "harmless-first-grading" / "runs").is_dir() and (kept / "harmless" / "runs").is_dir()
 
 
-def test_a_sample_is_drawn_by_its_seed_alone():
+def test_a_sample_is_drawn_by_its_seed_alone() -> None:
     names = [c.name for c in list_chaff(ROOT / "submissions" / "chaff")]
     assert draw_sample(names, SAMPLE, 7) == draw_sample(list(reversed(names)), SAMPLE, 7)
     drawn = {tuple(draw_sample(names, SAMPLE, seed)) for seed in range(40)}

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from kit_paths import ROOT
@@ -30,7 +32,9 @@ def drawn_correct(seed: int) -> tuple[str, str]:
 
 @pytest.mark.slow
 @pytest.mark.rotating(120)
-def test_a_correct_submission_graded_live_on_a_deliverable_scores_full_marks_as_recorded(tmp_path, record_property):
+def test_a_correct_submission_graded_live_on_a_deliverable_scores_full_marks_as_recorded(
+    tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
     seed = suite_seed()
     correct, part = drawn_correct(seed)
     line = f"held to full marks (SUITE_SEED={seed}): {correct} ({part})"
@@ -57,6 +61,6 @@ def test_a_correct_submission_graded_live_on_a_deliverable_scores_full_marks_as_
     assert not differ, f"{line}\nrecorded runs no longer what today's code makes (record again): {differ}"
 
 
-def test_every_correct_submission_and_each_of_its_deliverables_is_drawn_over_many_seeds():
+def test_every_correct_submission_and_each_of_its_deliverables_is_drawn_over_many_seeds() -> None:
     assert {draw_sample(sorted(CORRECT), 1, seed)[0] for seed in range(40)} == set(CORRECT)
     assert {drawn_correct(seed) for seed in range(200)} == {(c, p) for c, parts in CORRECT.items() for p in parts}

@@ -8,6 +8,7 @@ A candidate starts from the skeletons; a skeleton that disagrees with TASK.md (a
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from kit_paths import ROOT
@@ -51,7 +52,7 @@ def command_line(anchor: str, deliverable: str) -> dict[str, Flag]:
     return flags
 
 
-def test_the_sizing_skeleton_reads_every_flag_of_the_table_as_the_table_states_it():
+def test_the_sizing_skeleton_reads_every_flag_of_the_table_as_the_table_states_it() -> None:
     table, skeleton = sizing_table(), skeleton_flags(STARTER / "sizing" / "sizing.py")
     assert len(table) >= 20 and set(skeleton) == set(table)
     for name, stated in table.items():
@@ -72,14 +73,16 @@ def test_the_sizing_skeleton_reads_every_flag_of_the_table_as_the_table_states_i
         ("gw-command", "gateway", STARTER / "gateway" / "gateway.py"),
     ],
 )
-def test_each_command_skeleton_takes_the_command_line_the_brief_states(anchor, deliverable, skeleton):
+def test_each_command_skeleton_takes_the_command_line_the_brief_states(
+    anchor: str, deliverable: str, skeleton: Path
+) -> None:
     stated, got = command_line(anchor, deliverable), skeleton_flags(skeleton)
     assert stated and set(got) == set(stated), f"{skeleton.name}: {sorted(set(got) ^ set(stated))}"
     for name, flag in stated.items():
         assert got[name].required == flag.required, name
 
 
-def test_the_reading_of_the_table_can_tell_a_decimal_from_an_integer(tmp_path):
+def test_the_reading_of_the_table_can_tell_a_decimal_from_an_integer(tmp_path: Path) -> None:
     """The check above can fail: a skeleton that reads --kv-bytes-per-token as a decimal is caught."""
     source = (STARTER / "sizing" / "sizing.py").read_text(encoding="utf-8")
     broken = source.replace('"--kv-bytes-per-token", type=int', '"--kv-bytes-per-token", type=float')
@@ -89,7 +92,7 @@ def test_the_reading_of_the_table_can_tell_a_decimal_from_an_integer(tmp_path):
     assert sizing_table()["--kv-bytes-per-token"].integer is True
 
 
-def test_a_false_flag_default_planted_in_the_contract_doc_fails_the_generated_check():
+def test_a_false_flag_default_planted_in_the_contract_doc_fails_the_generated_check() -> None:
     """docs/contract.md's flag table is written from the skeletons: a default changed by hand there is stale."""
     from grader.kit.flags import render_flags
     from grader.kit.generated import is_current

@@ -116,7 +116,7 @@ def _run(installed: dict[str, Path], *argv: str, timeout: float = 120) -> subpro
     )
 
 
-def test_the_wheel_carries_schemas_chart_scenarios_and_rubric(installed):
+def test_the_wheel_carries_schemas_chart_scenarios_and_rubric(installed: dict[str, Path]) -> None:
     names = zipfile.ZipFile(installed["wheel"]).namelist()
     for needed in (
         "grader/_kit/schemas/contract/submission.schema.json",
@@ -135,7 +135,7 @@ def test_the_wheel_carries_schemas_chart_scenarios_and_rubric(installed):
     assert "Provides-Extra: candidate" in text and 'pytest>=8; extra == "candidate"' in text
 
 
-def test_imports_come_from_the_installed_wheel(installed):
+def test_imports_come_from_the_installed_wheel(installed: dict[str, Path]) -> None:
     done = _run(
         installed, "python", "-c", "import fake_server, grader; print(fake_server.__file__); print(grader.__file__)"
     )
@@ -144,7 +144,7 @@ def test_imports_come_from_the_installed_wheel(installed):
         assert Path(line).is_relative_to(installed["purelib"]), line
 
 
-def test_fake_server_serves_a_stream_from_an_unrelated_folder(installed):
+def test_fake_server_serves_a_stream_from_an_unrelated_folder(installed: dict[str, Path]) -> None:
     proc = subprocess.Popen(
         [
             str(installed["venv"] / "bin" / "fake-server"),
@@ -162,6 +162,7 @@ def test_fake_server_serves_a_stream_from_an_unrelated_folder(installed):
         text=True,
     )
     try:
+        assert proc.stdout is not None  # stdout=PIPE
         line = proc.stdout.readline()
         assert "serving" in line, line
         base = line.split(" on ")[-1].strip()
@@ -182,7 +183,7 @@ def test_fake_server_serves_a_stream_from_an_unrelated_folder(installed):
         proc.wait(timeout=10)
 
 
-def test_grader_contract_and_manifests_work_from_an_unrelated_folder(installed):
+def test_grader_contract_and_manifests_work_from_an_unrelated_folder(installed: dict[str, Path]) -> None:
     starter = installed["cwd"] / "starter"
     shutil.copytree(ROOT / "starter", starter, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
     done = _run(installed, "grader", "contract", "starter")
@@ -208,14 +209,14 @@ def test_grader_contract_and_manifests_work_from_an_unrelated_folder(installed):
     assert done.returncode == 0 and "grader manifests: chart rendered with complete.yaml" in done.stdout
 
 
-def test_demo_runs_on_the_base_dependencies(installed):
+def test_demo_runs_on_the_base_dependencies(installed: dict[str, Path]) -> None:
     code = "import sys, fake_server.demo as d; d.main(); assert 'openai' not in sys.modules, 'demo imported openai'"
     done = _run(installed, "python", "-c", code, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "ledger TTFT ms" in done.stdout
 
 
-def test_the_sandbox_shows_candidates_the_installed_chart_and_schemas(installed):
+def test_the_sandbox_shows_candidates_the_installed_chart_and_schemas(installed: dict[str, Path]) -> None:
     code = (
         "from grader.sandbox.layout import kit_paths; from grader.shared.kit_files import kit_dir; p = kit_paths(); "
         "print(kit_dir('chart')); print(kit_dir('schemas')); print('\\n'.join(map(str, p.extras)))"

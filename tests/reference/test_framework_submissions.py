@@ -32,7 +32,7 @@ def imported_modules(folder: Path) -> set[str]:
     return names
 
 
-def test_the_submission_is_built_on_aiohttp_fastapi_and_httpx():
+def test_the_submission_is_built_on_aiohttp_fastapi_and_httpx() -> None:
     loadgen, gateway = imported_modules(FRAMEWORKS / "loadgen"), imported_modules(FRAMEWORKS / "gateway")
     assert "aiohttp" in loadgen and not loadgen & {"httpx", "openai", "requests"}, sorted(loadgen)
     assert {"fastapi", "uvicorn", "httpx"} <= gateway, sorted(gateway)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from grader_cli import run_grader
@@ -29,7 +30,7 @@ pytestmark = [
 INDEPENDENT = ROOT / "tests" / "fixtures" / "independent_submission"
 
 
-def test_an_independent_load_generator_gets_every_load_generator_point(tmp_path):
+def test_an_independent_load_generator_gets_every_load_generator_point(tmp_path: Path) -> None:
     done = run_grader("grade", "--seed", "0", INDEPENDENT, "--only", "loadgen", "--out", tmp_path, timeout=600)
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "report.json").read_text())

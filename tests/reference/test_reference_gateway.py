@@ -99,7 +99,7 @@ class Gateway:
             return out
 
     def stats(self) -> dict[str, Any]:
-        stats = httpx.get(self.url + "/stats", timeout=10).json()
+        stats: dict[str, Any] = httpx.get(self.url + "/stats", timeout=10).json()
         assert schema_errors("gateway-stats", stats) == []
         return stats
 

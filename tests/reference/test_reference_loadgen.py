@@ -23,6 +23,7 @@ import json
 import math
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,7 @@ def run_loadgen(
     done = subprocess.run(argv, cwd=SUBMISSION, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     assert "Traceback" not in done.stderr
-    results = json.loads(out.read_text())
+    results: dict[str, Any] = json.loads(out.read_text())
     jsonschema.Draft202012Validator(SCHEMA).validate(results)
     check_summary(results)
     return results
@@ -128,7 +129,7 @@ def expected_outcome(record: dict[str, Any]) -> tuple[str, str | None]:
 def text_span(record: dict[str, Any]) -> float:
     """The ledger's first-to-last non-empty content delta span. The ledger calls a chunk with no
     visible text (the end-of-sequence token of a natural stop) `finish`, not `content`."""
-    content = [t for t, kind, _ in record["chunks"] if kind == "content"]
+    content: list[float] = [t for t, kind, _ in record["chunks"] if kind == "content"]
     return content[-1] - content[0]
 
 
@@ -218,7 +219,10 @@ def preempted_answers_still_count_right(results: dict[str, Any], ledger: list[di
 
 
 # scenario, requests, concurrency, max_tokens, the outcome every request must have, what else to check
-SCENARIOS = [
+# A further check of one scenario's results against its ledger.
+Check = Callable[[dict[str, Any], list[dict[str, Any]]], None]
+# scenario, requests, concurrency, max_tokens, every request's outcome, a further check
+SCENARIOS: list[tuple[str, int, int, int, str, Check | None]] = [
     ("baseline", 8, 8, 32, "ok", None),
     ("role-chunk-early", 4, 4, 32, "ok", role_chunk_is_not_a_first_token),
     ("reasoning", 4, 4, 64, "ok", content_waits_for_reasoning),
@@ -245,7 +249,15 @@ SCENARIOS = [
 @pytest.mark.parametrize(
     ("scenario", "requests", "concurrency", "max_tokens", "outcome", "extra"), SCENARIOS, ids=[s[0] for s in SCENARIOS]
 )
-def test_figures_equal_the_ledger(tmp_path, scenario, requests, concurrency, max_tokens, outcome, extra):
+def test_figures_equal_the_ledger(
+    tmp_path: Path,
+    scenario: str,
+    requests: int,
+    concurrency: int,
+    max_tokens: int,
+    outcome: str,
+    extra: Check | None,
+) -> None:
     # the server still starting when the requests come, however long a busy machine takes to start the client
     settings = {"startup_delay": 30} if scenario == "startup" else {}
     results, ledger = run_checked(scenario, tmp_path, requests, concurrency, max_tokens, **settings)
@@ -254,7 +266,7 @@ def test_figures_equal_the_ledger(tmp_path, scenario, requests, concurrency, max
         extra(results, ledger)
 
 
-def test_p90_ttft_rises_with_more_requests_than_slots(tmp_path):
+def test_p90_ttft_rises_with_more_requests_than_slots(tmp_path: Path) -> None:
     answer = 24 / 200  # slot-saturation: two slots, 24-token answers at 200 tokens/s
     within, _ = run_checked("slot-saturation", tmp_path, requests=8, concurrency=2, max_tokens=32)
     beyond, ledger = run_checked("slot-saturation", tmp_path, requests=8, concurrency=8, max_tokens=32)
@@ -266,13 +278,13 @@ def test_p90_ttft_rises_with_more_requests_than_slots(tmp_path):
 
 
 @pytest.mark.rotating(56)
-def test_reference_tests_pass():
+def test_reference_tests_pass() -> None:
     """The reference's own suite, run as the grader runs a candidate's (its test_command)."""
     done = subprocess.run(TEST_COMMAND, cwd=SUBMISSION, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
 
 
-def test_tps_ends_at_the_last_non_empty_content_delta_not_at_a_late_finish_chunk(tmp_path):
+def test_tps_ends_at_the_last_non_empty_content_delta_not_at_a_late_finish_chunk(tmp_path: Path) -> None:
     """TASK.md's definition, pinned: the span runs from the first to the last non-empty content
     delta. Here the finish chunk (`"content": ""`, finish reason stop) is held back 300 ms after
     the last word, so a span that ended at it would be 300 ms too long."""

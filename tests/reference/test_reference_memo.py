@@ -423,7 +423,7 @@ def test_the_loads_peak_demand_is_no_capacity_that_vouches_for_a_laptop_throughp
 
 
 def test_a_figure_not_measured_yet_may_leave_out_its_value() -> None:
-    front = {
+    front: dict[str, Any] = {
         "contract": 1,
         "figures": [{"name": "ttft_on_h100", "unit": "s", "provenance": "target GPU", "status": "not measured"}],
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import httpx
 import openai
@@ -12,16 +13,20 @@ from api_client import (
     ApiClient,
     ApiClientError,
     ApiConnectionError,
+    ApiError,
     ApiServerError,
+    ApiStatusError,
     ApiStreamError,
     ApiTimeout,
     AsyncApiClient,
+    ChatResult,
     Prices,
     StreamPiece,
     Timeouts,
 )
+from conftest import FakeServer
 
-from fake_server import serve, tokenizer
+from fake_server import RunningServer, serve, tokenizer
 
 KEY = "sk-test-0123456789"
 PROMPTS = [
@@ -35,7 +40,7 @@ PROMPTS = [
 
 
 @pytest.fixture
-def api(fake_server):
+def api(fake_server: FakeServer) -> RunningServer:
     return fake_server(persona="api", api_key=KEY, token_rate=1000)
 
 
@@ -43,7 +48,7 @@ def _prompt_tokens(text: str) -> int:
     return tokenizer.count(tokenizer.render_chat([{"role": "user", "content": text}]))
 
 
-def test_auth_required_and_checked(api):
+def test_auth_required_and_checked(api: RunningServer) -> None:
     bare = httpx.post(
         api.openai_base_url + "/chat/completions",
         json={"model": "opus-5.5", "messages": [{"role": "user", "content": "x"}]},
@@ -58,7 +63,7 @@ def test_auth_required_and_checked(api):
     assert [r["status"] for r in api.ledger()] == [401, 401, 200]
 
 
-def test_costs_match_the_price_table_and_the_ledger(api):
+def test_costs_match_the_price_table_and_the_ledger(api: RunningServer) -> None:
     """Six prompts with known token counts, costed at $4 / $20 per million, three ways."""
     client = openai.OpenAI(base_url=api.openai_base_url, api_key=KEY)
     stub = ApiClient(api.openai_base_url, KEY)
@@ -86,7 +91,7 @@ def test_costs_match_the_price_table_and_the_ledger(api):
     stub.close()
 
 
-def test_prices_are_published_and_settable(fake_server):
+def test_prices_are_published_and_settable(fake_server: FakeServer) -> None:
     server = fake_server(persona="api", price_input=3.0, price_output=15.0)
     pricing = httpx.get(server.openai_base_url + "/models").json()["data"][0]["pricing"]
     assert pricing == {"input_per_million_usd": 3.0, "output_per_million_usd": 15.0}
@@ -95,7 +100,7 @@ def test_prices_are_published_and_settable(fake_server):
     assert reply.cost_usd == pytest.approx((reply.usage.input_tokens * 3 + 5 * 15) / 1e6)
 
 
-def test_request_and_token_rate_limits_answer_429_with_retry_after(fake_server):
+def test_request_and_token_rate_limits_answer_429_with_retry_after(fake_server: FakeServer) -> None:
     server = fake_server(persona="api", rpm=3, token_rate=1000)
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="k", max_retries=0)
     for _ in range(3):
@@ -103,6 +108,7 @@ def test_request_and_token_rate_limits_answer_429_with_retry_after(fake_server):
     with pytest.raises(openai.RateLimitError) as info:
         client.chat.completions.create(model="opus-5.5", messages=[{"role": "user", "content": "x"}], max_tokens=1)
     assert 1 <= int(info.value.response.headers["retry-after"]) <= 60
+    assert isinstance(info.value.body, dict)  # the error's JSON object
     assert info.value.body["code"] == "rate_limit_exceeded" and info.value.body["type"] == "requests"
     # another key has its own budget, and a reset forgets every window
     other = openai.OpenAI(base_url=server.openai_base_url, api_key="other", max_retries=0)
@@ -131,7 +137,9 @@ def test_request_and_token_rate_limits_answer_429_with_retry_after(fake_server):
         ({"kind": "stall_before_headers", "seconds": 10}, ApiTimeout, None),
     ],
 )
-def test_each_stub_exception_kind_is_raised_by_the_matching_fault(fake_server, fault, error, status):
+def test_each_stub_exception_kind_is_raised_by_the_matching_fault(
+    fake_server: FakeServer, fault: dict[str, Any], error: type[ApiError], status: int | None
+) -> None:
     server = fake_server(persona="api", faults=[fault], token_rate=1000)
     # first_byte well above a loopback answer's (beside the busy suite one took over 1 s), well below the stall
     stub = ApiClient(
@@ -140,21 +148,21 @@ def test_each_stub_exception_kind_is_raised_by_the_matching_fault(fake_server, f
     with pytest.raises(error) as info:
         list(stub.stream_chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=8))
     if status is not None:
-        assert info.value.status == status
+        assert isinstance(info.value, ApiStatusError) and info.value.status == status
     if error is ApiTimeout:
-        assert info.value.phase == "first_byte"
+        assert isinstance(info.value, ApiTimeout) and info.value.phase == "first_byte"
     stub.close()
 
 
-def test_connection_error_when_nothing_listens():
+def test_connection_error_when_nothing_listens() -> None:
     with serve(port=0, persona="api") as server:
         url = server.openai_base_url
     with ApiClient(url, "k", prices=Prices(4, 20)) as stub, pytest.raises(ApiConnectionError):
         stub.chat([{"role": "user", "content": "x"}], model="opus-5.5")
 
 
-def test_async_client_streams_and_costs(api):
-    async def run():
+def test_async_client_streams_and_costs(api: RunningServer) -> None:
+    async def run() -> list[StreamPiece]:
         async with AsyncApiClient(api.openai_base_url, KEY) as client:
             pieces = [
                 p
@@ -166,12 +174,13 @@ def test_async_client_streams_and_costs(api):
 
     pieces = asyncio.run(run())
     result = pieces[-1].result
+    assert result is not None  # the last piece is the whole result
     assert "".join(p.text for p in pieces[:-1]) == result.text and tokenizer.count(result.text) == 6
     assert result.ttft_s is not None and result.ttft_s <= result.latency_s
     assert result.cost_usd == pytest.approx((result.usage.input_tokens * 4 + 6 * 20) / 1e6)
 
 
-def test_after_the_first_event_only_total_bounds_a_stream_as_the_gateway_contract_says(fake_server):
+def test_after_the_first_event_only_total_bounds_a_stream_as_the_gateway_contract_says(fake_server: FakeServer) -> None:
     """A pause longer than first_byte after the first event is waited for; one past total is a total timeout.
     first_byte is generous (1.5 s, the pause twice that): on a busy machine a first event can take a second."""
     pauses = fake_server(persona="api", token_rate=1000, faults=[{"kind": "stall", "after_tokens": 2, "seconds": 3.0}])
@@ -201,7 +210,7 @@ def test_after_the_first_event_only_total_bounds_a_stream_as_the_gateway_contrac
     assert info.value.phase == "total" and 1.9 < time.perf_counter() - start < 2.9
 
 
-def test_timeouts_name_the_limit_that_fired(fake_server):
+def test_timeouts_name_the_limit_that_fired(fake_server: FakeServer) -> None:
     silent = fake_server(persona="api", token_rate=1000, faults=[{"kind": "stall_after_headers", "seconds": 3}])
     stub = ApiClient(
         silent.openai_base_url, "k", prices=Prices(4, 20), timeouts=Timeouts(connect=1, first_byte=0.3, total=10)
@@ -221,7 +230,7 @@ def test_timeouts_name_the_limit_that_fired(fake_server):
     whole.close()
 
 
-def test_a_whole_answer_slower_than_first_byte_times_out_as_the_gateway_contract_says(fake_server):
+def test_a_whole_answer_slower_than_first_byte_times_out_as_the_gateway_contract_says(fake_server: FakeServer) -> None:
     """Non-streamed, the first byte is the whole answer: `first_byte` bounds it, in both clients."""
     slow = fake_server(persona="api", token_rate=10)  # 50 tokens: about 5 s
     timeouts = Timeouts(connect=1, first_byte=0.4, total=30)
@@ -248,7 +257,7 @@ def test_a_whole_answer_slower_than_first_byte_times_out_as_the_gateway_contract
         assert reply.usage.output_tokens == 8
 
 
-def test_a_cut_after_the_answer_started_is_a_stream_error_streamed_or_not(fake_server):
+def test_a_cut_after_the_answer_started_is_a_stream_error_streamed_or_not(fake_server: FakeServer) -> None:
     server = fake_server(persona="api", token_rate=1000, faults=[{"kind": "cut", "after_tokens": 2}])
     with ApiClient(server.openai_base_url, "k", prices=Prices(4, 20)) as stub:
         with pytest.raises(ApiStreamError):
@@ -258,14 +267,14 @@ def test_a_cut_after_the_answer_started_is_a_stream_error_streamed_or_not(fake_s
 
 
 @pytest.mark.slow
-def test_many_calls_at_once_never_wait_for_a_connection(fake_server):
+def test_many_calls_at_once_never_wait_for_a_connection(fake_server: FakeServer) -> None:
     """150 calls of about 10 s each: all of them reach the server before the first one ends, so none
     waited for another's connection. Ordering, not timing: the machine may be loaded (opening 150
     connections beside the whole suite took over 5 s there)."""
     calls = 150
     server = fake_server(persona="api", api_key=KEY, token_rate=10)  # 100 tokens: about 10 s each
 
-    async def run():
+    async def run() -> list[ChatResult]:
         async with AsyncApiClient(
             server.openai_base_url, KEY, timeouts=Timeouts(connect=10, first_byte=30, total=60)
         ) as client:
@@ -283,7 +292,7 @@ def test_many_calls_at_once_never_wait_for_a_connection(fake_server):
     assert max(r["arrival"] for r in records) < min(r["finished"] for r in records)
 
 
-def test_authentication_comes_before_any_other_check(api):
+def test_authentication_comes_before_any_other_check(api: RunningServer) -> None:
     for body in (b"{not json", b'{"model": "nope", "messages": [{"role": "user", "content": "x"}]}'):
         r = httpx.post(
             api.openai_base_url + "/chat/completions", content=body, headers={"content-type": "application/json"}
@@ -291,11 +300,12 @@ def test_authentication_comes_before_any_other_check(api):
         assert r.status_code == 401
 
 
-def test_a_stream_cut_half_way_says_what_it_already_cost(fake_server):
+def test_a_stream_cut_half_way_says_what_it_already_cost(fake_server: FakeServer) -> None:
     server = fake_server(persona="api", token_rate=1000, faults=[{"kind": "cut", "after_tokens": 4}])
     with ApiClient(server.openai_base_url, "k", prices=Prices(4, 20)) as stub, pytest.raises(ApiStreamError) as info:
         list(stub.stream_chat([{"role": "user", "content": "x"}], model="opus-5.5", max_tokens=12))
     prompt = _prompt_tokens("x")
+    assert info.value.usage is not None  # what the last chunk before the cut reported
     assert info.value.usage.input_tokens == prompt and info.value.usage.output_tokens == 4
     assert info.value.cost_usd == pytest.approx((prompt * 4 + 4 * 20) / 1e6)
     record = server.ledger()[0]

@@ -6,14 +6,15 @@ import asyncio
 import json
 import math
 import time
+from typing import Any
 
 import httpx
 import pytest
 from api_client import SSEDecoder
-from conftest import chat_body, metric_values
+from conftest import FakeServer, chat_body, metric_values
 
 
-async def _timed_stream(client: httpx.AsyncClient, base: str, body: dict) -> tuple[float, float]:
+async def _timed_stream(client: httpx.AsyncClient, base: str, body: dict[str, Any]) -> tuple[float, float]:
     """(TTFT to first non-empty content, end), both relative to the request's send."""
     start = time.perf_counter()
     ttft = math.nan
@@ -28,7 +29,7 @@ async def _timed_stream(client: httpx.AsyncClient, base: str, body: dict) -> tup
     return ttft, time.perf_counter() - start
 
 
-async def _burst(base: str, n: int, **body_args) -> list[tuple[float, float]]:
+async def _burst(base: str, n: int, **body_args: Any) -> list[tuple[float, float]]:
     limits = httpx.Limits(max_connections=n + 2, max_keepalive_connections=n + 2)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
         return await asyncio.gather(*(_timed_stream(client, base, chat_body(**body_args)) for _ in range(n)))
@@ -39,19 +40,19 @@ def _p90(values: list[float]) -> float:
     return ordered[math.ceil(0.9 * len(ordered)) - 1]
 
 
-def test_requests_beyond_the_slots_wait_and_raise_p90_ttft(fake_server):
+def test_requests_beyond_the_slots_wait_and_raise_p90_ttft(fake_server: FakeServer) -> None:
     saturated = fake_server(max_num_seqs=2, token_rate=100, output_len_min=20, output_len_max=20)
     free = fake_server(max_num_seqs=8, token_rate=100, output_len_min=20, output_len_max=20)
-    seen_waiting = []
+    seen_waiting: list[float] = []
 
-    async def scrape_while(base: str, task: asyncio.Future) -> None:
+    async def scrape_while(base: str, task: asyncio.Future[list[tuple[float, float]]]) -> None:
         async with httpx.AsyncClient() as client:
             while not task.done():
                 values = metric_values((await client.get(base + "/metrics")).text)
                 seen_waiting.append(values["vllm:num_requests_waiting{model_name=fake-model}"])
                 await asyncio.sleep(0.02)
 
-    async def run() -> tuple[list, list]:
+    async def run() -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
         burst = asyncio.ensure_future(_burst(saturated.base_url, 6, max_tokens=20))
         await scrape_while(saturated.base_url, burst)
         return await burst, await _burst(free.base_url, 6, max_tokens=20)
@@ -76,7 +77,7 @@ def test_requests_beyond_the_slots_wait_and_raise_p90_ttft(fake_server):
     assert max(r["queue_wait"] for r in free.ledger()) < min(sorted(r["queue_wait"] for r in ledger)[2:])
 
 
-def test_prefill_time_grows_with_prompt_length(fake_server):
+def test_prefill_time_grows_with_prompt_length(fake_server: FakeServer) -> None:
     server = fake_server(prefill_rate=5000, prefill_overhead=0.001, token_rate=200)
     short = httpx.post(server.base_url + "/v1/chat/completions", json=chat_body("hi", stream=False, max_tokens=1))
     long = httpx.post(
@@ -89,7 +90,7 @@ def test_prefill_time_grows_with_prompt_length(fake_server):
     assert prefill[0] < 0.1 and 0.3 < prefill[1] < 1.5
 
 
-def test_a_repeated_prefix_is_served_from_the_prefix_cache(fake_server):
+def test_a_repeated_prefix_is_served_from_the_prefix_cache(fake_server: FakeServer) -> None:
     server = fake_server(scenario="prefix-cache")
     system = {"role": "system", "content": "You are a careful assistant. " * 300}
     bodies = [
@@ -118,7 +119,7 @@ def test_a_repeated_prefix_is_served_from_the_prefix_cache(fake_server):
     )
 
 
-def test_a_small_kv_cache_forces_preemptions_that_ledger_and_metrics_report(fake_server):
+def test_a_small_kv_cache_forces_preemptions_that_ledger_and_metrics_report(fake_server: FakeServer) -> None:
     server = fake_server(scenario="kv-pressure")
     results = asyncio.run(_burst(server.base_url, 8, max_tokens=200, ignore_eos=True))
     assert all(not math.isnan(t) for t, _ in results)
@@ -132,7 +133,7 @@ def test_a_small_kv_cache_forces_preemptions_that_ledger_and_metrics_report(fake
 
 
 @pytest.mark.slow
-def test_clients_that_disconnect_free_their_slots_and_blocks(fake_server):
+def test_clients_that_disconnect_free_their_slots_and_blocks(fake_server: FakeServer) -> None:
     server = fake_server(max_num_seqs=64, token_rate=100, kv_cache_tokens=200_000)
 
     async def read_two_then_leave(client: httpx.AsyncClient) -> None:

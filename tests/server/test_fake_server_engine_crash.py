@@ -8,8 +8,11 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import httpx
+import pytest
 from conftest import chat_body, metric_values, sse_events
 
 from fake_server import serve, serve_subprocess
@@ -17,7 +20,7 @@ from fake_server import serve, serve_subprocess
 CRASH = {"kind": "engine_crash", "requests": [3], "after_tokens": 5}
 
 
-def _stream_into(base_url: str, out: dict, first_chunk: threading.Event) -> None:
+def _stream_into(base_url: str, out: dict[str, Any], first_chunk: threading.Event) -> None:
     with httpx.stream(
         "POST", base_url + "/v1/chat/completions", timeout=30, json=chat_body(max_tokens=500, ignore_eos=True)
     ) as r:
@@ -29,7 +32,7 @@ def _stream_into(base_url: str, out: dict, first_chunk: threading.Event) -> None
         out["events"] = sse_events(raw)
 
 
-def _whole_into(base_url: str, out: dict) -> None:
+def _whole_into(base_url: str, out: dict[str, Any]) -> None:
     r = httpx.post(
         base_url + "/v1/chat/completions", timeout=30, json=chat_body(stream=False, max_tokens=500, ignore_eos=True)
     )
@@ -40,14 +43,14 @@ def _running(base_url: str) -> float:
     return metric_values(httpx.get(base_url + "/metrics").text)["vllm:num_requests_running{model_name=fake-model}"]
 
 
-def _wait(predicate, what: str, timeout: float = 10) -> None:
+def _wait(predicate: Callable[[], bool], what: str, timeout: float = 10) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.01)
 
 
-def _assert_error_stream(result: dict) -> None:
+def _assert_error_stream(result: dict[str, Any]) -> None:
     assert result["status"] == 200
     events = result["events"]
     assert events[-1] == "[DONE]"
@@ -55,11 +58,13 @@ def _assert_error_stream(result: dict) -> None:
     assert error["code"] == 500 and "injected engine crash" in error["message"]
 
 
-def test_a_crashed_step_ends_every_request_with_an_error_and_health_fails(caplog):
+def test_a_crashed_step_ends_every_request_with_an_error_and_health_fails(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.ERROR, logger="fake_server")
     with serve(token_rate=100, faults=[CRASH]) as server:
         base = server.base_url
-        stream1, whole2, stream3 = {}, {}, {}
+        stream1: dict[str, Any] = {}
+        whole2: dict[str, Any] = {}
+        stream3: dict[str, Any] = {}
         first = threading.Event()
         threads = [threading.Thread(target=_stream_into, args=(base, stream1, first))]
         threads[0].start()
@@ -90,7 +95,8 @@ def test_a_crashed_step_ends_every_request_with_an_error_and_health_fails(caplog
         assert late.status_code == 500 and "has failed" in late.json()["error"]["message"]
 
         crash_logs = [r for r in caplog.records if r.name == "fake_server" and r.exc_info]
-        assert len(crash_logs) == 1 and "injected engine crash" in str(crash_logs[0].exc_info[1])
+        assert len(crash_logs) == 1 and crash_logs[0].exc_info  # the records kept had a traceback
+        assert "injected engine crash" in str(crash_logs[0].exc_info[1])
 
         server.set_faults([])
         server.reset()
@@ -99,7 +105,7 @@ def test_a_crashed_step_ends_every_request_with_an_error_and_health_fails(caplog
         assert again.status_code == 200 and again.json()["usage"]["completion_tokens"] == 3
 
 
-def test_the_cli_logs_the_traceback_once():
+def test_the_cli_logs_the_traceback_once() -> None:
     with serve_subprocess("--token-rate", "200") as server:
         server.set_faults([{"kind": "engine_crash", "requests": [1], "after_tokens": 2}])
         r = httpx.post(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import httpx
 from conftest import sse_events
@@ -22,7 +23,7 @@ FAULTS = [
 EXPECTED = {"cut": 4, "no_done": 7, "stream_error": 3, None: MAX_TOKENS}
 
 
-async def _one(client: httpx.AsyncClient, url: str, i: int) -> dict:
+async def _one(client: httpx.AsyncClient, url: str, i: int) -> dict[str, Any]:
     body = {
         "model": "fake-model",
         "messages": [{"role": "user", "content": f"bill me {i}"}],
@@ -51,20 +52,20 @@ async def _one(client: httpx.AsyncClient, url: str, i: int) -> dict:
     }
 
 
-async def _burst(base_url: str) -> list[dict]:
+async def _burst(base_url: str) -> list[dict[str, Any]]:
     limits = httpx.Limits(max_connections=STREAMS, max_keepalive_connections=STREAMS)
     async with httpx.AsyncClient(timeout=60, limits=limits, headers={"Authorization": "Bearer sk-test"}) as client:
         url = base_url + "/v1/chat/completions"
         return await asyncio.gather(*(_one(client, url, i) for i in range(STREAMS)))
 
 
-def _run(**settings) -> tuple[list[dict], list[dict]]:
+def _run(**settings: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     with serve(token_rate=1000, max_num_seqs=64, faults=FAULTS, **settings) as server:
         seen = asyncio.run(_burst(server.base_url))
         return seen, server.ledger()
 
 
-def _check(seen: list[dict], records: list[dict]) -> list[tuple[int, int, str]]:
+def _check(seen: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
     by_id = {r["id"]: r for r in records}
     assert len(records) == STREAMS and all(s["id"] in by_id for s in seen)
     assert max(r["step_lag_max"] for r in records) > 0  # the engine did run late
@@ -83,14 +84,14 @@ def _check(seen: list[dict], records: list[dict]) -> list[tuple[int, int, str]]:
     return sorted(outcome)
 
 
-def test_billed_tokens_are_exactly_what_each_fault_let_through_under_load():
+def test_billed_tokens_are_exactly_what_each_fault_let_through_under_load() -> None:
     first = _check(*_run())
     second = _check(*_run())
     assert first == second  # deterministic by request number, whatever the timing
     assert {reason for _, _, reason in first} == {"abort", "error", "length"}
 
 
-def test_the_api_persona_prices_exactly_the_tokens_let_through():
+def test_the_api_persona_prices_exactly_the_tokens_let_through() -> None:
     seen, records = _run(persona="api", served_model_name=["fake-model"], price_input=3.0, price_output=15.0)
     for r in records:
         k = EXPECTED[r["fault"]["kind"] if r["fault"] else None]

@@ -42,7 +42,7 @@ RECORD_FIELDS = {
 }
 
 
-def test_public_names_are_pinned():
+def test_public_names_are_pinned() -> None:
     assert sorted(fake_server.__all__) == sorted(
         [
             "ModelSettings",
@@ -72,7 +72,7 @@ def test_public_names_are_pinned():
         assert hasattr(fake_server.RunningServer, name), name
 
 
-def test_ledger_record_fields_are_pinned():
+def test_ledger_record_fields_are_pinned() -> None:
     with serve(token_rate=500) as server:
         httpx.post(
             server.openai_base_url + "/chat/completions",
@@ -103,7 +103,7 @@ def _package_imports() -> dict[str, set[str]]:
     return out
 
 
-def test_the_engine_knows_no_http_and_neither_knows_how_it_is_hosted():
+def test_the_engine_knows_no_http_and_neither_knows_how_it_is_hosted() -> None:
     """The three rooms depend one way: hosting -> http -> engine, never back."""
     graph = _package_imports()
     assert {"engine.step_loop", "engine.scheduler", "http.app", "hosting.handle", "hosting.launch", "settings"} <= set(
@@ -116,7 +116,7 @@ def test_the_engine_knows_no_http_and_neither_knows_how_it_is_hosted():
             assert not {d for d in deps if d.startswith("hosting.")}, module
 
 
-def test_no_import_cycles_in_the_package():
+def test_no_import_cycles_in_the_package() -> None:
     graph = {module: deps - {"__init__"} for module, deps in _package_imports().items() if module != "__init__"}
     assert {
         "engine.step_loop",
@@ -130,9 +130,9 @@ def test_no_import_cycles_in_the_package():
         "hosting.handle",
         "http.control",
     } <= set(graph)
-    cycles = []
+    cycles: list[tuple[str, ...]] = []
     for start in graph:
-        stack = [(start, (start,))]
+        stack: list[tuple[str, tuple[str, ...]]] = [(start, (start,))]
         while stack:
             module, path = stack.pop()
             for dep in graph.get(module, ()):

@@ -38,7 +38,7 @@ def _start_streams(base_url: str, n: int, tokens: int) -> list[threading.Thread]
 
 
 @pytest.mark.slow
-def test_records_of_requests_in_flight_at_a_reset_stay_in_their_generation():
+def test_records_of_requests_in_flight_at_a_reset_stay_in_their_generation() -> None:
     with serve(token_rate=50, admin=True, faults=[{"kind": "http_error", "status": 503, "requests": [5]}]) as server:
         base = server.base_url
         threads = _start_streams(base, OLD, tokens=OLD_TOKENS)  # numbers 1..3 of generation 0
@@ -72,7 +72,7 @@ def test_records_of_requests_in_flight_at_a_reset_stay_in_their_generation():
 
 
 @pytest.mark.slow
-def test_a_reset_that_cannot_restore_the_kv_cache_under_load_is_refused_and_changes_nothing():
+def test_a_reset_that_cannot_restore_the_kv_cache_under_load_is_refused_and_changes_nothing() -> None:
     with serve(token_rate=50, admin=True) as server:
         base = server.base_url
         server.configure(kv_cache_tokens=100_000)

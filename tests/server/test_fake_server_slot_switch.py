@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -33,13 +35,15 @@ def _burst(base_url: str) -> None:
         assert list(pool.map(one, range(REQUESTS))) == [200] * REQUESTS
 
 
-def _queue_waits(records: list[dict]) -> list[float]:
+def _queue_waits(records: list[dict[str, Any]]) -> list[float]:
     assert len(records) == REQUESTS and all(r["completion_tokens"] == TOKENS for r in records)
     return sorted(r["queue_wait"] for r in records)
 
 
 @pytest.mark.slow
-def test_with_the_switch_every_request_starts_at_once_without_it_they_queue(monkeypatch, capfd):
+def test_with_the_switch_every_request_starts_at_once_without_it_they_queue(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.delenv(ENV, raising=False)
     with serve(max_num_seqs=SLOTS, token_rate=RATE) as server:
         _burst(server.base_url)
@@ -59,7 +63,7 @@ def test_with_the_switch_every_request_starts_at_once_without_it_they_queue(monk
     assert err.count(ENV) == 1 and "without a slot limit" in err
 
 
-def test_the_cli_honours_the_switch_and_logs_it_once(tmp_path):
+def test_the_cli_honours_the_switch_and_logs_it_once(tmp_path: Path) -> None:
     with serve_subprocess("--max-num-seqs", str(SLOTS), "--token-rate", str(RATE), env={ENV: "1"}) as server:
         _burst(server.base_url)
         waits = _queue_waits(server.ledger())
@@ -68,7 +72,7 @@ def test_the_cli_honours_the_switch_and_logs_it_once(tmp_path):
     assert log.count(ENV) == 1
 
 
-def test_a_bad_value_is_a_one_line_usage_error():
+def test_a_bad_value_is_a_one_line_usage_error() -> None:
     env = {**os.environ, ENV: "maybe"}
     proc = subprocess.run(
         [sys.executable, "-m", "fake_server", "serve", "--port", "0"],

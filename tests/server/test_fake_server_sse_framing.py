@@ -8,16 +8,18 @@ import json
 import re
 import socket
 import time
+from typing import Any
 
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageParam
 
-from fake_server import build_settings, list_scenarios, serve
+from fake_server import RunningServer, build_settings, list_scenarios, serve
 
-_PROMPT = [{"role": "user", "content": "Frame me"}]
+_PROMPT: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Frame me"}]
 
 
-def _raw_stream(port: int, body: dict) -> tuple[bytes, list[bytes]]:
+def _raw_stream(port: int, body: dict[str, Any]) -> tuple[bytes, list[bytes]]:
     """POST over a plain socket; returns (de-chunked body, the HTTP chunks as written).
 
     uvicorn sends every ASGI body message as one HTTP/1.1 chunk in one transport write, so the
@@ -51,7 +53,7 @@ def _raw_stream(port: int, body: dict) -> tuple[bytes, list[bytes]]:
     return b"".join(chunks), chunks
 
 
-def _body(max_tokens: int = 12) -> dict:
+def _body(max_tokens: int = 12) -> dict[str, Any]:
     return {
         "model": "fake-model",
         "messages": _PROMPT,
@@ -61,7 +63,7 @@ def _body(max_tokens: int = 12) -> dict:
     }
 
 
-def _openai_text(server) -> tuple[str, int, int]:
+def _openai_text(server: RunningServer) -> tuple[str, int, int]:
     """(content, completion tokens from usage, chunks) as the openai client parses the stream."""
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="unused", max_retries=0)
     content, usage, chunks = "", -1, 0
@@ -77,7 +79,7 @@ def _openai_text(server) -> tuple[str, int, int]:
     return content, usage, chunks
 
 
-def test_builtin_scenarios_cover_each_variant():
+def test_builtin_scenarios_cover_each_variant() -> None:
     names = {name for name, _ in list_scenarios()}
     assert {"sse-crlf-nospace", "sse-cr-comments", "sse-split-coalesced"} <= names
     s = build_settings("sse-crlf-nospace").model
@@ -88,7 +90,7 @@ def test_builtin_scenarios_cover_each_variant():
     assert (s.sse_split_writes, s.sse_coalesce) == (True, 3)
 
 
-def test_default_framing_is_vllms_one_event_per_write():
+def test_default_framing_is_vllms_one_event_per_write() -> None:
     with serve(token_rate=500) as server:
         body, writes = _raw_stream(server.port, _body())
     events = body.split(b"\n\n")
@@ -97,7 +99,7 @@ def test_default_framing_is_vllms_one_event_per_write():
     assert writes == [e + b"\n\n" for e in events[:-1]]
 
 
-def test_crlf_without_space_on_the_wire():
+def test_crlf_without_space_on_the_wire() -> None:
     with serve(scenario="sse-crlf-nospace", token_rate=500) as server:
         body, writes = _raw_stream(server.port, _body())
         record = server.ledger()[0]
@@ -108,7 +110,7 @@ def test_crlf_without_space_on_the_wire():
     assert len(writes) == len(frames) - 1 == len(record["chunks"])
 
 
-def test_lone_cr_and_keepalive_comments_on_the_wire():
+def test_lone_cr_and_keepalive_comments_on_the_wire() -> None:
     with serve(scenario="sse-cr-comments", token_rate=500) as server:
         body, writes = _raw_stream(server.port, _body())
         record = server.ledger()[0]
@@ -125,7 +127,7 @@ def test_lone_cr_and_keepalive_comments_on_the_wire():
     assert len(writes) == len(blocks)  # each comment is a write of its own
 
 
-def test_split_and_coalesced_writes_and_their_ledger_times():
+def test_split_and_coalesced_writes_and_their_ledger_times() -> None:
     with serve(scenario="sse-split-coalesced", token_rate=200) as server:
         body, writes = _raw_stream(server.port, _body())
         record = server.ledger()[0]
@@ -145,7 +147,7 @@ def test_split_and_coalesced_writes_and_their_ledger_times():
     assert all(b[0] - a[0] >= 0.002 for a, b in itertools.pairwise(stamped))
 
 
-def test_one_event_over_several_data_lines_on_the_wire():
+def test_one_event_over_several_data_lines_on_the_wire() -> None:
     with serve(scenario="sse-multiline", token_rate=500) as server:
         body, writes = _raw_stream(server.port, _body())
     events = body.split(b"\n\n")[:-1]
@@ -168,7 +170,7 @@ def _parses(text: bytes) -> bool:
     return True
 
 
-def test_a_server_that_ignores_stream_options_sends_no_usage_chunk():
+def test_a_server_that_ignores_stream_options_sends_no_usage_chunk() -> None:
     with serve(scenario="no-usage", token_rate=500) as server:
         body, _ = _raw_stream(server.port, _body())
         whole = json.loads(_raw_whole(server.port))
@@ -194,7 +196,7 @@ def _raw_whole(port: int) -> bytes:
 
 
 @pytest.mark.parametrize("scenario", ["sse-crlf-nospace", "sse-cr-comments", "sse-split-coalesced", "sse-multiline"])
-def test_openai_client_reads_each_variant_like_vllms_framing(scenario):
+def test_openai_client_reads_each_variant_like_vllms_framing(scenario: str) -> None:
     with serve(scenario="baseline", token_rate=500) as plain:
         expected = _openai_text(plain)
     with serve(scenario=scenario, token_rate=500) as server:
@@ -205,7 +207,7 @@ def test_openai_client_reads_each_variant_like_vllms_framing(scenario):
     assert got[2] == sum(1 for c in record["chunks"] if c[1] != "done")
 
 
-def test_framing_flags_on_the_command_line():
+def test_framing_flags_on_the_command_line() -> None:
     from click.testing import CliRunner
 
     from fake_server.cli import main

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -21,7 +22,7 @@ def _garbage(port: int) -> bytes:
         return sock.recv(4096)
 
 
-def test_two_thousand_malformed_requests_and_the_child_still_answers():
+def test_two_thousand_malformed_requests_and_the_child_still_answers() -> None:
     with serve_subprocess("--token-rate", "500") as server:
         start = time.monotonic()
         answers = [_garbage(server.port) for _ in range(MALFORMED)]
@@ -38,7 +39,7 @@ def test_two_thousand_malformed_requests_and_the_child_still_answers():
     assert not path.exists()  # a temporary log goes with the server
 
 
-def test_a_named_log_file_is_kept_and_a_failed_start_says_why(tmp_path):
+def test_a_named_log_file_is_kept_and_a_failed_start_says_why(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     with serve_subprocess("--token-rate", "500", log=log) as server:
         assert server.log_path == log

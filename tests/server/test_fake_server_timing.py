@@ -54,7 +54,7 @@ def _stream_cpu(timing: str) -> tuple[float, list[float]]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads CPU time from /proc")
-def test_both_timing_modes_wait_without_spinning_and_keep_the_rate_gap_by_gap():
+def test_both_timing_modes_wait_without_spinning_and_keep_the_rate_gap_by_gap() -> None:
     for timing in ("auto", "loop"):
         cpu, times = _stream_cpu(timing)
         assert cpu < 0.20, f"timing {timing} used {cpu:.0%} of a core for one {RATE} tok/s stream"

@@ -6,17 +6,18 @@ import itertools
 import json
 import socket
 import time
+from typing import Any
 
 import httpx
 import pytest
-from conftest import chat_body, json_events, sse_events, stream_chat
+from conftest import FakeServer, chat_body, json_events, sse_events, stream_chat
 
 
 def _content_tokens(events: list[str]) -> int:
     return sum(1 for c in json_events(events) if c.get("choices") and c["choices"][0]["delta"].get("content"))
 
 
-def test_cut_closes_the_connection_mid_body_without_done(fake_server):
+def test_cut_closes_the_connection_mid_body_without_done(fake_server: FakeServer) -> None:
     server = fake_server(scenario="cut-mid-stream")
     received = b""
     with (
@@ -32,13 +33,13 @@ def test_cut_closes_the_connection_mid_body_without_done(fake_server):
     assert record["fault"]["kind"] == "cut" and record["fault"]["applied"] and record["finish_reason"] == "abort"
 
 
-def test_no_done_ends_the_body_cleanly_without_done(fake_server):
+def test_no_done_ends_the_body_cleanly_without_done(fake_server: FakeServer) -> None:
     server = fake_server(scenario="missing-done")
     status, events = stream_chat(server.base_url, max_tokens=20)
     assert status == 200 and "[DONE]" not in events and _content_tokens(events) == 5
 
 
-def test_stream_error_sends_an_error_event_then_done(fake_server):
+def test_stream_error_sends_an_error_event_then_done(fake_server: FakeServer) -> None:
     server = fake_server(scenario="stream-error")
     status, events = stream_chat(server.base_url, max_tokens=20)
     assert status == 200 and events[-1] == "[DONE]"
@@ -47,7 +48,7 @@ def test_stream_error_sends_an_error_event_then_done(fake_server):
     assert _content_tokens(events) == 3
 
 
-def test_malformed_chunk_is_one_bad_frame_in_an_otherwise_normal_stream(fake_server):
+def test_malformed_chunk_is_one_bad_frame_in_an_otherwise_normal_stream(fake_server: FakeServer) -> None:
     server = fake_server(scenario="malformed-chunk")
     _status, events = stream_chat(server.base_url, max_tokens=8)
     bad = []
@@ -60,7 +61,7 @@ def test_malformed_chunk_is_one_bad_frame_in_an_otherwise_normal_stream(fake_ser
     assert _content_tokens([e for e in events if e not in bad]) == 8
 
 
-def test_stalls_before_and_after_headers(fake_server):
+def test_stalls_before_and_after_headers(fake_server: FakeServer) -> None:
     before = fake_server(faults=[{"kind": "stall_before_headers", "seconds": 0.5}], token_rate=500)
     after = fake_server(faults=[{"kind": "stall_after_headers", "seconds": 0.5}], token_rate=500)
     for server, headers_late in ((before, True), (after, False)):
@@ -85,7 +86,9 @@ def test_stalls_before_and_after_headers(fake_server):
     ],
     ids=["before-headers-stream", "before-headers-whole", "after-headers-stream", "after-headers-whole", "mid-stream"],
 )
-def test_a_client_that_gives_up_during_a_stall_ends_it(fake_server, fault, stream):
+def test_a_client_that_gives_up_during_a_stall_ends_it(
+    fake_server: FakeServer, fault: dict[str, Any], stream: bool
+) -> None:
     """The record ends at the disconnect, not 4 s later when the stall would have: the ledger settles at once,
     and the request is aborted like any other whose client left."""
     server = fake_server(faults=[{**fault, "seconds": 4}], token_rate=20)  # generating for 2 s: still running
@@ -107,7 +110,7 @@ def test_a_client_that_gives_up_during_a_stall_ends_it(fake_server, fault, strea
     assert record["fault"]["kind"] == fault["kind"] and record["fault"]["applied"]
 
 
-def test_a_stream_whose_client_left_during_a_stall_sends_nothing_after(fake_server):
+def test_a_stream_whose_client_left_during_a_stall_sends_nothing_after(fake_server: FakeServer) -> None:
     """At 500 tokens/s the generation ends during the stall: the record keeps its finish reason, says the client
     left, and shows no chunk sent after it did."""
     server = fake_server(faults=[{"kind": "stall_after_headers", "seconds": 4}], token_rate=500)
@@ -127,7 +130,7 @@ def test_a_stream_whose_client_left_during_a_stall_sends_nothing_after(fake_serv
 
 
 @pytest.mark.slow
-def test_rules_select_by_request_number_and_by_seeded_rate(fake_server):
+def test_rules_select_by_request_number_and_by_seeded_rate(fake_server: FakeServer) -> None:
     server = fake_server(faults=[{"kind": "http_error", "status": 503, "requests": [2, 4]}], token_rate=500)
     codes = [
         httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False, max_tokens=1)).status_code
@@ -146,7 +149,7 @@ def test_rules_select_by_request_number_and_by_seeded_rate(fake_server):
     assert first == second and 3 <= first.count(500) <= 25
 
 
-def test_unhealthy_health_and_admin_toggle(fake_server):
+def test_unhealthy_health_and_admin_toggle(fake_server: FakeServer) -> None:
     server = fake_server(scenario="unhealthy", admin=True)
     assert httpx.get(server.base_url + "/health").status_code == 503
     assert (
@@ -159,7 +162,7 @@ def test_unhealthy_health_and_admin_toggle(fake_server):
     assert httpx.get(server.base_url + "/health").status_code == 503
 
 
-def test_startup_delay_answers_503_then_ready(fake_server):
+def test_startup_delay_answers_503_then_ready(fake_server: FakeServer) -> None:
     server = fake_server(startup_delay=2.0)  # room for two requests on a busy machine before it is ready
     assert httpx.get(server.base_url + "/health").status_code == 503
     assert httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False)).status_code == 503
@@ -169,7 +172,7 @@ def test_startup_delay_answers_503_then_ready(fake_server):
     assert httpx.get(server.base_url + "/health").status_code == 200
 
 
-def test_a_stalled_health_endpoint_answers_late_and_serves_requests_meanwhile(fake_server):
+def test_a_stalled_health_endpoint_answers_late_and_serves_requests_meanwhile(fake_server: FakeServer) -> None:
     server = fake_server(token_rate=1000, faults=[{"kind": "health_stall", "seconds": 1.5}])
     started = time.monotonic()
     with pytest.raises(httpx.ReadTimeout):
@@ -182,7 +185,7 @@ def test_a_stalled_health_endpoint_answers_late_and_serves_requests_meanwhile(fa
     assert httpx.get(server.base_url + "/health", timeout=5).status_code == 200 and time.monotonic() - quick < 1.0
 
 
-def test_stopped_server_refuses_connections():
+def test_stopped_server_refuses_connections() -> None:
     from fake_server import serve
 
     with serve(port=0) as server:
@@ -191,7 +194,7 @@ def test_stopped_server_refuses_connections():
         httpx.get(base + "/health")
 
 
-def test_ledger_send_times_agree_with_client_receive_times(fake_server):
+def test_ledger_send_times_agree_with_client_receive_times(fake_server: FakeServer) -> None:
     """A raw socket client (no parser in the way) stamps each frame as it arrives."""
     server = fake_server(token_rate=50)
     body = json.dumps(chat_body(max_tokens=10)).encode()

@@ -6,17 +6,18 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 from kit_paths import ROOT
 
-from fake_server import SettingsError, serve_fleet
+from fake_server import RunningServer, SettingsError, serve_fleet
 
 FLEET = ROOT / "starter" / "fleet.yaml"
 
 
-def _ask(server, model, key="k"):
+def _ask(server: RunningServer, model: str, key: str = "k") -> httpx.Response:
     return httpx.post(
         server.openai_base_url + "/chat/completions",
         headers={"Authorization": f"Bearer {key}"},
@@ -25,7 +26,7 @@ def _ask(server, model, key="k"):
     )
 
 
-def test_two_local_replicas_and_an_api_from_the_starter_file():
+def test_two_local_replicas_and_an_api_from_the_starter_file() -> None:
     before = {t.name for t in threading.enumerate()}
     with serve_fleet(FLEET, any_port=True) as fleet:
         assert set(fleet) == {"local-a", "local-b", "api"}
@@ -45,7 +46,7 @@ def test_two_local_replicas_and_an_api_from_the_starter_file():
             httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)
 
 
-def test_fleet_errors_name_the_server(tmp_path):
+def test_fleet_errors_name_the_server(tmp_path: Path) -> None:
     bad = tmp_path / "fleet.yaml"
     bad.write_text("servers:\n  one: {max_num_seqs: 0}\n")
     with pytest.raises(SettingsError, match=r"servers\.one: .*max_num_seqs"), serve_fleet(bad):
@@ -56,13 +57,14 @@ def test_fleet_errors_name_the_server(tmp_path):
         pass
 
 
-def test_fleet_command_prints_urls_and_stops_on_interrupt(tmp_path):
+def test_fleet_command_prints_urls_and_stops_on_interrupt(tmp_path: Path) -> None:
     fleet = tmp_path / "fleet.yaml"
     fleet.write_text("servers:\n  local: {port: 0}\n  api: {port: 0, persona: api}\n")
     proc = subprocess.Popen(
         [sys.executable, "-m", "fake_server", "fleet", str(fleet)], stdout=subprocess.PIPE, text=True
     )
     try:
+        assert proc.stdout is not None  # stdout=PIPE
         lines = [proc.stdout.readline(), proc.stdout.readline()]
         assert lines[0].split()[:2] == ["local", "local"] and lines[1].split()[:2] == ["api", "api"]
         url = lines[1].split()[-1]

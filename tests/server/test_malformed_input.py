@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Iterator
 
 import httpx
 import pytest
+
+from fake_server import RunningServer
 
 GOOD = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
 
@@ -37,7 +40,7 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def server():
+def server() -> Iterator[RunningServer]:
     from fake_server import serve
 
     with serve(port=0, token_rate=1000) as s:
@@ -45,7 +48,7 @@ def server():
 
 
 @pytest.mark.parametrize(("body", "message"), CASES)
-def test_bad_chat_bodies_get_400_naming_the_problem(server, body, message):
+def test_bad_chat_bodies_get_400_naming_the_problem(server: RunningServer, body: bytes, message: str) -> None:
     r = httpx.post(server.base_url + "/v1/chat/completions", content=body, headers={"content-type": "application/json"})
     assert r.status_code == 400, r.text
     error = r.json()["error"]
@@ -53,13 +56,13 @@ def test_bad_chat_bodies_get_400_naming_the_problem(server, body, message):
     assert message in error["message"]
 
 
-def test_bad_completion_prompts(server):
+def test_bad_completion_prompts(server: RunningServer) -> None:
     for prompt in (None, 5, [], [["a"], ["b"]], ["one", "two"], [1, -2]):
         r = httpx.post(server.base_url + "/v1/completions", json={"model": "fake-model", "prompt": prompt})
         assert r.status_code == 400 and "`prompt`" in r.json()["error"]["message"]
 
 
-def test_huge_body_is_413_not_a_crash(server):
+def test_huge_body_is_413_not_a_crash(server: RunningServer) -> None:
     r = httpx.post(
         server.base_url + "/v1/chat/completions",
         content=b"x" * (17 * 1024 * 1024),
@@ -69,7 +72,7 @@ def test_huge_body_is_413_not_a_crash(server):
     assert r.status_code == 413 and "limit" in r.json()["error"]["message"]
 
 
-def test_unknown_paths_and_methods_get_error_bodies(server):
+def test_unknown_paths_and_methods_get_error_bodies(server: RunningServer) -> None:
     r = httpx.get(server.base_url + "/v1/nothing-here")
     assert r.status_code == 404 and r.json()["error"]["code"] == 404
     r = httpx.get(server.base_url + "/v1/chat/completions")
@@ -77,10 +80,10 @@ def test_unknown_paths_and_methods_get_error_bodies(server):
     assert httpx.get(server.base_url + "/admin/ledger").status_code == 404  # admin is off by default
 
 
-def test_mutated_valid_bodies_never_get_a_5xx(server):
+def test_mutated_valid_bodies_never_get_a_5xx(server: RunningServer) -> None:
     """Seeded mutations of every field of a valid body: wrong types, nulls, huge and nested values."""
     rng = random.Random(1234)
-    weird = [None, True, -1, 0, 10**30, 1e308, "", "x" * 10000, [], [None], {}, {"a": {"b": []}}, 3.5]
+    weird: list[object] = [None, True, -1, 0, 10**30, 1e308, "", "x" * 10000, [], [None], {}, {"a": {"b": []}}, 3.5]
     keys = [
         "model",
         "messages",

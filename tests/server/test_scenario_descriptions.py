@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -23,7 +24,7 @@ QUOTED = {"role-chunk-early": {"300", "200", "400"}, "sse-split-coalesced": {"2"
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
-def test_no_setting_is_written_into_a_description_by_hand(path) -> None:
+def test_no_setting_is_written_into_a_description_by_hand(path: Path) -> None:
     data = yaml.safe_load(path.read_text())
     template = re.sub(r"\{[^}]*\}", "{}", str(data.get("description", "")))
     by_hand = set(re.findall(r"(\d[\d,.]*)\s*" + _UNITS, template)) - QUOTED.get(path.stem, set())

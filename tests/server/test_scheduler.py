@@ -50,7 +50,7 @@ def of(events: list[Lifecycle], kind: type) -> list[int]:
     return [e.seq.record.number for e in events if isinstance(e, kind)]
 
 
-def test_admits_in_arrival_order_up_to_the_slot_limit():
+def test_admits_in_arrival_order_up_to_the_slot_limit() -> None:
     sched, events = make(max_num_seqs=2)
     seqs = [seq(i) for i in (1, 2, 3)]
     for s in seqs:
@@ -65,7 +65,7 @@ def test_admits_in_arrival_order_up_to_the_slot_limit():
     assert all(e.now == 1.0 for e in events if isinstance(e, Scheduled))
 
 
-def test_a_request_is_not_scheduled_before_its_queue_delay():
+def test_a_request_is_not_scheduled_before_its_queue_delay() -> None:
     sched, _ = make()
     sched.add(seq(1, eligible_at=5.0), 0.0)
     plan = sched.plan(4.0)
@@ -73,7 +73,7 @@ def test_a_request_is_not_scheduled_before_its_queue_delay():
     assert [s.record.number for s, _ in sched.plan(5.0).prefill] == [1]
 
 
-def test_chunked_prefill_stays_within_the_step_token_budget():
+def test_chunked_prefill_stays_within_the_step_token_budget() -> None:
     sched, events = make(max_num_batched_tokens=64)
     long = seq(1, prompt=150)
     sched.add(long, 0.0)
@@ -89,7 +89,7 @@ def test_chunked_prefill_stays_within_the_step_token_budget():
     assert of(events, PrefillDone) == [1]
 
 
-def test_decoders_take_budget_before_prefill():
+def test_decoders_take_budget_before_prefill() -> None:
     sched, _ = make(max_num_batched_tokens=64, tokens_per_chunk=4)
     first = seq(1, prompt=10)
     sched.add(first, 0.0)
@@ -100,7 +100,7 @@ def test_decoders_take_budget_before_prefill():
     assert [c for _, c in plan.prefill] == [60]
 
 
-def test_kv_full_preempts_the_newest_sequence():
+def test_kv_full_preempts_the_newest_sequence() -> None:
     # 6 blocks of 16 tokens; each prompt of 16 takes 2 blocks at admission.
     sched, events = make(kv_tokens=96)
     a, b, c = seq(1, prompt=16), seq(2, prompt=16), seq(3, prompt=16)
@@ -118,7 +118,7 @@ def test_kv_full_preempts_the_newest_sequence():
     assert of(events, Scheduled) == [1, 2, 3]
 
 
-def test_finishing_frees_the_slot_and_the_blocks_for_the_next_request():
+def test_finishing_frees_the_slot_and_the_blocks_for_the_next_request() -> None:
     sched, events = make(max_num_seqs=1)
     first, second = seq(1, max_tokens=2), seq(2)
     sched.add(first, 0.0)
@@ -134,7 +134,7 @@ def test_finishing_frees_the_slot_and_the_blocks_for_the_next_request():
     assert sched.finish(first, "abort", 3.0) is False  # an ended sequence is not ended twice
 
 
-def test_aborting_a_waiting_request_takes_it_out_of_the_queue():
+def test_aborting_a_waiting_request_takes_it_out_of_the_queue() -> None:
     sched, events = make(max_num_seqs=1)
     first, second = seq(1), seq(2)
     sched.add(first, 0.0)

@@ -18,7 +18,7 @@ from fake_server.server_draw import DRAW_ENV, SLOT_FACTORS, TOKEN_RATE_FACTOR, S
 ASKED_SLOTS, ASKED_RATE, TOKENS = 2, 50.0, 40
 
 
-def test_a_seed_draws_the_same_factors_every_time_and_seeds_spread_over_the_published_ranges():
+def test_a_seed_draws_the_same_factors_every_time_and_seeds_spread_over_the_published_ranges() -> None:
     draws = [ServerDraw.from_seed(str(seed)) for seed in range(1, 201)]
     assert [ServerDraw.from_seed(str(seed)) for seed in range(1, 201)] == draws
     assert {d.slots for d in draws} == set(SLOT_FACTORS)
@@ -27,7 +27,7 @@ def test_a_seed_draws_the_same_factors_every_time_and_seeds_spread_over_the_publ
     assert all(low <= r <= high for r in rates) and max(rates) - min(rates) > 0.8 * (high - low)
 
 
-def test_without_the_variable_or_with_0_a_server_runs_what_it_was_asked(monkeypatch):
+def test_without_the_variable_or_with_0_a_server_runs_what_it_was_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     for value in (None, "0"):
         if value is None:
             monkeypatch.delenv(DRAW_ENV, raising=False)
@@ -47,7 +47,9 @@ def _burst(base_url: str, requests: int) -> None:
         assert list(pool.map(one, range(requests))) == [200] * requests
 
 
-def test_a_drawn_server_reports_and_runs_the_drawn_slots_and_rate(monkeypatch, capfd):
+def test_a_drawn_server_reports_and_runs_the_drawn_slots_and_rate(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv(DRAW_ENV, "7")
     draw = ServerDraw.from_seed("7")
     with serve(max_num_seqs=ASKED_SLOTS, token_rate=ASKED_RATE) as server:
@@ -68,7 +70,9 @@ def test_a_drawn_server_reports_and_runs_the_drawn_slots_and_rate(monkeypatch, c
     assert err.count(DRAW_ENV) == 1 and f"max_num_seqs {slots}" in err
 
 
-def test_settings_changed_at_run_time_are_drawn_and_a_reset_keeps_the_drawn_start(monkeypatch):
+def test_settings_changed_at_run_time_are_drawn_and_a_reset_keeps_the_drawn_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv(DRAW_ENV, "11")
     draw = ServerDraw.from_seed("11")
     with serve(max_num_seqs=ASKED_SLOTS, token_rate=ASKED_RATE) as server:
@@ -81,7 +85,9 @@ def test_settings_changed_at_run_time_are_drawn_and_a_reset_keeps_the_drawn_star
         assert server.settings()["max_num_seqs"] == ASKED_SLOTS * draw.slots
 
 
-def test_a_cli_server_under_the_draw_says_so_and_its_admin_config_tells_a_test_what_it_got(monkeypatch):
+def test_a_cli_server_under_the_draw_says_so_and_its_admin_config_tells_a_test_what_it_got(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv(DRAW_ENV, "3")
     draw = ServerDraw.from_seed("3")
     args = ("--max-num-seqs", str(ASKED_SLOTS), "--token-rate", str(ASKED_RATE))
@@ -93,7 +99,7 @@ def test_a_cli_server_under_the_draw_says_so_and_its_admin_config_tells_a_test_w
         assert DRAW_ENV in server.log_text()
 
 
-def test_a_seed_that_is_not_one_is_refused_naming_the_variable(monkeypatch):
+def test_a_seed_that_is_not_one_is_refused_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(DRAW_ENV, "x" * 300)
     with pytest.raises(SettingsError, match=DRAW_ENV), serve(max_num_seqs=ASKED_SLOTS):
         pass
@@ -108,7 +114,7 @@ def test_a_seed_that_is_not_one_is_refused_naming_the_variable(monkeypatch):
     assert done.returncode != 0 and DRAW_ENV in done.stderr and "Traceback" not in done.stderr
 
 
-def test_settings_started_twice_are_drawn_once_each_not_compounded(monkeypatch):
+def test_settings_started_twice_are_drawn_once_each_not_compounded(monkeypatch: pytest.MonkeyPatch) -> None:
     from fake_server import build_settings
 
     monkeypatch.setenv(DRAW_ENV, "5")

@@ -5,18 +5,19 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import openai
 import pytest
 from click.testing import CliRunner
-from conftest import chat_body
+from conftest import FakeServer, chat_body
 
-from fake_server import SettingsError, build_settings, list_scenarios, serve_subprocess
+from fake_server import RunningServer, SettingsError, build_settings, list_scenarios, serve_subprocess
 from fake_server.cli import main
 
 
-def test_every_builtin_scenario_loads_and_validates():
+def test_every_builtin_scenario_loads_and_validates() -> None:
     names = [name for name, _ in list_scenarios()]
     for needed in (
         "baseline",
@@ -50,14 +51,14 @@ def test_every_builtin_scenario_loads_and_validates():
         (["--scenario", "no-such-scenario"], "scenario `no-such-scenario` is neither a built-in"),
     ],
 )
-def test_invalid_settings_fail_at_start_naming_the_setting(args, message):
+def test_invalid_settings_fail_at_start_naming_the_setting(args: list[str], message: str) -> None:
     result = CliRunner().invoke(main, ["serve", *args, "--port", "0"])
     assert result.exit_code == 2
     assert message in result.output
     assert "Traceback" not in result.output
 
 
-def test_scenario_file_errors_name_file_line_and_key(tmp_path):
+def test_scenario_file_errors_name_file_line_and_key(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("max_num_seqs: 2\ntoken_rate: [unclosed\n")
     with pytest.raises(SettingsError, match=r"broken.yaml: line \d+ is not valid YAML"):
@@ -72,7 +73,7 @@ def test_scenario_file_errors_name_file_line_and_key(tmp_path):
         build_settings(str(bad_fault))
 
 
-def test_precedence_defaults_then_file_then_overrides(tmp_path):
+def test_precedence_defaults_then_file_then_overrides(tmp_path: Path) -> None:
     scenario = tmp_path / "s.yaml"
     scenario.write_text("max_num_seqs: 3\ntoken_rate: 10\nmodels:\n  other-model:\n    max_model_len: 1024\n")
     settings = build_settings(str(scenario), token_rate=99)
@@ -81,7 +82,7 @@ def test_precedence_defaults_then_file_then_overrides(tmp_path):
     assert settings.model.max_model_len == 8192
 
 
-def test_subprocess_server_with_vllm_style_flags_and_admin_token():
+def test_subprocess_server_with_vllm_style_flags_and_admin_token() -> None:
     with serve_subprocess(
         "Qwen/Qwen3-8B", "--max-model-len", "2048", "--max-num-seqs", "4", "--token-rate", "500", admin_token="s3cret"
     ) as server:
@@ -103,7 +104,7 @@ def test_subprocess_server_with_vllm_style_flags_and_admin_token():
         assert server.ledger() == []
 
 
-def test_run_time_faults_and_config_through_the_python_api(fake_server):
+def test_run_time_faults_and_config_through_the_python_api(fake_server: FakeServer) -> None:
     server = fake_server(token_rate=500)
     server.set_faults([{"kind": "http_error", "status": 502}])
     assert httpx.post(server.base_url + "/v1/chat/completions", json=chat_body(stream=False)).status_code == 502
@@ -115,7 +116,7 @@ def test_run_time_faults_and_config_through_the_python_api(fake_server):
         server.configure(max_num_seqs=0)
 
 
-def test_ledger_file_is_written_as_jsonl(tmp_path, fake_server):
+def test_ledger_file_is_written_as_jsonl(tmp_path: Path, fake_server: FakeServer) -> None:
     path = tmp_path / "ledger.jsonl"
     server = fake_server(ledger=str(path), token_rate=500)
     for _ in range(3):
@@ -127,12 +128,12 @@ def test_ledger_file_is_written_as_jsonl(tmp_path, fake_server):
     assert all(r["completion_tokens"] == 2 and r["prefill_end"] >= r["prefill_start"] for r in lines)
 
 
-def test_module_entry_point_lists_scenarios():
+def test_module_entry_point_lists_scenarios() -> None:
     out = subprocess.run([sys.executable, "-m", "fake_server", "scenarios"], capture_output=True, text=True, check=True)
     assert "slot-saturation" in out.stdout
 
 
-def test_ledger_waits_for_requests_in_flight(fake_server):
+def test_ledger_waits_for_requests_in_flight(fake_server: FakeServer) -> None:
     import threading
 
     server = fake_server(token_rate=5)  # 2 s of answer: room to see it in flight on a busy machine
@@ -152,7 +153,7 @@ def test_ledger_waits_for_requests_in_flight(fake_server):
     thread.join()
 
 
-def _running(server) -> str:
+def _running(server: RunningServer) -> str:
     """The metrics line of a model with a request running, or ''."""
     return next(
         (
@@ -164,7 +165,7 @@ def _running(server) -> str:
     )
 
 
-def test_memory_keeps_the_newest_records_and_the_file_keeps_all(tmp_path, fake_server):
+def test_memory_keeps_the_newest_records_and_the_file_keeps_all(tmp_path: Path, fake_server: FakeServer) -> None:
     path = tmp_path / "ledger.jsonl"
     server = fake_server(ledger=str(path), ledger_keep=2, token_rate=1000)
     for _ in range(5):

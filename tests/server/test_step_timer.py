@@ -41,7 +41,7 @@ def _timer_label(metrics: str) -> str:
 
 
 @linux_only
-def test_the_kernel_fires_at_the_perf_counter_deadline_not_before():
+def test_the_kernel_fires_at_the_perf_counter_deadline_not_before() -> None:
     """The deadline is a perf_counter reading carried onto CLOCK_MONOTONIC: the descriptor becomes
     readable at it (never before), with no re-arming to hide a clock mismatch."""
     source = timers_module._TimerFd()
@@ -62,7 +62,7 @@ def test_the_kernel_fires_at_the_perf_counter_deadline_not_before():
 
 
 @linux_only
-def test_timer_wakes_sooner_than_the_loop_timer_side_by_side():
+def test_timer_wakes_sooner_than_the_loop_timer_side_by_side() -> None:
     """Alternate waits of 5 ms and a fraction on the timer and on asyncio.sleep, on one loop (the
     engine's waits end at any fraction of a millisecond). The loop's timer rounds its wait up to
     whole milliseconds (about 0.5 ms late at the median); the timer is late by its wake-up alone."""
@@ -91,7 +91,7 @@ def test_timer_wakes_sooner_than_the_loop_timer_side_by_side():
 
 
 @linux_only
-def test_the_server_says_it_waits_on_the_timerfd():
+def test_the_server_says_it_waits_on_the_timerfd() -> None:
     with serve(admin=True, token_rate=500) as server:
         assert httpx.post(server.openai_base_url + "/chat/completions", json=BODY, timeout=10).status_code == 200
         assert _timer_label(server.metrics()) == "timerfd"
@@ -102,13 +102,15 @@ def test_the_server_says_it_waits_on_the_timerfd():
 
 
 @linux_only
-def test_the_start_up_line_names_the_timer():
+def test_the_start_up_line_names_the_timer() -> None:
     with serve_subprocess("--token-rate", "500") as server:
         first = server.log_text().splitlines()[0]
     assert "step timer: timerfd" in first and " on http://" in first, first
 
 
-def test_a_timer_that_cannot_be_set_up_means_the_loop_timer_one_warning_and_a_server_that_serves(monkeypatch, caplog):
+def test_a_timer_that_cannot_be_set_up_means_the_loop_timer_one_warning_and_a_server_that_serves(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     def refuse() -> None:
         raise OSError(errno.EMFILE, "Too many open files")
 
@@ -127,8 +129,10 @@ def test_a_timer_that_cannot_be_set_up_means_the_loop_timer_one_warning_and_a_se
 
 
 @linux_only
-def test_a_timer_that_fails_once_running_hands_over_to_the_loop_timer(monkeypatch, caplog):
-    def cannot_read(self, loop):
+def test_a_timer_that_fails_once_running_hands_over_to_the_loop_timer(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def cannot_read(self: timers_module.KernelTimer, loop: asyncio.AbstractEventLoop) -> None:
         raise NotImplementedError("this loop cannot read descriptors")
 
     monkeypatch.setattr(timers_module.KernelTimer, "_attach", cannot_read)
@@ -144,7 +148,9 @@ def test_a_timer_that_fails_once_running_hands_over_to_the_loop_timer(monkeypatc
     assert len(warnings) == 1 and "cannot read descriptors" in warnings[0], warnings
 
 
-def test_a_platform_without_a_timer_uses_the_loop_timer_quietly(monkeypatch, caplog):
+def test_a_platform_without_a_timer_uses_the_loop_timer_quietly(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setattr(timers_module, "_platform_source", lambda: None)
     caplog.set_level(logging.WARNING, logger="fake_server")
     clock = clock_for("auto")
@@ -152,7 +158,7 @@ def test_a_platform_without_a_timer_uses_the_loop_timer_quietly(monkeypatch, cap
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc")
-def test_no_descriptor_outlives_a_server_or_a_replaced_timer():
+def test_no_descriptor_outlives_a_server_or_a_replaced_timer() -> None:
     before = _open_fds()
     for round_ in range(3):
         with serve(token_rate=500) as server:
@@ -167,7 +173,7 @@ def test_no_descriptor_outlives_a_server_or_a_replaced_timer():
     assert _open_fds() == before
 
 
-def test_former_names_still_work_cheap_is_the_loop_timer_and_precise_the_timer(tmp_path):
+def test_former_names_still_work_cheap_is_the_loop_timer_and_precise_the_timer(tmp_path: Path) -> None:
     assert build_settings(timing="cheap").model.timing == "loop"
     assert build_settings(timing="precise").model.timing == "auto"
     assert build_settings().model.timing == "auto"

@@ -2,19 +2,19 @@ from fake_server import tokenizer
 from fake_server.engine.textgen import TextStream
 
 
-def test_pieces_rejoin_to_the_text():
+def test_pieces_rejoin_to_the_text() -> None:
     for text in ["Hello, world!", "  spaced   out  ", "naïve café — ünïcode", "a" * 50, "", "\n\n"]:
         assert "".join(tokenizer.tokenize(text)) == text
 
 
-def test_what_counts_as_a_token():
+def test_what_counts_as_a_token() -> None:
     assert tokenizer.tokenize("Hello, world!") == ["Hello", ",", " world", "!"]
     # a 20-letter word is split into pieces of at most 12 characters
     assert tokenizer.tokenize("internationalization") == ["internationa", "lization"]
     assert tokenizer.tokenize("end  ") == ["end", "  "]
 
 
-def test_chat_template_counts_markers_as_single_tokens():
+def test_chat_template_counts_markers_as_single_tokens() -> None:
     text = tokenizer.render_chat([{"role": "user", "content": "Hello"}])
     assert tokenizer.tokenize(text) == [
         "<|im_start|>",
@@ -28,14 +28,14 @@ def test_chat_template_counts_markers_as_single_tokens():
     ]
 
 
-def test_content_parts_are_read_like_a_string():
+def test_content_parts_are_read_like_a_string() -> None:
     parts = [{"type": "text", "text": "Hello "}, {"type": "text", "text": "there"}]
     assert tokenizer.render_chat([{"role": "user", "content": parts}]) == tokenizer.render_chat(
         [{"role": "user", "content": "Hello there"}]
     )
 
 
-def test_generated_words_are_one_token_each_and_repeatable():
+def test_generated_words_are_one_token_each_and_repeatable() -> None:
     a, b = TextStream(7, None, 123), TextStream(7, None, 123)
     words = [a.content() for _ in range(50)]
     assert words == [b.content() for _ in range(50)]
@@ -43,7 +43,7 @@ def test_generated_words_are_one_token_each_and_repeatable():
     assert words != [TextStream(8, None, 123).content() for _ in range(50)]
 
 
-def test_the_ledger_counts_a_prompts_own_text_apart_from_what_the_chat_template_adds():
+def test_the_ledger_counts_a_prompts_own_text_apart_from_what_the_chat_template_adds() -> None:
     """`message_tokens` is what a client's "prompt of P tokens" controls: its messages' text, whatever markers,
     role names and system prompt the server's template wraps around it (those count in `prompt_tokens`)."""
     import httpx

@@ -7,17 +7,18 @@ import json
 import httpx
 import openai
 import pytest
-from conftest import chat_body, json_events, stream_chat
+from conftest import FakeServer, chat_body, json_events, stream_chat
+from openai.types import CompletionUsage
 
-from fake_server import tokenizer
+from fake_server import RunningServer, tokenizer
 
 
 @pytest.fixture
-def server(fake_server):
+def server(fake_server: FakeServer) -> RunningServer:
     return fake_server(scenario="baseline")
 
 
-def test_openai_client_streams_role_chunk_then_tokens_then_finish_then_usage(server):
+def test_openai_client_streams_role_chunk_then_tokens_then_finish_then_usage(server: RunningServer) -> None:
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="unused")
     chunks = list(
         client.chat.completions.create(
@@ -33,12 +34,13 @@ def test_openai_client_streams_role_chunk_then_tokens_then_finish_then_usage(ser
     assert all(c.choices[0].delta.content and c.choices[0].finish_reason is None for c in middle)
     assert finish.choices[0].finish_reason == "length" and finish.choices[0].delta.content
     assert usage.choices == []
+    assert usage.usage is not None  # the last chunk is the usage one (include_usage)
     assert usage.usage.completion_tokens == 6 == len(middle) + 1
     assert usage.usage.prompt_tokens == tokenizer.count(tokenizer.render_chat([{"role": "user", "content": "Hello"}]))
     assert len({c.id for c in chunks}) == 1
 
 
-def test_raw_bytes_match_vllm_field_for_field(server):
+def test_raw_bytes_match_vllm_field_for_field(server: RunningServer) -> None:
     status, events = stream_chat(server.base_url, max_tokens=3, stream_options={"include_usage": True})
     assert status == 200 and events[-1] == "[DONE]"
     role, t1, _t2, last, usage = json_events(events)
@@ -54,7 +56,7 @@ def test_raw_bytes_match_vllm_field_for_field(server):
     assert usage["usage"]["prompt_tokens_details"] == {"cached_tokens": 0}
 
 
-def test_natural_end_is_stop_with_an_empty_end_of_sequence_token(fake_server):
+def test_natural_end_is_stop_with_an_empty_end_of_sequence_token(fake_server: FakeServer) -> None:
     server = fake_server(token_rate=500, output_len_min=4, output_len_max=4)
     _status, events = stream_chat(server.base_url, max_tokens=None, stream_options={"include_usage": True})
     chunks = json_events(events)
@@ -71,30 +73,36 @@ def test_natural_end_is_stop_with_an_empty_end_of_sequence_token(fake_server):
     assert chunks[-1]["usage"]["completion_tokens"] == 5
 
 
-def test_non_streaming_response_and_completions_endpoint(server):
+def test_non_streaming_response_and_completions_endpoint(server: RunningServer) -> None:
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="unused")
     reply = client.chat.completions.create(
         model="fake-model", messages=[{"role": "user", "content": "Hi"}], max_tokens=5
     )
     assert reply.object == "chat.completion" and reply.choices[0].finish_reason == "length"
-    assert tokenizer.count(reply.choices[0].message.content) == reply.usage.completion_tokens == 5
+    content, usage = reply.choices[0].message.content, reply.usage
+    assert content is not None and usage is not None  # a whole reply carries its text and its usage
+    assert tokenizer.count(content) == usage.completion_tokens == 5
     text = client.completions.create(model="fake-model", prompt="Once upon a time", max_tokens=4)
     assert text.object == "text_completion" and tokenizer.count(text.choices[0].text) == 4
+    assert text.usage is not None
     assert text.usage.prompt_tokens == tokenizer.count("Once upon a time")
     streamed = list(client.completions.create(model="fake-model", prompt="Once", max_tokens=3, stream=True))
     assert [c.choices[0].finish_reason for c in streamed] == [None, None, "length"]
 
 
-def test_same_prompt_gives_the_same_text(server):
+def test_same_prompt_gives_the_same_text(server: RunningServer) -> None:
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="unused")
-    args = {"model": "fake-model", "messages": [{"role": "user", "content": "repeat"}], "max_tokens": 12}
-    assert (
-        client.chat.completions.create(**args).choices[0].message.content
-        == client.chat.completions.create(**args).choices[0].message.content
-    )
+
+    def reply() -> str | None:
+        asked = client.chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "repeat"}], max_tokens=12
+        )
+        return asked.choices[0].message.content
+
+    assert reply() == reply()
 
 
-def test_continuous_usage_stats_put_usage_on_every_chunk(server):
+def test_continuous_usage_stats_put_usage_on_every_chunk(server: RunningServer) -> None:
     _, events = stream_chat(
         server.base_url, max_tokens=3, stream_options={"include_usage": True, "continuous_usage_stats": True}
     )
@@ -103,11 +111,11 @@ def test_continuous_usage_stats_put_usage_on_every_chunk(server):
     assert [c["usage"]["completion_tokens"] for c in chunks[1:4]] == [1, 2, 3]
 
 
-def test_reasoning_model_streams_reasoning_before_content(fake_server):
+def test_reasoning_model_streams_reasoning_before_content(fake_server: FakeServer) -> None:
     server = fake_server(scenario="reasoning")
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="unused")
     kinds = []
-    usage = None
+    usage: CompletionUsage | None = None
     for chunk in client.chat.completions.create(
         model="fake-model",
         messages=[{"role": "user", "content": "Why?"}],
@@ -121,10 +129,11 @@ def test_reasoning_model_streams_reasoning_before_content(fake_server):
             delta = chunk.choices[0].delta.model_dump()
             kinds.append("reasoning" if delta.get("reasoning") else "content" if delta.get("content") else "other")
     assert kinds[1:17] == ["reasoning"] * 16 and kinds[17:] == ["content"] * 8
+    assert usage is not None and usage.completion_tokens_details is not None  # the usage chunk came, with details
     assert usage.completion_tokens == 24 and usage.completion_tokens_details.reasoning_tokens == 16
 
 
-def test_reasoning_that_uses_all_max_tokens_leaves_content_empty(fake_server):
+def test_reasoning_that_uses_all_max_tokens_leaves_content_empty(fake_server: FakeServer) -> None:
     server = fake_server(scenario="reasoning-empty")
     _, events = stream_chat(server.base_url, max_tokens=20, stream_options={"include_usage": True})
     chunks = json_events(events)
@@ -138,7 +147,7 @@ def test_reasoning_that_uses_all_max_tokens_leaves_content_empty(fake_server):
     assert tokenizer.count(whole["choices"][0]["message"]["reasoning"]) == 20
 
 
-def test_legacy_profile_uses_reasoning_content_and_older_context_message(fake_server):
+def test_legacy_profile_uses_reasoning_content_and_older_context_message(fake_server: FakeServer) -> None:
     server = fake_server(scenario="reasoning-legacy", max_model_len=64)
     _, events = stream_chat(server.base_url, max_tokens=4)
     deltas = [c["choices"][0]["delta"] for c in json_events(events)]
@@ -151,7 +160,7 @@ def test_legacy_profile_uses_reasoning_content_and_older_context_message(fake_se
     )
 
 
-def test_multi_token_chunks_carry_several_tokens(fake_server):
+def test_multi_token_chunks_carry_several_tokens(fake_server: FakeServer) -> None:
     server = fake_server(scenario="multi-token-chunks")
     _, events = stream_chat(server.base_url, max_tokens=12, stream_options={"include_usage": True})
     chunks = json_events(events)
@@ -161,7 +170,7 @@ def test_multi_token_chunks_carry_several_tokens(fake_server):
     assert chunks[-1]["usage"]["completion_tokens"] == 12
 
 
-def test_models_tokenize_health_version(server):
+def test_models_tokenize_health_version(server: RunningServer) -> None:
     models = httpx.get(server.base_url + "/v1/models").json()
     assert models["data"][0]["id"] == "fake-model" and models["data"][0]["max_model_len"] == 8192
     messages = [{"role": "user", "content": "Hello there, general!"}]
@@ -175,7 +184,7 @@ def test_models_tokenize_health_version(server):
     assert "version" in httpx.get(server.base_url + "/version").json()
 
 
-def test_errors_have_vllm_shapes_and_openai_exception_types(fake_server):
+def test_errors_have_vllm_shapes_and_openai_exception_types(fake_server: FakeServer) -> None:
     server = fake_server(max_model_len=32)
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="unused", max_retries=0)
     with pytest.raises(openai.NotFoundError) as nf:
@@ -189,6 +198,7 @@ def test_errors_have_vllm_shapes_and_openai_exception_types(fake_server):
     with pytest.raises(openai.BadRequestError) as bad:
         client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "x"}], max_tokens=30)
     prompt = tokenizer.count(tokenizer.render_chat([{"role": "user", "content": "x"}]))
+    assert isinstance(bad.value.body, dict)  # the error's JSON object
     assert bad.value.body["message"] == (
         f"This model's maximum context length is 32 tokens. However, you requested 30 output tokens and your "
         f"prompt contains at least {prompt} input tokens, for a total of at least {prompt + 30} tokens. Please "
@@ -212,7 +222,9 @@ def test_errors_have_vllm_shapes_and_openai_exception_types(fake_server):
         (500, openai.InternalServerError),
     ],
 )
-def test_injected_http_errors_raise_the_matching_openai_exception(fake_server, status, exc):
+def test_injected_http_errors_raise_the_matching_openai_exception(
+    fake_server: FakeServer, status: int, exc: type[openai.APIStatusError]
+) -> None:
     server = fake_server(faults=[{"kind": "http_error", "status": status}])
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="unused", max_retries=0)
     with pytest.raises(exc) as info:

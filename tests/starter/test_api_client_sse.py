@@ -12,6 +12,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from api_client import ApiClient, AsyncApiClient, Prices, SSEDecoder, Timeouts
@@ -119,7 +120,8 @@ def test_multi_line_data_events_through_the_async_client(multiline_url: str) -> 
     assert asyncio.run(run()) == ["Hello", " world"]
 
 
-FRAMINGS = [
+# serve()'s keyword settings, each its own type (serve takes them as **overrides: Any)
+FRAMINGS: list[dict[str, Any]] = [
     {},
     {"sse_line_ending": "crlf", "sse_data_space": False},
     {"sse_line_ending": "cr", "sse_keepalive_comments": 1},
@@ -128,7 +130,7 @@ FRAMINGS = [
 
 
 @pytest.mark.parametrize("framing", FRAMINGS, ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()) or "vllm")
-def test_every_framing_of_the_fake_server_reads_to_the_same_answer(framing: dict[str, object]) -> None:
+def test_every_framing_of_the_fake_server_reads_to_the_same_answer(framing: dict[str, Any]) -> None:
     with (
         serve(persona="api", api_key=KEY, token_rate=1000, seed=7, **framing) as server,
         ApiClient(server.openai_base_url, KEY) as client,
@@ -155,7 +157,7 @@ def _reference_text() -> str:
     return _REFERENCE[0]
 
 
-SLOW = {"persona": "api", "api_key": KEY, "token_rate": 20}  # 200 tokens would take 10 s
+SLOW: dict[str, Any] = {"persona": "api", "api_key": KEY, "token_rate": 20}  # 200 tokens would take 10 s
 
 
 def _ended_early(server_ledger: list[dict[str, object]], started: float) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
 from kit_paths import ROOT
@@ -33,7 +34,7 @@ def test_only_the_kits_plugins(pytestconfig, fake_server):
     not {"hypothesispytest", "xdist"} <= {ep.name for ep in entry_points(group="pytest11")},
     reason="shows a plugin of the grading machine left out: needs one installed here",
 )
-def test_a_candidates_tests_see_the_kits_plugins_and_not_the_grading_machines(tmp_path):
+def test_a_candidates_tests_see_the_kits_plugins_and_not_the_grading_machines(tmp_path: Path) -> None:
     folder = tmp_path / "submission"
     shutil.copytree(ROOT / "submissions" / "reference", folder, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.rmtree(folder / "loadgen" / "tests")

@@ -88,7 +88,7 @@ def _env() -> dict[str, str]:
     return env
 
 
-def test_task_md_starts_with_the_install_and_shows_every_self_check():
+def test_task_md_starts_with_the_install_and_shows_every_self_check() -> None:
     text = TASK.read_text(encoding="utf-8")
     sections = re.findall(r"^## (.+)$", text, re.MULTILINE)
     assert sections[0].startswith("Install"), sections
@@ -108,7 +108,7 @@ def test_task_md_starts_with_the_install_and_shows_every_self_check():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", task_commands())
-def test_each_task_command_runs_from_the_candidates_folder(candidate, command):
+def test_each_task_command_runs_from_the_candidates_folder(candidate: Path, command: str) -> None:
     argv = command.split()
     if argv[:2] == ["grader", "check"] and "--only" not in argv:
         # The skeleton's untimed sections: the command and the kit's files are what is tested here. The
@@ -120,6 +120,7 @@ def test_each_task_command_runs_from_the_candidates_folder(candidate, command):
             _netns(argv), cwd=candidate, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         try:
+            assert proc.stdout is not None  # stdout=PIPE
             lines: list[str] = []
             deadline = time.monotonic() + 60
             wanted = 3 if argv[1] == "fleet" else 1  # the fleet file has three servers

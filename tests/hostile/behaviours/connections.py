@@ -7,7 +7,8 @@ import time
 import urllib.parse
 
 url = urllib.parse.urlsplit(sys.argv[sys.argv.index("--base-url") + 1])
-held, error = [], ""
+held: list[socket.socket] = []
+error = ""
 deadline = time.monotonic() + 20
 while len(held) < 5000 and time.monotonic() < deadline:
     try:

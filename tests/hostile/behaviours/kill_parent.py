@@ -4,7 +4,7 @@ import json
 import os
 import signal
 
-tried = {}
+tried: dict[int, str | None] = {}
 pid = os.getppid()
 for _ in range(5):
     try:

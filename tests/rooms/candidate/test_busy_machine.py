@@ -7,11 +7,13 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
 from kit_paths import ROOT
 
 from grader.candidate import check
 from grader.candidate.machine import Load, load_now, wait_for_quiet
 from grader.grading.grade import GradeRequest, grade
+from grader.outcome import Grade
 
 REFERENCE = ROOT / "submissions" / "reference"
 
@@ -65,11 +67,14 @@ def test_an_inconclusive_criterion_is_judged_again_and_its_new_verdict_replaces_
     assert '"status": "inconclusive"' not in (tmp_path / "out" / "report.json").read_text()
 
 
-def test_the_check_warns_on_a_busy_machine_and_keeps_undecided_criteria_out_of_its_total(tmp_path, monkeypatch):
+def test_the_check_warns_on_a_busy_machine_and_keeps_undecided_criteria_out_of_its_total(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     busy = Load(9.0, 2, 6)
     monkeypatch.setattr(check, "load_now", lambda: busy)
 
-    def never_decided(result, run, *, wait_s=check.QUIET_WAIT_S):  # as a machine that stays too busy leaves it
+    def never_decided(result: Grade, run: GradeRequest, *, wait_s: float = check.QUIET_WAIT_S) -> Grade:
+        # as a machine that stays too busy leaves it
         gpu = next(c for c in result.criteria if c.id == "manifests.gpu-request")
         unsure = dataclasses.replace(
             gpu, status="inconclusive", score=0.0, output="INCONCLUSIVE: the machine was too busy both times\nmore"

@@ -11,7 +11,7 @@ from pathlib import Path
 from recorded import FIXTURES
 
 from grader.candidate.check import DEFAULT_OUT, report_folder
-from grader.criteria.loadgen.observed import Observed
+from grader.criteria.loadgen.observed import Observed, observe
 from grader.grading.judging import decide, judge, needs_rerun, result_of
 from grader.grading.sections import SECTIONS
 from grader.outcome import Grade
@@ -35,7 +35,7 @@ def _baseline(moved_ms: float) -> tuple[Observed, int]:
     last["start"] -= moved_ms / 1000
     last["ttft_s"] += moved_ms / 1000
     record["files"] = {name: json.dumps(results)}
-    return Observed.from_record(record), int(last["index"])
+    return observe(Observed.from_record(record)), int(last["index"])
 
 
 def test_a_pass_close_to_its_limit_names_the_request_and_the_limit() -> None:

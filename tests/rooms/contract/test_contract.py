@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -31,20 +32,24 @@ STARTER = ROOT / "starter"
 EXAMPLES = SCHEMA_DIR / "examples"
 
 
-def _example(kind: str):
+def _example(kind: str) -> dict[str, Any]:
+    """The schema's example of `kind`: every one is an object."""
     for suffix in (".json", ".yaml"):
         path = EXAMPLES / f"{kind}{suffix}"
         if path.exists():
-            return json.loads(path.read_text()) if suffix == ".json" else yaml.safe_load(path.read_text())
+            example: dict[str, Any] = (
+                json.loads(path.read_text()) if suffix == ".json" else yaml.safe_load(path.read_text())
+            )
+            return example
     raise AssertionError(f"no example for {kind}")
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_every_example_follows_its_schema(kind):
+def test_every_example_follows_its_schema(kind: str) -> None:
     assert schema_errors(kind, _example(kind)) == []
 
 
-def test_schemas_catch_what_the_definitions_forbid():
+def test_schemas_catch_what_the_definitions_forbid() -> None:
     results = _example("loadgen-results")
     failed_with_ttft = json.loads(json.dumps(results))
     failed_with_ttft["requests"][2]["ttft_s"] = 0.5
@@ -62,7 +67,7 @@ def test_schemas_catch_what_the_definitions_forbid():
     assert any("figures[0].provenance" in e for e in schema_errors("memo-front-matter", memo))
 
 
-def test_unknown_version_is_rejected_by_name():
+def test_unknown_version_is_rejected_by_name() -> None:
     data = dict(_example("submission"), contract=5)
     assert schema_errors("submission", data) == [
         "contract: version 5 is not one this grader grades (it grades versions 1, 2, 3, 4)"
@@ -71,7 +76,7 @@ def test_unknown_version_is_rejected_by_name():
         assert schema_errors("submission", dict(_example("submission"), contract=version)) == []
 
 
-def test_starter_submission_follows_the_contract():
+def test_starter_submission_follows_the_contract() -> None:
     submission = load_submission(STARTER)
     assert submission.manifests == ("values", STARTER / "manifests" / "values.yaml")
     assert submission.command("gateway") == ["python", "gateway/gateway.py"]
@@ -91,12 +96,12 @@ def _import_percentile(folder: Path, spec: str) -> subprocess.CompletedProcess[s
     )
 
 
-def test_starter_percentile_is_a_marked_todo_the_grader_can_import():
+def test_starter_percentile_is_a_marked_todo_the_grader_can_import() -> None:
     done = _import_percentile(STARTER, load_submission(STARTER).percentile.spec)
     assert done.returncode != 0 and "NotImplementedError: TODO: nearest-rank percentile" in done.stderr
 
 
-def test_reference_percentile_follows_the_stated_signature():
+def test_reference_percentile_follows_the_stated_signature() -> None:
     reference = ROOT / "submissions" / "reference"
     done = _import_percentile(reference, load_submission(reference).percentile.spec)
     assert done.returncode == 0, done.stderr
@@ -116,7 +121,7 @@ def test_reference_percentile_follows_the_stated_signature():
         ),
     ],
 )
-def test_percentile_field_is_checked_by_name(tmp_path, value, message):
+def test_percentile_field_is_checked_by_name(tmp_path: Path, value: str | None, message: str) -> None:
     folder = _copy_starter(tmp_path)
     data = yaml.safe_load((folder / "submission.yaml").read_text())
     if value is None:
@@ -129,7 +134,7 @@ def test_percentile_field_is_checked_by_name(tmp_path, value, message):
     assert message in str(caught.value) and "submission.yaml" in str(caught.value)
 
 
-def test_percentile_module_may_be_a_package_or_bind_the_name_by_import(tmp_path):
+def test_percentile_module_may_be_a_package_or_bind_the_name_by_import(tmp_path: Path) -> None:
     folder = _copy_starter(tmp_path)
     (folder / "stats").mkdir()
     (folder / "stats" / "__init__.py").write_text("from math import fsum as total\nfrom .rank import *\n")
@@ -149,7 +154,7 @@ def _copy_starter(tmp_path: Path) -> Path:
     return folder
 
 
-def test_submission_errors_name_the_file_field_and_line(tmp_path):
+def test_submission_errors_name_the_file_field_and_line(tmp_path: Path) -> None:
     with pytest.raises(ContractError, match="no submission.yaml"):
         load_submission(tmp_path)
     folder = _copy_starter(tmp_path)
@@ -167,7 +172,7 @@ def test_submission_errors_name_the_file_field_and_line(tmp_path):
         load_submission(folder)
 
 
-def test_memo_front_matter_is_read_and_errors_name_lines(tmp_path):
+def test_memo_front_matter_is_read_and_errors_name_lines(tmp_path: Path) -> None:
     assert schema_errors("memo-front-matter", memo_front_matter(STARTER / "memo" / "MEMO.md")) == []
     bad = tmp_path / "MEMO.md"
     bad.write_text("# no front matter\n")
@@ -178,7 +183,7 @@ def test_memo_front_matter_is_read_and_errors_name_lines(tmp_path):
         memo_front_matter(bad)
 
 
-def test_starter_loadgen_skeleton_runs_and_writes_a_valid_empty_result(tmp_path):
+def test_starter_loadgen_skeleton_runs_and_writes_a_valid_empty_result(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     subprocess.run(
         [
@@ -207,12 +212,12 @@ def test_starter_loadgen_skeleton_runs_and_writes_a_valid_empty_result(tmp_path)
     assert json.loads(out.read_text())["summary"]["n"] == 0  # it sends nothing: the rubric will fail it
 
 
-def test_starter_sizing_skeleton_runs_but_fails_the_contract():
+def test_starter_sizing_skeleton_runs_but_fails_the_contract() -> None:
     out = subprocess.run([sys.executable, "sizing/sizing.py"], cwd=STARTER, check=True, capture_output=True, text=True)
     assert schema_errors("sizing-output", json.loads(out.stdout))
 
 
-def test_starter_gateway_skeleton_starts_and_routes_nothing(tmp_path):
+def test_starter_gateway_skeleton_starts_and_routes_nothing(tmp_path: Path) -> None:
     config = tmp_path / "gateway.yaml"
     config.write_text((EXAMPLES / "gateway-config.yaml").read_text())
     with socket.socket() as s:
@@ -243,7 +248,7 @@ def test_starter_gateway_skeleton_starts_and_routes_nothing(tmp_path):
         proc.wait(10)
 
 
-def test_contract_command(tmp_path):
+def test_contract_command(tmp_path: Path) -> None:
     runner = CliRunner()
     ok = runner.invoke(grader_cli, ["contract", str(STARTER)])
     assert ok.exit_code == 0 and "follows contract 4" in ok.output
@@ -257,7 +262,7 @@ def test_contract_command(tmp_path):
     assert partial.exit_code == 1 and "'config' is a required property" in partial.output
 
 
-def test_manifest_checker_json_follows_its_schema(tmp_path):
+def test_manifest_checker_json_follows_its_schema(tmp_path: Path) -> None:
     fixtures = ROOT / "tests" / "fixtures" / "manifests"
     for path in (fixtures / "good.yaml", fixtures / "broken-yaml.yaml", fixtures / "pdb-other-pods.yaml"):
         out = subprocess.run(
@@ -269,7 +274,7 @@ def test_manifest_checker_json_follows_its_schema(tmp_path):
         assert schema_errors("manifest-report", json.loads(out.stdout)) == [], path
 
 
-def test_reference_submission_follows_the_contract():
+def test_reference_submission_follows_the_contract() -> None:
     submission = load_submission(ROOT / "submissions" / "reference")
     assert submission.manifests[0] == "values"
     for part in ("loadgen", "gateway", "sizing"):

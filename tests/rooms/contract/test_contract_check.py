@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -26,7 +27,7 @@ def _reference(tmp_path: Path) -> Path:
     return folder
 
 
-def _edit_yaml(folder: Path, change: Callable[[dict], None]) -> None:
+def _edit_yaml(folder: Path, change: Callable[[dict[str, Any]], object]) -> None:
     data = yaml.safe_load((folder / "submission.yaml").read_text())
     change(data)
     (folder / "submission.yaml").write_text(yaml.safe_dump(data))
@@ -74,7 +75,7 @@ def _script_missing(folder: Path) -> None:
 
 
 #: (what is broken, the part it is charged to, whether the grade skips that part)
-CASES = [
+CASES: list[tuple[Callable[[Path], None], str, bool]] = [
     (_no_file, "*", True),
     (_not_yaml, "*", True),
     (_unknown_version, "*", True),
@@ -94,7 +95,9 @@ def test_the_reference_has_no_problem() -> None:
 
 
 @pytest.mark.parametrize(("breaking", "part", "skips"), CASES, ids=[c[0].__name__.strip("_") for c in CASES])
-def test_each_broken_part_is_charged_to_its_part_and_skips_it_or_not_as_stated(tmp_path, breaking, part, skips):
+def test_each_broken_part_is_charged_to_its_part_and_skips_it_or_not_as_stated(
+    tmp_path: Path, breaking: Callable[[Path], None], part: str, skips: bool
+) -> None:
     folder = _reference(tmp_path)
     breaking(folder)
     check = check_submission(folder)
@@ -113,7 +116,7 @@ def test_each_broken_part_is_charged_to_its_part_and_skips_it_or_not_as_stated(t
         assert ("nothing is graded" if part == "*" else f"its {part} criteria are not graded") in done.output
 
 
-def test_a_grade_skips_exactly_the_parts_the_check_says_and_grades_the_others(tmp_path):
+def test_a_grade_skips_exactly_the_parts_the_check_says_and_grades_the_others(tmp_path: Path) -> None:
     """A memo file that does not exist skips the memo's criteria; a manifests file that does not exist is graded, and
     its criteria fail reading it; the problems of both are in the grade's contract problems."""
     folder = _reference(tmp_path)

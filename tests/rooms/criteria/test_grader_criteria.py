@@ -8,39 +8,41 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from api_client import SSEDecoder
-from conftest import chat_body
+from conftest import FakeServer, chat_body
 from kit_paths import ROOT
 
-from grader.criteria.matching import match
+from grader.criteria.matching import Pair, match
 from grader.criteria.truth import (
     in_flight_series,
     max_in_flight,
     nearest_rank,
     truth_of,
 )
+from grader.outcome import CriterionResult
 from grader.records.tests import PERCENTILE_METHODS
 from grader.running.tests import CANDIDATE_PLUGINS
 
 INJECTED = ROOT / "grader" / "running" / "injected"
 
 
-def test_nearest_rank_on_known_lists():
+def test_nearest_rank_on_known_lists() -> None:
     # The seed's lesson: with eight requests, p90 and p99 are both the slowest one.
     eight = [0.8, 0.1, 0.7, 0.2, 0.6, 0.3, 0.5, 0.4]
     assert nearest_rank(eight, 90) == nearest_rank(eight, 99) == 0.8
     assert nearest_rank(eight, 50) == 0.4  # rank ceil(4.0) = 4
-    ten = list(range(1, 11))
+    ten: list[float] = list(range(1, 11))
     assert nearest_rank(ten, 90) == 9 and nearest_rank(ten, 91) == 10 and nearest_rank(ten, 10) == 1
-    hundred = list(range(1, 101))
+    hundred: list[float] = list(range(1, 101))
     assert nearest_rank(hundred, 7) == 7  # in floats 7/100*100 rounds up to rank 8
     assert nearest_rank([], 50) is None
 
 
-def test_in_flight_counts_an_end_before_an_arrival_at_the_same_instant():
+def test_in_flight_counts_an_end_before_an_arrival_at_the_same_instant() -> None:
     assert max_in_flight([(0.0, 1.0), (1.0, 2.0), (1.5, 3.0)]) == 2
     assert in_flight_series([(0.0, 1.0)]) == [(0.0, 1), (1.0, 0)]
 
@@ -58,7 +60,13 @@ def _stream(base_url: str, content: str = "hello", max_tokens: int = 6) -> str |
     return ids[0] if ids else None
 
 
-def test_truth_of_real_records_and_pairing_by_id_then_by_order_and_status(fake_server):
+def _paired(pair: Pair) -> tuple[Any, int, str]:
+    """A pair's reported index, ledger number and how they were paired."""
+    assert pair.reported is not None and pair.truth is not None, pair  # both sides: a pair, not one left unmatched
+    return pair.reported["index"], pair.truth.number, pair.how
+
+
+def test_truth_of_real_records_and_pairing_by_id_then_by_order_and_status(fake_server: FakeServer) -> None:
     server = fake_server(
         token_rate=500,
         output_len_min=32,
@@ -87,7 +95,7 @@ def test_truth_of_real_records_and_pairing_by_id_then_by_order_and_status(fake_s
         {"index": 2, "id": ids[2], "status": 200, "start": 3.0},
     ]
     pairs = match(reported, truths)
-    assert [(p.reported["index"], p.truth.number, p.how) for p in pairs] == [
+    assert [_paired(p) for p in pairs] == [
         (0, 1, "id"),
         (2, 3, "id"),
         (1, 2, "order and status"),
@@ -125,20 +133,20 @@ def _run_with_swap(tmp_path: Path, method: str) -> dict[str, object]:
     return {"values": json.loads(out.stdout), "marked": (tmp_path / "marker").exists()}
 
 
-def test_no_swap_leaves_the_candidates_function_alone(tmp_path):
+def test_no_swap_leaves_the_candidates_function_alone(tmp_path: Path) -> None:
     got = _run_with_swap(tmp_path, "none")
     assert got == {"values": {"10": 1, "50": 5, "90": 9, "95": 10}, "marked": False}
 
 
 @pytest.mark.parametrize("method", PERCENTILE_METHODS)
-def test_each_wrong_method_is_swapped_in_before_any_module_binds_the_name(tmp_path, method):
+def test_each_wrong_method_is_swapped_in_before_any_module_binds_the_name(tmp_path: Path, method: str) -> None:
     got = _run_with_swap(tmp_path, method)
     assert got["marked"], "the swap left no marker"
     # Every wrong method differs from nearest rank on this unsorted list at some percentile.
     assert got["values"] != {"10": 1, "50": 5, "90": 9, "95": 10}
 
 
-def test_tps_truth_ends_at_the_last_visible_content_not_at_a_late_finish_chunk(fake_server):
+def test_tps_truth_ends_at_the_last_visible_content_not_at_a_late_finish_chunk(fake_server: FakeServer) -> None:
     words, late = 6, 0.3
     server = fake_server(
         token_rate=200,
@@ -174,10 +182,11 @@ def percentile(values, p):
 
 
 @pytest.mark.parametrize("where", ["loadgen/tests/test_pct.py", "loadgen/test_pct.py"])
-def test_the_starters_layout_imports_by_the_dotted_name_and_gets_swapped(tmp_path, where):
+def test_the_starters_layout_imports_by_the_dotted_name_and_gets_swapped(tmp_path: Path, where: str) -> None:
     """With the starter's loadgen/__init__.py, a test beside loadgen.py or in loadgen/tests imports
     `loadgen.loadgen` by that name (no "'loadgen' is not a package"), and the grader's swap reaches it."""
-    shutil.copy(ROOT / "starter" / "loadgen" / "__init__.py", (tmp_path / "loadgen").mkdir() or tmp_path / "loadgen")
+    (tmp_path / "loadgen").mkdir()
+    shutil.copy(ROOT / "starter" / "loadgen" / "__init__.py", tmp_path / "loadgen")
     (tmp_path / "loadgen" / "loadgen.py").write_text(_NEAREST)
     (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / where).write_text(_PERCENTILE_TEST)
@@ -205,7 +214,7 @@ def test_the_starters_layout_imports_by_the_dotted_name_and_gets_swapped(tmp_pat
     assert swapped.returncode != 0 and (tmp_path / "marker").exists(), swapped.stdout + swapped.stderr
 
 
-def test_a_stream_of_a_few_milliseconds_is_timed_no_finer_than_its_span_tolerance():
+def test_a_stream_of_a_few_milliseconds_is_timed_no_finer_than_its_span_tolerance() -> None:
     """At the domain's far corner (2,000 tokens/s, 8 tokens a chunk) a stream's span is 4 ms, and a correct client
     reads it 0.7 ms long, 15% low in TPS: the span's own tolerance keeps it; a span with TTFT in it fails."""
     from grader.criteria.loadgen.requests import tps_margin
@@ -226,7 +235,7 @@ def test_a_stream_of_a_few_milliseconds_is_timed_no_finer_than_its_span_toleranc
     assert tps_margin(160.0, 200.0, 200, tps) > 1
 
 
-def _one_token_grade(submission: Path, folder: Path):
+def _one_token_grade(submission: Path, folder: Path) -> CriterionResult:
     """`loadgen.tps` on the baseline moved to one token a request: every TPS is null by the brief's definition."""
     import yaml
 
@@ -249,7 +258,7 @@ def _one_token_grade(submission: Path, folder: Path):
     return result
 
 
-def test_tps_of_a_one_token_answer_is_judged_null_not_left_with_nothing_to_judge(tmp_path):
+def test_tps_of_a_one_token_answer_is_judged_null_not_left_with_nothing_to_judge(tmp_path: Path) -> None:
     """At the domain's corner of one token a request no request has a TPS: a client that writes null, as the brief
     defines it, passes on those nulls; one that writes a number for them fails."""
     passed = _one_token_grade(ROOT / "submissions" / "reference", tmp_path)

@@ -14,8 +14,9 @@ from grader_cli import run_grader
 from kit_paths import ROOT
 from recorded import FIXTURES
 
-from grader.criteria.memo_rules import check_memo, split_front_matter
+from grader.criteria.memo_rules import BrokenRule, check_memo, split_front_matter
 from grader.grading.rejudge import grade_of
+from grader.outcome import CriterionResult
 from grader.records.book import RecordBook
 from grader.rubric import load_rubric
 
@@ -23,8 +24,8 @@ MEMO = (ROOT / "submissions" / "reference" / "memo" / "MEMO.md").read_text()
 INPUTS = split_front_matter(MEMO)[0]["sizing_inputs"]
 
 
-def rules(text: str) -> dict[str, list[object]]:
-    out: dict[str, list[object]] = {}
+def rules(text: str) -> dict[str, list[BrokenRule]]:
+    out: dict[str, list[BrokenRule]] = {}
     for f in check_memo(text):
         out.setdefault(f.rule, []).append(f)
     return out
@@ -37,14 +38,14 @@ def test_the_reference_memo_has_no_finding() -> None:
 def test_aggregate_throughput_as_a_users_speed_is_caught_by_meaning_and_quoted() -> None:
     text = MEMO.replace("One replica's 595 tokens/s covers it", "Each user sees 595 tokens/s; one replica covers it")
     [finding] = rules(text)["per-user-not-aggregate"]
-    assert finding.line is not None and "Each user sees 595 tokens/s" in finding.quote  # type: ignore[attr-defined]
-    assert text.splitlines()[finding.line - 1].startswith("3x the average") is False  # type: ignore[attr-defined]
+    assert finding.line is not None and "Each user sees 595 tokens/s" in finding.quote
+    assert text.splitlines()[finding.line - 1].startswith("3x the average") is False
 
 
 def test_a_speed_in_the_text_that_is_no_figure_contradicts_the_front_matter() -> None:
     text = MEMO.replace("One replica's 595 tokens/s covers it", "One replica's 700 tokens/s covers it")
     [finding] = rules(text)["text-matches-front-matter"]
-    assert "700 tokens/s" in finding.message  # type: ignore[attr-defined]
+    assert "700 tokens/s" in finding.message
 
 
 def test_a_placeholder_label_lets_a_laptop_figure_stand_in() -> None:
@@ -81,8 +82,8 @@ def test_the_throughput_streams_share_sold_as_each_users_speed_is_caught_in_the_
     found = rules(restated_per_user(throughput, sentence))
     assert set(found) == {"per-user-not-aggregate"}
     figure, text = found["per-user-not-aggregate"]
-    assert figure.figure == "user_speed" and f"{streams} streams" in figure.message  # type: ignore[attr-defined]
-    assert text.quote == sentence  # type: ignore[attr-defined]
+    assert figure.figure == "user_speed" and f"{streams} streams" in figure.message
+    assert text.quote == sentence
 
 
 def test_a_users_share_of_the_throughput_and_one_streams_speed_pass() -> None:
@@ -105,13 +106,14 @@ def test_a_sentence_wrapped_onto_the_next_line_is_read_whole() -> None:
     found = rules(wrapped)
     assert set(found) == {"per-user-not-aggregate"} and len(found["per-user-not-aggregate"]) == 2
     sentence = found["per-user-not-aggregate"][1]
-    assert sentence.quote == f"With {streams} concurrent chats each user sees {throughput} tok/s."  # type: ignore[attr-defined]
-    assert wrapped.splitlines()[sentence.line - 1].endswith(f"{streams} concurrent chats each")  # type: ignore[attr-defined]
+    assert sentence.quote == f"With {streams} concurrent chats each user sees {throughput} tok/s."
+    assert sentence.line is not None  # the finding quotes its line
+    assert wrapped.splitlines()[sentence.line - 1].endswith(f"{streams} concurrent chats each")
     arithmetic = shows_its_arithmetic().replace(f"{TURNS} x {PER_TURN:,} = ", f"{TURNS} x {PER_TURN:,}\n= ")
     assert f"x {PER_TURN:,}\n= {TURNS * PER_TURN:,} tokens" in arithmetic and rules(arithmetic) == {}
 
 
-def _judged(name: str) -> dict[str, object]:
+def _judged(name: str) -> dict[str, CriterionResult]:
     grade = grade_of(RecordBook.read(FIXTURES / name), load_rubric())
     assert len(grade.human_checklist) >= 3  # what a person still judges
     return {c.id: c for c in grade.criteria if c.deliverable == "memo"}
@@ -119,10 +121,10 @@ def _judged(name: str) -> dict[str, object]:
 
 def test_reference_full_marks_and_a_figure_against_its_results_file() -> None:
     reference = _judged("reference")
-    assert all(c.status == "passed" for c in reference.values())  # type: ignore[attr-defined]
-    assert "23 figures match" in reference["memo.matches-sources"].output  # type: ignore[attr-defined]
+    assert all(c.status == "passed" for c in reference.values())
+    assert "23 figures match" in reference["memo.matches-sources"].output
     sources = _judged("memo-contradicts-results")["memo.matches-sources"]
-    assert sources.score == 0 and "loadgen:summary.ttft_s.max" in sources.output  # type: ignore[attr-defined]
+    assert sources.score == 0 and "loadgen:summary.ttft_s.max" in sources.output
 
 
 # --- arithmetic shown in the text ----------------------------------------------------------------------------
@@ -166,19 +168,19 @@ def test_arithmetic_shown_counts_at_the_precision_shown_and_no_further() -> None
     }
     for part, written in wrong.items():
         [finding] = rules(shows_its_arithmetic(**{part: written}))["text-matches-front-matter"]
-        assert written in finding.message and written in finding.quote  # type: ignore[attr-defined]
+        assert written in finding.message and written in finding.quote
 
 
 def test_an_operand_that_is_no_figure_or_input_shows_nothing() -> None:
     memo = shows_its_arithmetic().replace(f"{TURNS} x {PER_TURN:,} =", f"{TURNS} x {PER_TURN + 100:,} =")
     [finding] = rules(memo)["text-matches-front-matter"]
-    assert f"{TURNS * PER_TURN:,} tokens" in finding.message  # type: ignore[attr-defined]
+    assert f"{TURNS * PER_TURN:,} tokens" in finding.message
 
 
 def test_the_throughput_restated_per_user_loses_the_per_user_criterion_alone_and_says_where() -> None:
     judged = _judged("memo-aggregate-restated-per-user")
-    assert {i for i, c in judged.items() if c.status != "passed"} == {"memo.per-user-speed"}  # type: ignore[attr-defined]
-    output = judged["memo.per-user-speed"].output  # type: ignore[attr-defined]
+    assert {i for i, c in judged.items() if c.status != "passed"} == {"memo.per-user-speed"}
+    output = judged["memo.per-user-speed"].output
     assert "user_speed" in output and f"each user sees {INPUTS['throughput']} tok/s" in output
 
 

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from grader_cli import run_grader
@@ -15,6 +16,7 @@ from recorded import FIXTURES
 
 from grader.criteria.sizing_truth import Conventions, expected
 from grader.grading.rejudge import grade_of
+from grader.outcome import CriterionResult
 from grader.records.book import RecordBook
 from grader.rubric import load_rubric
 
@@ -97,14 +99,14 @@ def test_a_two_gpu_replica_and_stated_conventions() -> None:
     assert gib == int(41.6 * 2**30 / 65536)
 
 
-def _grade(folder: Path, out: Path) -> dict[str, dict[str, object]]:
+def _grade(folder: Path, out: Path) -> dict[str, dict[str, Any]]:
     done = run_grader("grade", "--seed", "0", folder, "--out", out, "--only", "sizing", timeout=300)
     assert done.returncode == 0, done.stderr
     report = json.loads((out / "report.json").read_text())
     return {t["name"].split(":")[0]: t for t in report["tests"]}
 
 
-def _judged(name: str) -> dict[str, object]:
+def _judged(name: str) -> dict[str, CriterionResult]:
     grade = grade_of(RecordBook.read(FIXTURES / name), load_rubric())
     return {c.id: c for c in grade.criteria if c.deliverable == "sizing"}
 
@@ -112,11 +114,11 @@ def _judged(name: str) -> dict[str, object]:
 def test_reference_full_marks_and_a_constant_price_named() -> None:
     reference = _judged("reference")
     sizing = {c.id for c in load_rubric().criteria if c.deliverable == "sizing"}
-    assert set(reference) == sizing and all(c.status == "passed" for c in reference.values())  # type: ignore[attr-defined]
+    assert set(reference) == sizing and all(c.status == "passed" for c in reference.values())
     chaff = _judged("sizing-gpu-price-constant")
     cost = chaff["sizing.cost-per-million"]
-    assert cost.score == 0 and "does not move when --gpu-hour-usd moves" in cost.output  # type: ignore[attr-defined]
-    assert chaff["sizing.kv-cache"].status == "passed"  # type: ignore[attr-defined]
+    assert cost.score == 0 and "does not move when --gpu-hour-usd moves" in cost.output
+    assert chaff["sizing.kv-cache"].status == "passed"
 
 
 def test_a_crash_fails_with_its_stderr_quoted(tmp_path: Path) -> None:

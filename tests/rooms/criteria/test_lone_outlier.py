@@ -9,8 +9,8 @@ import json
 
 from recorded import FIXTURES
 
-from grader.criteria.loadgen.observed import Observed
-from grader.criteria.verdict import is_borderline
+from grader.criteria.loadgen.observed import Observed, observe
+from grader.criteria.verdict import Verdict, is_borderline
 from grader.grading.judging import judge
 from grader.grading.sections import SECTIONS
 from grader.records.book import RecordBook
@@ -30,33 +30,33 @@ def _baseline(*, slowed: dict[int, float]) -> Observed:
     for i, factor in slowed.items():
         ok[i]["tps"] *= factor
     record["files"] = {name: json.dumps(results)}
-    return Observed.from_record(record)
+    return observe(Observed.from_record(record))
 
 
-def _verdict(run: Observed):
+def _verdict(run: Observed) -> Verdict:
     verdict = judge(TPS, SECTIONS["loadgen"], [run], RUBRIC)
     assert verdict is not None
     return verdict
 
 
-def test_the_recorded_run_passes_as_it_is():
+def test_the_recorded_run_passes_as_it_is() -> None:
     verdict = _verdict(_baseline(slowed={}))
     assert verdict.passed and verdict.margin is not None and verdict.margin < RUBRIC.judging.lone_outlier
 
 
-def test_one_request_read_24_percent_slow_is_borderline_not_failed():
+def test_one_request_read_24_percent_slow_is_borderline_not_failed() -> None:
     verdict = _verdict(_baseline(slowed={3: 0.76}))
     assert not verdict.passed and verdict.margin == 1.0 and is_borderline(verdict, *BANDS)
     assert "one request alone is outside the tolerance" in verdict.output
 
 
-def test_two_requests_off_or_a_wrong_definition_still_fail_outright():
+def test_two_requests_off_or_a_wrong_definition_still_fail_outright() -> None:
     two = _verdict(_baseline(slowed={3: 0.76, 7: 0.76}))
     assert not two.passed and not is_borderline(two, *BANDS), two.margin
     every = _verdict(_baseline(slowed={i: 0.7 for i in range(12)}))
     assert not every.passed and not is_borderline(every, *BANDS)
     for chaff in ("tps-includes-ttft", "throughput-as-tps"):
-        run = Observed.from_record(RecordBook.read(FIXTURES / chaff).records["loadgen/baseline"])
+        run = observe(Observed.from_record(RecordBook.read(FIXTURES / chaff).records["loadgen/baseline"]))
         verdict = _verdict(run)
         assert not verdict.passed and not is_borderline(verdict, *BANDS), (chaff, verdict.margin)
 
@@ -73,22 +73,24 @@ def _late_first_tokens(late: dict[int, float]) -> Observed:
     for i, seconds in late.items():
         ok[i]["ttft_s"] += seconds
     record["files"] = {name: json.dumps(results)}
-    return Observed.from_record(record)
+    return observe(Observed.from_record(record))
 
 
-def test_one_first_token_read_late_alone_is_borderline_and_a_wrong_definition_still_fails():
+def test_one_first_token_read_late_alone_is_borderline_and_a_wrong_definition_still_fails() -> None:
     """Beside two CPU hogs a correct client read one of 16 first tokens 86 ms late (bench/results/corners.json):
     judged again, not failed; two requests off, or every request (the TTFT-from-headers chaff), fail outright."""
     one = judge(TTFT, SECTIONS["loadgen"], [_late_first_tokens({3: 0.086})], RUBRIC)
     assert one is not None and not one.passed and one.margin == 1.0 and is_borderline(one, *BANDS)
     two = judge(TTFT, SECTIONS["loadgen"], [_late_first_tokens({3: 0.086, 7: 0.086})], RUBRIC)
-    assert two is not None and not two.passed and not is_borderline(two, *BANDS), two.margin
-    run = Observed.from_record(RecordBook.read(FIXTURES / "ttft-from-headers").records["loadgen/baseline"])
+    assert two is not None
+    assert not two.passed and not is_borderline(two, *BANDS), two.margin
+    run = observe(Observed.from_record(RecordBook.read(FIXTURES / "ttft-from-headers").records["loadgen/baseline"]))
     verdict = judge(TTFT, SECTIONS["loadgen"], [run], RUBRIC)
-    assert verdict is not None and not verdict.passed and not is_borderline(verdict, *BANDS), verdict.margin
+    assert verdict is not None
+    assert not verdict.passed and not is_borderline(verdict, *BANDS), verdict.margin
 
 
-def test_a_lone_late_first_token_then_a_rerun_within_the_tolerance_passes_and_twice_alone_goes_to_a_person():
+def test_a_lone_late_first_token_then_a_rerun_within_the_tolerance_passes_and_twice_alone_goes_to_a_person() -> None:
     """Beside two CPU hogs a correct client read one first token late alone, then all 16 within 0.89 of the
     tolerance on the rerun (bench/results/corners.json): it passes. One request alone late on both attempts still
     goes to a person: the rule was missed twice."""

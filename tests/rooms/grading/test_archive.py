@@ -83,7 +83,9 @@ def test_without_a_single_top_folder_the_destination_is_the_submission(tmp_path:
         ([(tar_info("d/l", kind=tarfile.SYMTYPE, link="../.."), b"")], "leaves the folder"),
     ],
 )
-def test_hostile_tar_entries_are_refused_by_name(tmp_path: Path, members: list, why: str) -> None:
+def test_hostile_tar_entries_are_refused_by_name(
+    tmp_path: Path, members: list[tuple[tarfile.TarInfo, bytes]], why: str
+) -> None:
     archive = make_tar(tmp_path / "evil.tar", members)
     with pytest.raises(ArchiveError, match=why) as caught:
         unpack(archive, tmp_path / "out")

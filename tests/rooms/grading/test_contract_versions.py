@@ -21,7 +21,7 @@ from recorded import FIXTURES
 
 from grader.contract import load_submission, schema_errors
 from grader.criteria.catalog import registered
-from grader.criteria.loadgen.observed import Observed
+from grader.criteria.loadgen.observed import Observed, observe
 from grader.criteria.loadgen.summary import check_percentiles, check_summary
 from grader.grading.judging import NOT_IN_BRIEF
 from grader.grading.rejudge import rejudge
@@ -41,14 +41,14 @@ NEW_IN_3 = {"loadgen.prompt-tokens"}
 NOT_IN_1 = NEW_IN_2 | NEW_IN_3
 
 
-def test_every_issued_version_is_graded_and_the_latest_is_the_kits_own():
+def test_every_issued_version_is_graded_and_the_latest_is_the_kits_own() -> None:
     assert supported() == (1, 2, 3, 4) and LATEST == 4 and RUBRIC.contract == LATEST
     assert RUBRIC.for_contract(LATEST) is RUBRIC
     for name in ("starter", "submissions/reference"):
         assert load_submission(ROOT / name).contract == LATEST, name
 
 
-def test_no_contract_1_scenario_sends_a_flag_that_brief_never_had():
+def test_no_contract_1_scenario_sends_a_flag_that_brief_never_had() -> None:
     assert any("timeout_s" in s.loadgen for s in RUBRIC.scenarios.values())  # the latest brief has --timeout-s
     assert not [name for name, s in OLD.scenarios.items() if "timeout_s" in s.loadgen]
     assert set(OLD.scenarios) < set(RUBRIC.scenarios)
@@ -57,7 +57,7 @@ def test_no_contract_1_scenario_sends_a_flag_that_brief_never_had():
         assert set(criterion.cases) <= {c.name for c in OLD.gateway.cases}, criterion.id
 
 
-def test_the_criteria_contract_1_never_stated_are_out_of_its_brief_and_the_rest_keep_their_weight():
+def test_the_criteria_contract_1_never_stated_are_out_of_its_brief_and_the_rest_keep_their_weight() -> None:
     out = {c.id for c in OLD.criteria if not c.in_brief}
     assert out == NOT_IN_1
     assert {c.id for c in MID.criteria if not c.in_brief} == NEW_IN_3
@@ -65,7 +65,7 @@ def test_the_criteria_contract_1_never_stated_are_out_of_its_brief_and_the_rest_
     assert [c.id for c in OLD.criteria] == [c.id for c in RUBRIC.criteria]  # listed, in the same order
 
 
-def test_contract_2_is_never_sent_a_server_without_usage_its_brief_promised_it_would_not_meet():
+def test_contract_2_is_never_sent_a_server_without_usage_its_brief_promised_it_would_not_meet() -> None:
     """Contract 2's brief said every scenario sends usage: its load generator keeps the multi-token rule as that
     brief stated it, judged on the multi-token run alone; contract 3's meets a server that sends none too."""
     assert "no-usage" in RUBRIC.scenarios and "no-usage" not in MID.scenarios and "no-usage" not in OLD.scenarios
@@ -78,7 +78,7 @@ def test_contract_2_is_never_sent_a_server_without_usage_its_brief_promised_it_w
     assert "sse-multiline" not in OLD.criterion("loadgen.sse-framing").scenarios
 
 
-def test_a_rule_whose_meaning_changed_is_judged_by_the_meaning_contract_1_gave():
+def test_a_rule_whose_meaning_changed_is_judged_by_the_meaning_contract_1_gave() -> None:
     # contract 2 and later: a memo that quotes no percentile has nothing to judge and fails; contract 1 let it pass
     for cid in ("memo.percentile-n", "memo.p99-max"):
         assert RUBRIC.criterion(cid).tol("percentiles_needed_count") == 1
@@ -95,14 +95,14 @@ def test_a_rule_whose_meaning_changed_is_judged_by_the_meaning_contract_1_gave()
     }
 
 
-def test_the_slot_test_meets_drawn_servers_from_contract_4_and_an_earlier_brief_is_judged_without_them():
+def test_the_slot_test_meets_drawn_servers_from_contract_4_and_an_earlier_brief_is_judged_without_them() -> None:
     latest, three = RUBRIC.criterion("tests.slot-chaff"), RUBRIC.for_contract(3).criterion("tests.slot-chaff")
     assert latest.variants == ("slots", "drawn-slots") and "FAKE_SERVER_DRAW" in latest.text
     assert three.variants == ("slots",) and "FAKE_SERVER_DRAW" not in three.text and three.in_brief
     assert OLD.criterion("tests.slot-chaff").variants == ("slots",)
 
 
-def test_a_gateway_is_told_its_own_contract_in_its_config():
+def test_a_gateway_is_told_its_own_contract_in_its_config() -> None:
     urls = {"base_url": "http://127.0.0.1:1/v1", "url": "http://127.0.0.1:1"}
     for rubric, version in ((RUBRIC, 4), (MID, 2), (OLD, 1)):
         config = gateway_config(rubric.gateway, urls, urls)
@@ -110,7 +110,7 @@ def test_a_gateway_is_told_its_own_contract_in_its_config():
         assert schema_errors("gateway-config", config) == []
 
 
-def test_the_rubric_refuses_an_earlier_meaning_for_a_version_it_never_issued(tmp_path: Path):
+def test_the_rubric_refuses_an_earlier_meaning_for_a_version_it_never_issued(tmp_path: Path) -> None:
     data = yaml.safe_load((ROOT / "grader" / "rubric" / "rubric.yaml").read_text())
     entry = next(c for c in data["criteria"] if c["id"] == "memo.p99-max")
     entry["earlier"] = {7: {"tolerance": {"percentiles_needed_count": 0}}}
@@ -124,7 +124,9 @@ def test_the_rubric_refuses_an_earlier_meaning_for_a_version_it_never_issued(tmp
         load_rubric(bad, checks=registered())
 
 
-def test_rejudged_as_contract_1_the_new_rules_leave_the_maximum_and_the_others_keep_their_points(tmp_path: Path):
+def test_rejudged_as_contract_1_the_new_rules_leave_the_maximum_and_the_others_keep_their_points(
+    tmp_path: Path,
+) -> None:
     folder = tmp_path / "graded"
     shutil.copytree(FIXTURES / "reference", folder / "runs", ignore=shutil.ignore_patterns("source.txt"))
     now = rejudge(folder, out=tmp_path / "now")
@@ -152,15 +154,15 @@ def test_rejudged_as_contract_1_the_new_rules_leave_the_maximum_and_the_others_k
 def _runs() -> list[Observed]:
     book = RecordBook.read(FIXTURES / "reference")
     names = [k for k in book.records if k.startswith("loadgen/") and "@" not in k and ".v" not in k]
-    return [Observed.from_record(book.records[k]) for k in sorted(names)]
+    return [observe(Observed.from_record(book.records[k])) for k in sorted(names)]
 
 
 def _wrote_nothing(run: Observed) -> Observed:
     """The run as a command that exited before writing its results file would have left it."""
-    return Observed.from_record({**run.to_record(), "files": {run.results_file: None}, "exit_code": 2})
+    return observe(Observed.from_record({**run.to_record(), "files": {run.results_file: None}, "exit_code": 2}))
 
 
-def test_a_run_that_wrote_nothing_is_charged_once_not_again_to_the_criteria_over_every_run():
+def test_a_run_that_wrote_nothing_is_charged_once_not_again_to_the_criteria_over_every_run() -> None:
     runs = _runs()
     percentiles, summary = RUBRIC.criterion("loadgen.percentiles"), RUBRIC.criterion("loadgen.summary")
     assert check_percentiles(runs, percentiles).passed and check_summary(runs, summary).passed
@@ -176,7 +178,7 @@ def test_a_run_that_wrote_nothing_is_charged_once_not_again_to_the_criteria_over
         assert not verdict.passed and "nothing to judge" in verdict.output
 
 
-def test_a_bundle_says_what_made_it_and_a_grade_follows_it(tmp_path: Path):
+def test_a_bundle_says_what_made_it_and_a_grade_follows_it(tmp_path: Path) -> None:
     starter = tmp_path / "starter"
     shutil.copytree(ROOT / "starter", starter, ignore=shutil.ignore_patterns("__pycache__"))
     edition = edition_stamp(ROOT)

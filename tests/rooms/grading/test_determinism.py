@@ -219,7 +219,10 @@ def test_a_chaff_grades_identically(name: str, tmp_path: Path) -> None:
 
 def test_the_mask_hides_only_what_is_measured() -> None:
     rows = {"columns": ["#", "id", "outcome"], "rows": [[1, "chatcmpl-b", "ok"], [2, "chatcmpl-a", "failed"]]}
-    swapped = {"columns": ["#", "id", "outcome"], "rows": [[1, "chatcmpl-a", "failed"], [2, "chatcmpl-b", "ok"]]}
+    swapped: dict[str, Any] = {
+        "columns": ["#", "id", "outcome"],
+        "rows": [[1, "chatcmpl-a", "failed"], [2, "chatcmpl-b", "ok"]],
+    }
     assert normalise(rows) == normalise(swapped)
     cut = {"columns": ["case", "what"], "rows": [["c", 'HTTP 200; ends \'{"age_s":0.51,"x":1\'']]}
     wider = {"columns": ["case", "what"], "rows": [["c", 'HTTP 200; ends \'{"age_s":10.51,"x":\'']]}

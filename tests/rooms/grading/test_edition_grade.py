@@ -21,7 +21,8 @@ EDITION = "autumn-2027"
 
 
 def timeout_of(edition: str) -> float:
-    return load_rubric(edition=edition).scenarios["timeout"].loadgen["timeout_s"]
+    timeout_s: float = load_rubric(edition=edition).scenarios["timeout"].loadgen["timeout_s"]
+    return timeout_s
 
 
 @pytest.mark.slow

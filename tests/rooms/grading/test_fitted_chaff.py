@@ -9,7 +9,7 @@ import pytest
 from recorded import FIXTURES, ROOT
 
 from grader.grading.rejudge import grade_of
-from grader.kit.chaff import list_chaff
+from grader.kit.chaff import Chaff, list_chaff
 from grader.records.book import RecordBook
 from grader.records.tests import DRAWN_NO_SLOTS, DRAWN_SERVER, UNSEEN_PERCENTILE
 from grader.rubric import load_rubric
@@ -43,7 +43,7 @@ def test_there_are_fitted_chaff_for_the_gateway_the_load_generator_sizing_and_th
 
 
 @pytest.mark.parametrize("chaff", FITTED, ids=[c.name for c in FITTED])
-def test_a_fitted_chaff_loses_its_targets_only_on_what_the_candidate_never_ran(chaff) -> None:
+def test_a_fitted_chaff_loses_its_targets_only_on_what_the_candidate_never_ran(chaff: Chaff) -> None:
     whole = {r.id: r for r in grade_of(RecordBook.read(FIXTURES / chaff.name), RUBRIC).criteria}
     public = {r.id: r for r in grade_of(_public_only(RecordBook.read(FIXTURES / chaff.name)), RUBRIC).criteria}
     for target in chaff.targets:

@@ -38,7 +38,7 @@ def _copy_reference(dest: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_an_archive_is_graded_and_every_report_is_written(tmp_path):
+def test_an_archive_is_graded_and_every_report_is_written(tmp_path: Path) -> None:
     archive = tmp_path / "candidate.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(_copy_reference(tmp_path / "sub"), arcname="candidate")
@@ -55,7 +55,7 @@ def test_an_archive_is_graded_and_every_report_is_written(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_broken_part_skips_only_its_own_criteria(tmp_path):
+def test_a_broken_part_skips_only_its_own_criteria(tmp_path: Path) -> None:
     sub = _copy_reference(tmp_path / "sub")
     data = yaml.safe_load((sub / "submission.yaml").read_text())
     data["gateway"]["command"] = "python gateway.py"  # a string where the contract wants argv
@@ -76,7 +76,7 @@ def test_a_broken_part_skips_only_its_own_criteria(tmp_path):
     assert report["score"] == 0 and "loadgen.command" in test["output"] and "skipped" in test["tags"]
 
 
-def test_an_archive_that_escapes_its_folder_gets_a_report_not_a_crash(tmp_path):
+def test_an_archive_that_escapes_its_folder_gets_a_report_not_a_crash(tmp_path: Path) -> None:
     archive = tmp_path / "evil.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         info = tarfile.TarInfo("../../outside.txt")
@@ -90,7 +90,7 @@ def test_an_archive_that_escapes_its_folder_gets_a_report_not_a_crash(tmp_path):
     assert not (tmp_path.parent / "outside.txt").exists()
 
 
-def test_the_grader_says_what_stopped_it(tmp_path):
+def test_the_grader_says_what_stopped_it(tmp_path: Path) -> None:
     missing = _grade(tmp_path / "nope", "--out", tmp_path / "out")
     assert missing.returncode == 2 and "no such file or folder" in missing.stderr
     override = tmp_path / "team.yaml"
@@ -102,7 +102,7 @@ def test_the_grader_says_what_stopped_it(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_section_the_grader_cannot_run_is_inconclusive_and_the_grade_goes_on(tmp_path):
+def test_a_section_the_grader_cannot_run_is_inconclusive_and_the_grade_goes_on(tmp_path: Path) -> None:
     from grader.grading.grade import GradeRequest, grade
     from grader.rubric import DEFAULT_RUBRIC
 

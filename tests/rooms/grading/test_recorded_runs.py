@@ -54,21 +54,23 @@ def _stale(name: str, book: RecordBook, scratch: Path) -> list[str]:
             name, _, variant = record["scenario"]["name"].partition(".v")
             scenario = rubric.scenarios.get(name)
             if scenario is not None and variant:
-                varied = VARIANTS is not None and name in VARIANTS.loadgen
-                scenario = VARIANTS.scenario(scenario, int(variant), book.index["seed"]) if varied else None
+                if VARIANTS is not None and name in VARIANTS.loadgen:
+                    scenario = VARIANTS.scenario(scenario, int(variant), book.index["seed"])
+                else:
+                    scenario = None
             if scenario is None or scenario.to_dict() != record["scenario"]:
                 out.append(f"scenario {record['scenario']['name']} changed")
         elif record["section"] == "gateway":
             current = rubric.gateway
             if variant := record["key"].split("/")[0].split("@")[0].partition(".v")[2]:
                 current = VARIANTS.gateway_plan(current, int(variant), book.index["seed"]) if VARIANTS else current
-            plan, current = dict(record["plan"]), current.to_dict()
+            plan, now = dict(record["plan"]), current.to_dict()
             recorded = {c["name"]: c for c in plan.pop("cases")}
             # how a busy machine is read is judging, not what was run: a record made before it was kept is current
             plan.pop("cpu_waiting", None)
-            current.pop("cpu_waiting", None)
-            if {k: v for k, v in current.items() if k != "cases"} != plan or any(
-                recorded[c["name"]] != c for c in current["cases"] if c["name"] in recorded
+            now.pop("cpu_waiting", None)
+            if {k: v for k, v in now.items() if k != "cases"} != plan or any(
+                recorded[c["name"]] != c for c in now["cases"] if c["name"] in recorded
             ):
                 out.append("the gateway plan changed")
         elif record["section"] == "sizing":

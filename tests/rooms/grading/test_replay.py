@@ -61,7 +61,9 @@ def _recorded_failing(chaff: str, criterion_id: str, case: str | None) -> list[s
 @pytest.mark.sampled(2)  # a sample each run (tests/sampling.py)
 @pytest.mark.parametrize(("chaff", "criterion_id", "case", "limit_s"), REPLAYS, ids=[r[0] for r in REPLAYS])
 @pytest.mark.rotating(50)
-def test_a_replay_fails_the_criterion_on_the_same_requests_as_the_grade(tmp_path, chaff, criterion_id, case, limit_s):
+def test_a_replay_fails_the_criterion_on_the_same_requests_as_the_grade(
+    tmp_path: Path, chaff: str, criterion_id: str, case: str | None, limit_s: float
+) -> None:
     folder = materialize(CHAFF[chaff].path, tmp_path / chaff)
     done = replay(folder, criterion_id, tmp_path / "replay", seed=0, case=case)
     assert done.status == "failed", done.output
@@ -83,7 +85,7 @@ def test_a_replay_fails_the_criterion_on_the_same_requests_as_the_grade(tmp_path
 
 
 @pytest.mark.rotating(32)
-def test_a_criterion_of_every_run_is_replayed_in_several_sandboxes_with_the_records_of_one(tmp_path):
+def test_a_criterion_of_every_run_is_replayed_in_several_sandboxes_with_the_records_of_one(tmp_path: Path) -> None:
     """loadgen.summary is judged from all 16 scenarios and 10 unseen variants. A replay makes them several at
     once, the longest first (grading/section_runs.py), each further worker in a sandbox of its own: the records
     are those of the grade, in the same order, and they fail the criterion on the same runs. One at a time it
@@ -110,7 +112,7 @@ def test_a_criterion_of_every_run_is_replayed_in_several_sandboxes_with_the_reco
 
 
 @pytest.mark.rotating(10)
-def test_the_by_hand_commands_reproduce_the_scenario(tmp_path):
+def test_the_by_hand_commands_reproduce_the_scenario(tmp_path: Path) -> None:
     """The fake-server command a replay prints serves the scenario's settings and seed: the same first
     token times apart as in the grader's run."""
     folder = materialize(CHAFF["ttft-from-role-chunk"].path, tmp_path / "chaff")
@@ -122,6 +124,7 @@ def test_the_by_hand_commands_reproduce_the_scenario(tmp_path):
         [str(Path(sys.executable).parent / argv[0]), *argv[1:]], stdout=subprocess.PIPE, text=True
     )
     try:
+        assert server.stdout is not None  # stdout=PIPE
         base = server.stdout.readline().split(" on ")[-1].strip()
         settings = httpx.get(base + "/v1/models", timeout=10).json()["data"][0]
         assert settings["id"] == "fake-model"
@@ -136,7 +139,7 @@ def test_the_by_hand_commands_reproduce_the_scenario(tmp_path):
 
 
 @pytest.mark.rotating(20)
-def test_a_report_folder_replays_what_it_failed(tmp_path):
+def test_a_report_folder_replays_what_it_failed(tmp_path: Path) -> None:
     folder = materialize(CHAFF["cut-ok"].path, tmp_path / "chaff")
     out = tmp_path / "graded"
     graded = run_grader(
@@ -168,7 +171,7 @@ def test_a_report_folder_replays_what_it_failed(tmp_path):
 
 
 @pytest.mark.rotating(18)
-def test_a_report_folder_replays_a_criterion_on_the_runs_that_failed_it(tmp_path):
+def test_a_report_folder_replays_a_criterion_on_the_runs_that_failed_it(tmp_path: Path) -> None:
     """loadgen.summary is judged from every scenario; replayed from a report (here the chaff's recorded grade,
     judged again into a report folder) it runs again only the scenarios it failed there."""
     folder = materialize(CHAFF["summary-counts-failed"].path, tmp_path / "chaff")
@@ -195,7 +198,7 @@ def test_a_report_folder_replays_a_criterion_on_the_runs_that_failed_it(tmp_path
 
 
 @pytest.mark.rotating(4)
-def test_serve_keeps_the_scenarios_server_up_until_ctrl_c(tmp_path):
+def test_serve_keeps_the_scenarios_server_up_until_ctrl_c(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "grader.cli", "replay", str(REFERENCE), "loadgen.cut", "--serve"],
         cwd=tmp_path,
@@ -204,6 +207,7 @@ def test_serve_keeps_the_scenarios_server_up_until_ctrl_c(tmp_path):
         text=True,
     )
     try:
+        assert proc.stdout is not None and proc.stderr is not None  # both PIPE
         lines = []
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -237,7 +241,7 @@ def test_serve_keeps_the_scenarios_server_up_until_ctrl_c(tmp_path):
 
 
 @pytest.mark.rotating(4)
-def test_serve_a_gateway_case_prints_its_servers_config_and_request(tmp_path):
+def test_serve_a_gateway_case_prints_its_servers_config_and_request(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -257,6 +261,7 @@ def test_serve_a_gateway_case_prints_its_servers_config_and_request(tmp_path):
         env={**os.environ},
     )
     try:
+        assert proc.stdout is not None and proc.stderr is not None  # both PIPE
         lines = []
         while not (line := proc.stdout.readline()).startswith("ready"):
             assert line, proc.stderr.read()
@@ -281,7 +286,7 @@ def test_serve_a_gateway_case_prints_its_servers_config_and_request(tmp_path):
 
 
 @pytest.mark.rotating(18)
-def test_a_replay_that_cannot_be_made_says_why_in_one_line(tmp_path):
+def test_a_replay_that_cannot_be_made_says_why_in_one_line(tmp_path: Path) -> None:
     def cli(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "grader.cli", "replay", *argv],
@@ -307,7 +312,7 @@ def test_a_replay_that_cannot_be_made_says_why_in_one_line(tmp_path):
 
 
 @pytest.mark.rotating(10)
-def test_a_candidate_facing_report_names_no_hidden_scenario(tmp_path):
+def test_a_candidate_facing_report_names_no_hidden_scenario(tmp_path: Path) -> None:
     """With loadgen.role-chunk made hidden, a chaff that fails it: results.json (which a grading platform may
     show the candidate) gives its verdict and no scenario, evidence or replay; report.html keeps them all."""
     override = tmp_path / "override.yaml"

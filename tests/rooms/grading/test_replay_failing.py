@@ -20,7 +20,9 @@ TARGETS = [(c.name, t) for c in CHAFF.values() for t in c.targets if RUBRIC.crit
 
 
 @pytest.mark.parametrize(("chaff", "criterion_id"), TARGETS, ids=[f"{c}-{t}" for c, t in TARGETS])
-def test_a_failed_load_generator_criterion_names_runs_or_requests_as_its_check_judges(chaff, criterion_id):
+def test_a_failed_load_generator_criterion_names_runs_or_requests_as_its_check_judges(
+    chaff: str, criterion_id: str
+) -> None:
     book = RecordBook.read(FIXTURES / chaff)
     status, failing = failing_in(book, RUBRIC, criterion_id)
     assert status == "failed" and failing, f"{chaff}'s records fail {criterion_id} on nothing named"
@@ -36,7 +38,7 @@ def test_a_failed_load_generator_criterion_names_runs_or_requests_as_its_check_j
     assert set(runs) == public and len(runs) == len(public)
 
 
-def test_a_report_replays_a_whole_section_criterion_on_fewer_runs_than_it_judges():
+def test_a_report_replays_a_whole_section_criterion_on_fewer_runs_than_it_judges() -> None:
     """The summary's counts are wrong only where a request failed: the replay from the report runs those."""
     book = RecordBook.read(FIXTURES / "summary-counts-failed")
     runs = failing_runs(book, RUBRIC, "loadgen.summary")
@@ -45,7 +47,7 @@ def test_a_report_replays_a_whole_section_criterion_on_fewer_runs_than_it_judges
     assert 0 < len(runs) < len(everything) / 2
 
 
-def test_a_replay_can_be_narrowed_only_to_runs_its_criterion_judges():
+def test_a_replay_can_be_narrowed_only_to_runs_its_criterion_judges() -> None:
     summary, fallback = RUBRIC.criterion("loadgen.summary"), RUBRIC.criterion("gateway.no-fallback-4xx")
     assert _narrowed(summary, RUBRIC, _option(summary, None, "cut")) == ("cut",)
     assert _narrowed(fallback, RUBRIC, _option(fallback, "local-404", None)) == ("local-404",)
@@ -65,7 +67,7 @@ def test_a_replay_can_be_narrowed_only_to_runs_its_criterion_judges():
         _narrowed(RUBRIC.criterion("memo.front-matter"), RUBRIC, ("x",))
 
 
-def test_a_gateway_check_of_the_whole_run_that_names_no_case_failed_the_run():
+def test_a_gateway_check_of_the_whole_run_that_names_no_case_failed_the_run() -> None:
     """/stats latency off is no one case's fault: the replay names the run, and from a report runs it whole."""
     book = RecordBook.read(FIXTURES / "gateway-latency-to-first-byte")
     status, failing = failing_in(book, RUBRIC, "gateway.stats-latency")
@@ -75,7 +77,7 @@ def test_a_gateway_check_of_the_whole_run_that_names_no_case_failed_the_run():
     assert failing_runs(cut, RUBRIC, "gateway.stats-counts") == ("local-cut",)
 
 
-def test_grader_replay_makes_as_many_runs_at_once_by_default_as_a_replay_does():
+def test_grader_replay_makes_as_many_runs_at_once_by_default_as_a_replay_does() -> None:
     """The CLI writes its `--sandboxes` default out (it imports the grading modules lazily); it is the replay's."""
     from click.testing import CliRunner
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from slow_and_hung import hung, slow
@@ -112,7 +113,7 @@ def test_a_correct_but_slow_load_generator_and_sizing_command_lose_nothing(tmp_p
     assert walls and min(walls) > 0.4  # each run really took twice its time
 
 
-def _records(report: Path, prefix: str) -> list[dict]:
+def _records(report: Path, prefix: str) -> list[dict[str, Any]]:
     import gzip
     import json
 

@@ -32,13 +32,20 @@ from grader.criteria.live import expected
 from grader.kit.chaff import list_chaff, materialize
 from grader.live.session import LOG, run_live
 from grader.rubric import load_rubric
-from grader.rubric.live_pool import POOL_FILE, LivePoolError, exercise_rubric, kit_rubric_data, load_pool
+from grader.rubric.live_pool import POOL_FILE, LivePool, LivePoolError, exercise_rubric, kit_rubric_data, load_pool
 
 REFERENCE = ROOT / "submissions" / "reference"
 LIVE_CHAFF = {c.name: c for c in list_chaff(ROOT / "submissions" / "live-chaff")}
 KIT = kit_rubric_data()
-POOL = load_pool(KIT)
-assert POOL is not None
+
+
+def _kit_pool() -> LivePool:
+    pool = load_pool(KIT)
+    assert pool is not None  # the kit ships its pool (grader/unseen/live.yaml)
+    return pool
+
+
+POOL = _kit_pool()
 NAMES = sorted(POOL.exercises)
 
 

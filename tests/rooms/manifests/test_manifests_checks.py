@@ -53,7 +53,8 @@ def _secret_with_token(docs: Docs) -> None:
     }
 
 
-CASES: list[tuple[str, Callable[[Docs], None], str | None, str]] = [
+# each change edits the documents in place (what a lambda returns is ignored)
+CASES: list[tuple[str, Callable[[Docs], object], str | None, str]] = [
     (
         "gpu-request-differs",
         lambda d: _container(d)["resources"]["requests"].update({"nvidia.com/gpu": 2}),
@@ -172,7 +173,7 @@ CASES: list[tuple[str, Callable[[Docs], None], str | None, str]] = [
 
 
 @pytest.mark.parametrize(("name", "edit", "fails", "text"), CASES, ids=[c[0] for c in CASES])
-def test_one_edit(name: str, edit: Callable[[Docs], None], fails: str | None, text: str, tmp_path: Path) -> None:
+def test_one_edit(name: str, edit: Callable[[Docs], object], fails: str | None, text: str, tmp_path: Path) -> None:
     docs: Docs = {d["kind"]: d for d in yaml.safe_load_all(GOOD.read_text())}
     edit(docs)
     path = tmp_path / f"{name}.yaml"

@@ -74,7 +74,8 @@ def test_positional_model_and_sidecars() -> None:
         _server("  - name: s\n    image: x\n    command: [vllm, serve, /models/m, --port, '9000']\n"), "f.yaml"
     )
     server = find_servers(docs)[0]
-    assert server.positional_model() is not None and server.positional_model().value == "/models/m"
+    model = server.positional_model()
+    assert model is not None and model.value == "/models/m"
     assert server.flag("--port")[0].value == "9000" and server.flag("--port")[0].path == ("command", 4)
 
 

@@ -37,11 +37,11 @@ class _Outline(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
         self.tags.append(tag)
-        if a.get("id"):
-            self.ids.append(a["id"])
+        if element_id := a.get("id"):
+            self.ids.append(element_id)
         for key in ("src", "href", "xlink:href", "action", "data"):
-            if a.get(key):
-                self.urls.append(a[key])
+            if url := a.get(key):
+                self.urls.append(url)
         section = next((i for t, i, _ in reversed(self._stack) if t == "section"), None)
         if tag == "svg":
             self.svg_in.append(next((i for t, i, _ in reversed(self._stack) if t == "figure"), "") or "")

@@ -11,7 +11,9 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Literal
 
 import jsonschema
 import pytest
@@ -35,7 +37,7 @@ REPORT_SCHEMA = json.loads((ROOT / "schemas" / "grader" / "report.schema.json").
 JUNIT_XSD = xmlschema.XMLSchema(str(ROOT / "schemas" / "grader" / "junit.xsd"))
 
 
-def _schema_errors(document: dict) -> list[str]:
+def _schema_errors(document: dict[str, Any]) -> list[str]:
     validator = jsonschema.Draft202012Validator(REPORT_SCHEMA)
     return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(document)]
 
@@ -95,7 +97,9 @@ def test_kit_data_keeps_the_grade_without_plots() -> None:
         (lambda d: d["tests"][1].update(visibility="public"), "tests/1/visibility"),
     ],
 )
-def test_report_schema_rejects_what_gradescope_or_the_kit_would_not_accept(change, where: str) -> None:
+def test_report_schema_rejects_what_gradescope_or_the_kit_would_not_accept(
+    change: Callable[[dict[str, Any]], object], where: str
+) -> None:
     document = copy.deepcopy(to_gradescope(sample_grade()))
     assert _schema_errors(document) == []
     change(document)
@@ -116,6 +120,14 @@ def test_hostile_text_is_carried_as_visible_escapes(tmp_path: Path) -> None:
     assert "\\udc80" in output
 
 
+def _message(element: ET.Element | None) -> str:
+    """A JUnit failure's or skip's message: the element must be there, and carry one."""
+    assert element is not None
+    message = element.get("message")
+    assert message is not None, ET.tostring(element)
+    return message
+
+
 def test_junit_validates_against_the_xsd_with_one_suite_per_deliverable(tmp_path: Path) -> None:
     path = write_reports(sample_grade(), tmp_path)["junit"]
     JUNIT_XSD.validate(str(path))
@@ -133,10 +145,11 @@ def test_junit_validates_against_the_xsd_with_one_suite_per_deliverable(tmp_path
     assert cases["loadgen.ttft"].get("classname") == "loadgen" and cases["loadgen.ttft"].get("time") == "2.500"
     assert cases["loadgen.ttft"].find("failure") is None and cases["loadgen.ttft"].find("skipped") is None
     failure = cases["loadgen.role-chunk"].find("failure")
-    assert failure is not None and failure.get("message").startswith("TTFT 0.01 s reported")
+    assert _message(failure).startswith("TTFT 0.01 s reported")
+    assert failure is not None and failure.text is not None
     assert EVIL_SCRIPT in failure.text  # parsed back as text: it was escaped, not markup
-    assert cases["gateway.fallback-5xx"].find("skipped").get("message").startswith("Not run")
-    assert cases["loadgen.p90-queue"].find("skipped").get("message").startswith("inconclusive: Borderline")
+    assert _message(cases["gateway.fallback-5xx"].find("skipped")).startswith("Not run")
+    assert _message(cases["loadgen.p90-queue"].find("skipped")).startswith("inconclusive: Borderline")
     assert cases["tests.chaff"].find("failure") is not None
 
 
@@ -238,7 +251,9 @@ def test_human_scores_fold_into_the_totals(tmp_path: Path) -> None:
         ({"human.1": (1, 2), "Memo: is the sizing argument sound?": (1, 2)}, "human.1 scored twice"),
     ],
 )
-def test_bad_human_scores_are_refused_by_item_and_leave_the_file_alone(tmp_path: Path, scores, says: str) -> None:
+def test_bad_human_scores_are_refused_by_item_and_leave_the_file_alone(
+    tmp_path: Path, scores: dict[str, Any], says: str
+) -> None:
     path = write_reports(sample_grade(), tmp_path)["json"]
     before = path.read_bytes()
     with pytest.raises(HumanScoreError, match=re.escape(says)):
@@ -262,7 +277,7 @@ def test_thinning_keeps_the_ends_and_the_limit() -> None:
 
 
 @pytest.mark.parametrize("kind", ["scatter", "step", "bar"])
-def test_plot_svg_is_static_and_reproducible(kind: str) -> None:
+def test_plot_svg_is_static_and_reproducible(kind: Literal["scatter", "step", "bar"]) -> None:
     series = {"a": [(float(i), float(i % 7)) for i in range(1, 500)], EVIL_SCRIPT: [(1.0, 2.0), (3.0, 1.0)]}
     plot = Plot(kind=kind, title="t " + EVIL_SCRIPT, x_label="x", y_label="y", series=series, diagonal=True)
     svg, dropped = plot_svg(plot, "c-1")

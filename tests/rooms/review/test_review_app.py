@@ -84,7 +84,9 @@ def _form(version: str, lines: list[str]) -> dict[str, str]:
 
 @pytest.mark.slow
 @pytest.mark.rotating(7)
-def test_a_save_writes_what_human_score_writes_and_the_export_carries_it(app, grades: Path, tmp_path: Path) -> None:
+def test_a_save_writes_what_human_score_writes_and_the_export_carries_it(
+    app: tuple[httpx.Client, Running], grades: Path, tmp_path: Path
+) -> None:
     client, _ = app
     version, lines = _sheet(client, "ada-okonkwo")
     assert lines[:2] == ["interview.1", "interview.2"]
@@ -261,7 +263,16 @@ def test_two_saves_on_one_version_are_one_save_and_a_refusal_naming_who_saved(gr
     assert (grades / "alan-marchetti" / LOCK_FILE).is_file()
 
 
-def test_the_edition_a_grade_records_is_shown_and_a_dash_where_none(app, grades: Path) -> None:
+def _linked_name(row: str) -> str:
+    """The candidate an index row links to."""
+    found = re.search(r"href='/c/([^']+)'", row)
+    assert found is not None, row  # every row of the index links its candidate's page
+    return found.group(1)
+
+
+def test_the_edition_a_grade_records_is_shown_and_a_dash_where_none(
+    app: tuple[httpx.Client, Running], grades: Path
+) -> None:
     client, _ = app
     for name in ("ada-okonkwo", "alan-marchetti"):  # graded before grades recorded their edition
         report = grades / name / "report.json"
@@ -281,17 +292,14 @@ def test_the_edition_a_grade_records_is_shown_and_a_dash_where_none(app, grades:
         writer.writerows(
             {**r, "edition": "2024-autumn" if r["name"] == "ada-okonkwo" else "", "contract": "1"} for r in rows
         )
-    rows = {
-        re.search(r"href='/c/([^']+)'", row).group(1): row
-        for row in client.get("/").text.split("<tr data-decision")[1:]
-    }
-    assert "title='contract 1, 0.1.0'>2025-spring<" in rows["grace-lindqvist"]  # report.json's, first
-    assert ">2024-autumn<" in rows["ada-okonkwo"]  # grades.csv's, where report.json records none
-    assert "<td>—</td>" in rows["alan-marchetti"]
+    shown = {_linked_name(row): row for row in client.get("/").text.split("<tr data-decision")[1:]}
+    assert "title='contract 1, 0.1.0'>2025-spring<" in shown["grace-lindqvist"]  # report.json's, first
+    assert ">2024-autumn<" in shown["ada-okonkwo"]  # grades.csv's, where report.json records none
+    assert "<td>—</td>" in shown["alan-marchetti"]
     assert "Edition <b>2025-spring</b>" in client.get("/c/grace-lindqvist").text
 
 
-def test_files_come_from_the_round_alone(app, grades: Path, tmp_path: Path) -> None:
+def test_files_come_from_the_round_alone(app: tuple[httpx.Client, Running], grades: Path, tmp_path: Path) -> None:
     client, running = app
     secret = tmp_path / "secret.txt"
     secret.write_text("not the round's")

@@ -21,7 +21,7 @@ import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypeVar
 
 import httpx
 import pytest
@@ -40,8 +40,11 @@ pytestmark = pytest.mark.skipif(
 )
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (the kit's test extra)")
 from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+T = TypeVar("T")
 NAMES = ["Ada", "Okonkwo", "Grace", "Lindqvist", "Alan", "Marchetti", "example.org"]
 LIVE_EXERCISE = "reasoning-stream-error"  # the pool's shortest: eight requests, two at a time
 
@@ -69,7 +72,7 @@ def servers(rounds: dict[str, Path]) -> Iterator[dict[str, Running]]:
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for arg in (
@@ -94,24 +97,39 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     driver.quit()
 
 
-def _wait(driver: Any, until: Callable[[Any], Any], timeout: float = 30, what: str = "", poll: float = 0.1) -> Any:
+def _wait(
+    driver: WebDriver,
+    until: Callable[[WebDriver], Literal[False] | T],
+    timeout: float = 30,
+    what: str = "",
+    poll: float = 0.1,
+) -> T:
     return WebDriverWait(driver, timeout, poll_frequency=poll).until(until, what)
 
 
-def _status(driver: Any) -> tuple[str, str]:
+def _attribute(element: WebElement, name: str) -> str:
+    """An attribute the page always sets on that element."""
+    value = element.get_attribute(name)
+    assert value is not None, f"no {name} on <{element.tag_name}>"
+    return value
+
+
+def _status(driver: WebDriver) -> tuple[str | None, str]:
     element = driver.find_element(By.ID, "sheet-status")
     return element.get_attribute("data-state"), element.text
 
 
-def _saved(driver: Any) -> str:
-    return _wait(driver, lambda d: _status(d)[0] == "saved" and _status(d)[1], what=f"saved: {_status(driver)}")
+def _saved(driver: WebDriver) -> str:
+    return _wait(
+        driver, lambda d: _status(d)[1] if _status(d)[0] == "saved" else False, what=f"saved: {_status(driver)}"
+    )
 
 
-def _choose(driver: Any, line: str, points: str) -> None:
+def _choose(driver: WebDriver, line: str, points: str) -> None:
     Select(driver.find_element(By.NAME, f"score:{line}")).select_by_visible_text(points)
 
 
-def _chosen(driver: Any, line: str) -> str:
+def _chosen(driver: WebDriver, line: str) -> str:
     return Select(driver.find_element(By.NAME, f"score:{line}")).first_selected_option.text
 
 
@@ -120,7 +138,7 @@ def _points(folder: Path) -> dict[str, tuple[float, float]]:
     return {e["id"]: (e["score"], e["max_score"]) for e in checklist if e["score"] is not None}
 
 
-def _shot(driver: Any, tmp_path: Path, name: str) -> None:
+def _shot(driver: WebDriver, tmp_path: Path, name: str) -> None:
     path = tmp_path / name
     assert driver.save_screenshot(str(path))
     width, height, _ = png_pixels(path)
@@ -132,7 +150,9 @@ def _shot(driver: Any, tmp_path: Path, name: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.rotating(38)
-def test_the_round_opens_ranked_sortable_filterable_with_its_flags(browser, servers, tmp_path: Path) -> None:
+def test_the_round_opens_ranked_sortable_filterable_with_its_flags(
+    browser: WebDriver, servers: dict[str, Running], tmp_path: Path
+) -> None:
     browser.get(servers["alice"].url)
     table = browser.find_element(By.ID, "ranking")
     heads = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
@@ -141,9 +161,14 @@ def test_the_round_opens_ranked_sortable_filterable_with_its_flags(browser, serv
     names = [a.text for a in table.find_elements(By.CSS_SELECTOR, "tbody td:nth-child(2) a")]
     assert sorted(names) == ["Ada Okonkwo", "Alan Marchetti", "Grace Lindqvist"]
     assert "default" in table.text  # the edition these grades record
+
+    def judged(d: WebDriver) -> bool:
+        d.refresh()
+        return "being judged" not in d.find_element(By.ID, "ranking").text
+
     _wait(
         browser,
-        lambda d: d.refresh() or "being judged" not in d.find_element(By.ID, "ranking").text,
+        judged,
         90,
         "the unseen variants' verdicts",
         poll=1,
@@ -167,11 +192,11 @@ def test_the_round_opens_ranked_sortable_filterable_with_its_flags(browser, serv
 @pytest.mark.slow
 @pytest.mark.rotating(14)
 def test_a_sheet_scored_in_the_page_lands_where_human_score_writes_and_in_grades_csv(
-    browser, servers, rounds, tmp_path: Path
+    browser: WebDriver, servers: dict[str, Running], rounds: dict[str, Path], tmp_path: Path
 ) -> None:
     folder = rounds["named"] / "ada-okonkwo"
     browser.get(servers["alice"].url + "c/ada-okonkwo")
-    assert browser.find_element(By.ID, "reader").get_attribute("src").endswith("/interview/guide.html")
+    assert _attribute(browser.find_element(By.ID, "reader"), "src").endswith("/interview/guide.html")
     _choose(browser, "interview.1", "2")
     browser.find_element(By.NAME, "note:interview.1").send_keys("walked through the slot wait")
     _choose(browser, "interview.2", "3")
@@ -207,7 +232,9 @@ def test_a_sheet_scored_in_the_page_lands_where_human_score_writes_and_in_grades
 
 @pytest.mark.slow
 @pytest.mark.rotating(9)
-def test_what_was_typed_while_the_server_was_down_is_saved_after_a_reload(browser, rounds) -> None:
+def test_what_was_typed_while_the_server_was_down_is_saved_after_a_reload(
+    browser: WebDriver, rounds: dict[str, Path]
+) -> None:
     folder = rounds["named"] / "alan-marchetti"
     served = prepare(rounds["named"], reviewer="alice")
     port = served.sock.getsockname()[1]
@@ -231,7 +258,9 @@ def test_what_was_typed_while_the_server_was_down_is_saved_after_a_reload(browse
 
 @pytest.mark.slow
 @pytest.mark.rotating(11)
-def test_two_reviewers_the_second_save_is_refused_and_what_they_typed_stays(browser, servers, rounds) -> None:
+def test_two_reviewers_the_second_save_is_refused_and_what_they_typed_stays(
+    browser: WebDriver, servers: dict[str, Running], rounds: dict[str, Path]
+) -> None:
     folder = rounds["named"] / "grace-lindqvist"
     browser.get(servers["alice"].url + "c/grace-lindqvist")
     alice = browser.current_window_handle
@@ -244,7 +273,7 @@ def test_two_reviewers_the_second_save_is_refused_and_what_they_typed_stays(brow
         _saved(browser)
         browser.switch_to.window(bob)
         _choose(browser, "interview.2", "1")
-        _state, text = _wait(browser, lambda d: _status(d) if _status(d)[0] == "conflict" else None, what="a conflict")
+        _state, text = _wait(browser, lambda d: _status(d) if _status(d)[0] == "conflict" else False, what="a conflict")
         assert re.match(r"alice saved this sheet at \d\d:\d\d:\d\d UTC on \d{4}-\d\d-\d\d, after you opened it", text)
         assert _chosen(browser, "interview.2") == "1"  # kept on the page
         assert _points(folder) == {"interview.1": (3, 3)}  # never silently overwritten
@@ -263,7 +292,9 @@ def test_two_reviewers_the_second_save_is_refused_and_what_they_typed_stays(brow
 
 @pytest.mark.slow
 @pytest.mark.rotating(25)
-def test_a_blind_round_shows_no_name_until_one_is_revealed(browser, servers, rounds) -> None:
+def test_a_blind_round_shows_no_name_until_one_is_revealed(
+    browser: WebDriver, servers: dict[str, Running], rounds: dict[str, Path]
+) -> None:
     base = servers["blind"].url
     codes = json.loads((rounds["blind"] / CODES).read_text())
 
@@ -275,16 +306,16 @@ def test_a_blind_round_shows_no_name_until_one_is_revealed(browser, servers, rou
     browser.get(base)
     nameless("the round page")
     keys = [
-        a.get_attribute("href").rsplit("/", 1)[1]
+        _attribute(a, "href").rsplit("/", 1)[1]
         for a in browser.find_elements(By.CSS_SELECTOR, "#ranking td a")
-        if "/c/" in a.get_attribute("href")
+        if "/c/" in _attribute(a, "href")
     ]
     assert sorted(keys) == sorted(codes.values())
-    documents = {browser.find_element(By.PARTIAL_LINK_TEXT, "in 4 deliverables").get_attribute("href")}  # a pair
+    documents = {_attribute(browser.find_element(By.PARTIAL_LINK_TEXT, "in 4 deliverables"), "href")}  # a pair
     for key in keys:
         browser.get(base + f"c/{key}")
         nameless(f"{key}'s page")
-        documents |= {a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, ".tabs a")}
+        documents |= {_attribute(a, "href") for a in browser.find_elements(By.CSS_SELECTOR, ".tabs a")}
     browser.get(base + "items")
     nameless("the item analysis")
     documents.add(base + "files/index.html")
@@ -307,7 +338,9 @@ def test_a_blind_round_shows_no_name_until_one_is_revealed(browser, servers, rou
 
 @pytest.mark.slow
 @pytest.mark.rotating(6)
-def test_a_live_exercise_shows_its_progress_then_its_verdict_and_is_recorded(browser, servers, rounds) -> None:
+def test_a_live_exercise_shows_its_progress_then_its_verdict_and_is_recorded(
+    browser: WebDriver, servers: dict[str, Running], rounds: dict[str, Path]
+) -> None:
     folder = rounds["named"] / "ada-okonkwo"
     browser.get(servers["alice"].url + "c/ada-okonkwo")
     Select(browser.find_element(By.NAME, "exercise")).select_by_value(LIVE_EXERCISE)
@@ -335,7 +368,9 @@ def test_a_live_exercise_shows_its_progress_then_its_verdict_and_is_recorded(bro
 
 @pytest.mark.slow
 @pytest.mark.rotating(1)
-def test_a_path_out_of_the_round_is_refused(browser, servers, rounds, tmp_path: Path) -> None:
+def test_a_path_out_of_the_round_is_refused(
+    browser: WebDriver, servers: dict[str, Running], rounds: dict[str, Path], tmp_path: Path
+) -> None:
     secret = tmp_path / "secret.html"
     secret.write_text("<p>not the round's</p>")
     (rounds["named"] / "grace-lindqvist" / "notes.html").symlink_to(secret)

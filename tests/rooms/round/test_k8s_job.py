@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -43,7 +44,7 @@ def round_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def job(round_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+def job(round_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     path = tmp_path_factory.mktemp("job") / "job.yaml"
     done = run_grader(
         "grade-many",
@@ -63,7 +64,7 @@ def job(round_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
     return path, yaml.safe_load(path.read_text())
 
 
-def test_the_emitted_job_is_indexed_and_validates_offline(job: tuple[Path, dict]) -> None:
+def test_the_emitted_job_is_indexed_and_validates_offline(job: tuple[Path, dict[str, Any]]) -> None:
     path, data = job
     spec = data["spec"]
     assert (data["apiVersion"], data["kind"], data["metadata"]["name"]) == ("batch/v1", "Job", "round-7")
@@ -80,12 +81,12 @@ def test_the_emitted_job_is_indexed_and_validates_offline(job: tuple[Path, dict]
     assert "Job/round-7" in {f["resource"] for f in schema["findings"]}
 
 
-def _pod(data: dict) -> tuple[dict, dict]:
+def _pod(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     pod = data["spec"]["template"]["spec"]
     return pod, pod["containers"][0]["securityContext"]
 
 
-def test_the_job_is_unprivileged_by_default(job: tuple[Path, dict]) -> None:
+def test_the_job_is_unprivileged_by_default(job: tuple[Path, dict[str, Any]]) -> None:
     path, data = job
     pod, security = _pod(data)
     assert pod["hostUsers"] is False  # the pod's root is an unprivileged uid on the node
@@ -136,7 +137,7 @@ def test_privileged_and_a_runtime_class_are_explicit_and_validate(tmp_path: Path
         job_manifest(dataclasses.replace(spec, runtime_class="gVisor"))
 
 
-def test_an_invalid_job_is_caught_by_the_same_check(job: tuple[Path, dict], tmp_path: Path) -> None:
+def test_an_invalid_job_is_caught_by_the_same_check(job: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     path, _ = job
     broken = tmp_path / "broken.yaml"
     broken.write_text(path.read_text().replace("completionMode: Indexed", "completionMode: Indexed\n  completion: 3"))
@@ -152,7 +153,7 @@ def test_an_invalid_job_is_caught_by_the_same_check(job: tuple[Path, dict], tmp_
 @pytest.mark.slow
 @pytest.mark.rotating(30)
 def test_each_index_grades_its_submission_and_merge_builds_the_csv(
-    job: tuple[Path, dict], round_dir: Path, tmp_path: Path
+    job: tuple[Path, dict[str, Any]], round_dir: Path, tmp_path: Path
 ) -> None:
     _, data = job
     args = data["spec"]["template"]["spec"]["containers"][0]["args"]

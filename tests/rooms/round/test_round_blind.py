@@ -131,9 +131,11 @@ def test_the_redactor_reads_each_string_as_one_pattern_of_every_name_would() -> 
             for s in ss
             if len(_TOKEN.findall(s)) > 1
         }
-        expected = _full_names(tuple(redact._alternatives)).sub(
-            lambda m, full=full: full["".join(_TOKEN.findall(m.group())).lower()], text
-        )
+
+        def full_code(m: re.Match[str], full: dict[str, str] = full) -> str:
+            return full["".join(_TOKEN.findall(m.group())).lower()]
+
+        expected = _full_names(tuple(redact._alternatives)).sub(full_code, text)
         parts = re.compile(r"(?<![^\W_])(?:" + "|".join(map(re.escape, redact._part_names)) + r")(?![^\W_])")
         expected = parts.sub(lambda m: redact._parts[m.group()], expected)
         assert redact.text(text) == expected, text

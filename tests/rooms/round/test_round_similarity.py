@@ -121,7 +121,8 @@ def test_the_same_inputs_give_the_same_figures_whatever_the_hash_seed() -> None:
             env={"PYTHONHASHSEED": seed},
             timeout=60,
         )
-        return json.loads(done.stdout)
+        figures: list[list[object]] = json.loads(done.stdout)
+        return figures
 
     first = run("1")
     assert first and first == run("2")
@@ -141,7 +142,9 @@ def test_the_chaff_in_the_leak_corpus_are_what_building_each_one_gives(tmp_path:
         assert leaks[f"chaff/{c.name}"].to_dict() == built.to_dict(), c.name
 
 
-def test_a_file_tokenised_once_is_read_back_from_the_cache_as_it_was_made(tmp_path: Path, monkeypatch) -> None:
+def test_a_file_tokenised_once_is_read_back_from_the_cache_as_it_was_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from grader.round import token_cache
 
     monkeypatch.setenv("GRADER_CACHE_DIR", str(tmp_path / "cache"))

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -32,7 +34,7 @@ EDITIONS = ("default", "spring-2027", "autumn-2027", "cohort-12")
 CLEAR = RUBRIC.judging.borderline[1]
 
 
-def _case(plan: GatewayPlan, name: str) -> dict:
+def _case(plan: GatewayPlan, name: str) -> dict[str, Any]:
     return next(c for c in plan.cases if c.name == name).to_dict()
 
 
@@ -180,7 +182,7 @@ def percentile_tests_fitted(r: Rubric, v: Variants, seed: int) -> list[str]:
     one through (the suite then loses the criterion's unseen half)."""
     missed = []
     for name, source in v.percentile_methods_at(seed).items():
-        scope: dict = {}
+        scope: dict[str, Any] = {}
         exec(source, scope)  # noqa: S102 - the kit's own unseen material
         if scope["method"]([7, 2, 9, 4, 1, 10, 3, 6, 8, 5], 25) == 3:
             missed.append(name)
@@ -248,7 +250,7 @@ def test_every_fitted_chaff_has_its_arithmetic_here() -> None:
     assert listed == set(FITTED), f"fitted chaff without arithmetic: {sorted(listed - set(FITTED))}"
 
 
-def test_the_arithmetic_catches_a_draw_too_close_to_the_published_value(tmp_path) -> None:
+def test_the_arithmetic_catches_a_draw_too_close_to_the_published_value(tmp_path: Path) -> None:
     """The checks can fail: the draws of the earlier variants file (a probe interval from 0.5 s, a price from 1 to
     9 dollars, a context from 200 to 320 tokens) let fitted constants through on some seeds."""
     data = yaml.safe_load((ROOT / "grader/unseen/variants.yaml").read_text())

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -104,16 +106,18 @@ def _shown(value: float) -> set[str]:
     return {f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}".rstrip("0").rstrip("."), f"{value:g}"}
 
 
+def _memo_scenario_part(text: str) -> str:
+    """The memo's scenario, between its markers in TASK.md."""
+    found = re.search(r"<!-- memo-scenario: begin -->(.*?)<!-- memo-scenario: end -->", text, re.DOTALL)
+    assert found is not None, "TASK.md marks no memo scenario"
+    return found.group(1)
+
+
 def test_two_editions_briefs_differ_in_every_number_a_solution_could_carry() -> None:
     """Every number of the memo's scenario, and the published gateway config, as TASK.md states them."""
     texts = {name: edition_texts(ROOT, name)["starter/TASK.md"] for name in ("default", "spring-2027")}
-    part = {
-        n: re.search(r"<!-- memo-scenario: begin -->(.*?)<!-- memo-scenario: end -->", t, re.DOTALL)
-        for n, t in texts.items()
-    }
-    numbers = {
-        n: {float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", m.group(1))} for n, m in part.items()
-    }
+    part = {n: _memo_scenario_part(t) for n, t in texts.items()}
+    numbers = {n: {float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", m)} for n, m in part.items()}
     for name in ("default", "spring-2027"):
         s = memo_scenario(name)
         for field in (*MEMO_FIELDS, "context"):
@@ -130,7 +134,7 @@ def test_two_editions_briefs_differ_in_every_number_a_solution_could_carry() -> 
         "config.api.prices.input_per_million_usd",
         "config.api.prices.output_per_million_usd",
     ]
-    values = {}
+    values: dict[str, set[float]] = {}
     for name, sheet in sheets.items():
         rubric = RUBRIC.for_edition(name)
         lines = {line.split(":")[0]: line for line in sheet.splitlines() if line.startswith(("local: ", "api: "))}
@@ -173,8 +177,8 @@ def test_a_name_that_is_no_edition_is_refused_saying_what_a_name_is(name: str) -
         RUBRIC.for_edition(name)
 
 
-def _broken(edit) -> dict:
-    spec = yaml.safe_load(EDITIONS_FILE.read_text())
+def _broken(edit: Callable[[dict[str, Any]], object]) -> dict[str, Any]:
+    spec: dict[str, Any] = yaml.safe_load(EDITIONS_FILE.read_text())
     edit(spec)
     return spec
 
@@ -192,7 +196,9 @@ def _broken(edit) -> dict:
     ],
     ids=["case", "step", "model", "layers"],
 )
-def test_an_editions_file_that_cannot_draw_is_refused_naming_the_field(tmp_path: Path, monkeypatch, spec, said) -> None:
+def test_an_editions_file_that_cannot_draw_is_refused_naming_the_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: dict[str, Any], said: str
+) -> None:
     from grader.rubric import editions
 
     bad = tmp_path / "editions.yaml"

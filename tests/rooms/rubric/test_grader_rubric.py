@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -17,13 +19,15 @@ from grader.rubric.live_pool import load_pool
 SCHEMAS = ROOT / "schemas" / "grader"
 
 
-def test_the_kits_rubric_is_valid_and_every_criterion_has_a_check():
+def test_the_kits_rubric_is_valid_and_every_criterion_has_a_check() -> None:
     rubric = load_rubric()
     jsonschema.validate(
         yaml.safe_load(DEFAULT_RUBRIC.read_text()), json.loads((SCHEMAS / "rubric.schema.json").read_text())
     )
     checks = registered()
-    live = set(load_pool(yaml.safe_load(DEFAULT_RUBRIC.read_text())).criteria)  # checks only live exercises judge
+    pool = load_pool(yaml.safe_load(DEFAULT_RUBRIC.read_text()))
+    assert pool is not None  # the kit ships its pool of live exercises
+    live = set(pool.criteria)  # checks only live exercises judge
     assert {c.id for c in rubric.criteria} | live == set(checks), "every criterion has a check, every check a criterion"
     for c in rubric.criteria:
         assert checks[c.id].deliverable == c.deliverable
@@ -35,7 +39,7 @@ def test_the_kits_rubric_is_valid_and_every_criterion_has_a_check():
             assert c.tolerance_text.split(" / ")[0].replace(" ms", "") in c.text.replace(" ms", ""), c.id
 
 
-def _rubric_with(tmp_path, change) -> Path:
+def _rubric_with(tmp_path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
     data = yaml.safe_load(DEFAULT_RUBRIC.read_text())
     change(data)
     path = tmp_path / "rubric.yaml"
@@ -43,8 +47,10 @@ def _rubric_with(tmp_path, change) -> Path:
     return path
 
 
-def test_a_check_that_needs_a_number_its_entry_does_not_give_stops_the_load_naming_the_criterion(tmp_path):
-    def drop_send_lead(data):
+def test_a_check_that_needs_a_number_its_entry_does_not_give_stops_the_load_naming_the_criterion(
+    tmp_path: Path,
+) -> None:
+    def drop_send_lead(data: dict[str, Any]) -> None:
         entry = next(c for c in data["criteria"] if c["id"] == "loadgen.ttft")
         del entry["tolerance"]["send_lead_s"]
 
@@ -52,8 +58,8 @@ def test_a_check_that_needs_a_number_its_entry_does_not_give_stops_the_load_nami
         load_rubric(_rubric_with(tmp_path, drop_send_lead), checks=registered())
 
 
-def test_a_criterion_with_no_check_or_the_wrong_deliverable_is_refused(tmp_path):
-    def add_unknown(data):
+def test_a_criterion_with_no_check_or_the_wrong_deliverable_is_refused(tmp_path: Path) -> None:
+    def add_unknown(data: dict[str, Any]) -> None:
         data["criteria"].append(
             {
                 "id": "loadgen.vibes",
@@ -68,21 +74,21 @@ def test_a_criterion_with_no_check_or_the_wrong_deliverable_is_refused(tmp_path)
     with pytest.raises(RubricError, match=r"loadgen\.vibes: no check is registered"):
         load_rubric(_rubric_with(tmp_path, add_unknown), checks=registered())
 
-    def move(data):
+    def move(data: dict[str, Any]) -> None:
         next(c for c in data["criteria"] if c["id"] == "memo.p99-max")["deliverable"] = "sizing"
 
     with pytest.raises(RubricError, match=r"memo\.p99-max: its check judges the memo deliverable"):
         load_rubric(_rubric_with(tmp_path, move), checks=registered())
 
 
-def test_the_gateway_plan_is_data_and_a_price_the_api_does_not_bill_is_refused(tmp_path):
+def test_the_gateway_plan_is_data_and_a_price_the_api_does_not_bill_is_refused(tmp_path: Path) -> None:
     plan = load_rubric().gateway
     assert plan.notice_s == pytest.approx(plan.health_interval_s + plan.first_byte_s + plan.notice_margin_s)
     # a case that stops the local server comes after every case that needs it running
     stops = [c.stop_local for c in plan.cases]
     assert any(stops) and stops == sorted(stops)
 
-    def misprice(data):
+    def misprice(data: dict[str, Any]) -> None:
         data["gateway"]["servers"]["api"]["price_output"] = 25
 
     with pytest.raises(
@@ -91,14 +97,14 @@ def test_the_gateway_plan_is_data_and_a_price_the_api_does_not_bill_is_refused(t
     ):
         load_rubric(_rubric_with(tmp_path, misprice))
 
-    def unknown_case(data):
+    def unknown_case(data: dict[str, Any]) -> None:
         next(c for c in data["criteria"] if c["id"] == "gateway.fallback-5xx")["cases"] = ["local-500", "local-501"]
 
     with pytest.raises(RubricError, match=r"no gateway case named 'local-501'"):
         load_rubric(_rubric_with(tmp_path, unknown_case))
 
 
-def test_an_override_changes_weight_visibility_and_a_tolerance(tmp_path):
+def test_an_override_changes_weight_visibility_and_a_tolerance(tmp_path: Path) -> None:
     override = tmp_path / "team.yaml"
     override.write_text(
         "rubric: 1\ncriteria:\n  loadgen.ttft: {weight: 5, visibility: hidden, tolerance: {abs_s: 0.01}}\n"
@@ -129,7 +135,7 @@ def test_an_override_changes_weight_visibility_and_a_tolerance(tmp_path):
         ("rubric: 1\ncriteria: [\n", "line"),
     ],
 )
-def test_a_bad_override_is_reported_by_file_and_field(tmp_path, text, says):
+def test_a_bad_override_is_reported_by_file_and_field(tmp_path: Path, text: str, says: str) -> None:
     override = tmp_path / "team.yaml"
     override.write_text(text)
     with pytest.raises(RubricError) as caught:
@@ -137,7 +143,7 @@ def test_a_bad_override_is_reported_by_file_and_field(tmp_path, text, says):
     assert str(override) in str(caught.value) and says in str(caught.value)
 
 
-def test_a_rubric_naming_a_missing_scenario_is_refused(tmp_path):
+def test_a_rubric_naming_a_missing_scenario_is_refused(tmp_path: Path) -> None:
     data = yaml.safe_load(DEFAULT_RUBRIC.read_text())
     data["criteria"][0]["scenario"] = "no-such-scenario"
     path = tmp_path / "rubric.yaml"
@@ -146,7 +152,7 @@ def test_a_rubric_naming_a_missing_scenario_is_refused(tmp_path):
         load_rubric(path)
 
 
-def test_only_selects_by_deliverable_or_id_and_refuses_unknown_names():
+def test_only_selects_by_deliverable_or_id_and_refuses_unknown_names() -> None:
     rubric = load_rubric()
     assert {c.deliverable for c in rubric.select(("tests",))} == {"tests"}
     assert [c.id for c in rubric.select(("loadgen.ttft",))] == ["loadgen.ttft"]

@@ -3,15 +3,17 @@ scenario, refused by name when the file is wrong, and never run by the candidate
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from grader.grading.grade import GradeRequest, unseen_material
-from grader.rubric import load_rubric
+from grader.rubric import Rubric, load_rubric
 from grader.rubric.draws import get_path
-from grader.rubric.variants import VARIANTS_FILE, VariantsError, gateway_criterion, load_variants
+from grader.rubric.variants import VARIANTS_FILE, Variants, VariantsError, gateway_criterion, load_variants
 
 RUBRIC = load_rubric()
 VARIANTS = load_variants(RUBRIC)
@@ -20,7 +22,7 @@ SEEDS = range(200)
 EDITIONS = ("default", "spring-2027", "autumn-2027", "cohort-12")
 
 
-def _variants():
+def _variants() -> Variants:
     assert VARIANTS is not None, f"{VARIANTS_FILE} is the grader's: it must be in a checkout"
     return VARIANTS
 
@@ -139,7 +141,9 @@ def test_a_variant_judges_a_criterion_on_the_cases_it_ran_and_the_extra_cases_th
         (lambda d: d["tests"].update({"server_draw": "yes"}), "tests.server_draw: true or false"),
     ],
 )
-def test_a_wrong_variants_file_is_refused_naming_the_field(tmp_path: Path, change, message: str) -> None:
+def test_a_wrong_variants_file_is_refused_naming_the_field(
+    tmp_path: Path, change: Callable[[dict[str, Any]], object], message: str
+) -> None:
     data = yaml.safe_load(VARIANTS_FILE.read_text(encoding="utf-8"))
     change(data)
     path = tmp_path / "variants.yaml"
@@ -172,7 +176,7 @@ def test_every_draw_stays_in_the_domain_the_brief_publishes_and_the_brief_shows_
     assert stale_parts() == [], "run: python -m grader.kit.generated --write"
 
 
-def _every_value_drawn(v, seeds, rubric):
+def _every_value_drawn(v: Variants, seeds: Iterable[int], rubric: Rubric) -> Iterator[tuple[str, str, Any]]:
     """(where, path, value) of every setting each seed's variants drew, as the variants file names them."""
     for seed in seeds:
         for name, draws in v.loadgen.items():

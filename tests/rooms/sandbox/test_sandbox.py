@@ -18,7 +18,9 @@ import sysconfig
 import textwrap
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -218,15 +220,16 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def box(host: dict[str, Path]) -> Sandbox:
+def box(host: dict[str, Path]) -> Iterator[Sandbox]:
     with Sandbox(host["submission"], limits=LIMITS) as sandbox:
         yield sandbox
 
 
-def run_json(box: Sandbox, argv: list[str], timeout_s: float = 30) -> dict:
+def run_json(box: Sandbox, argv: list[str], timeout_s: float = 30) -> dict[str, Any]:
     result = box.run(["python", *argv], timeout_s=timeout_s)
     assert result.exit_code == 0, result
-    return json.loads(result.stdout_tail)
+    printed: dict[str, Any] = json.loads(result.stdout_tail)
+    return printed
 
 
 def test_the_sandbox_says_what_isolates_it(box: Sandbox) -> None:
@@ -525,6 +528,7 @@ def _descendants(pid: int) -> list[int]:
 def test_nothing_is_left_after_the_context_exits(host: dict[str, Path]) -> None:
     before = set(_sandbox_cgroups())
     with Sandbox(host["submission"], limits=LIMITS) as sandbox:
+        assert sandbox._proc is not None  # started by entering the context
         bwrap_pid = sandbox._proc.pid
         assert set(_sandbox_cgroups()) - before
         sandbox.serve("s", seed=3)
@@ -591,6 +595,7 @@ def test_cpu_limit_and_a_dead_harness(host: dict[str, Path]) -> None:
     with Sandbox(host["submission"], limits=Limits(cpu_s=1)) as sandbox:
         result = sandbox.run(["python", "-c", "while True: pass"], timeout_s=30)
         assert result.killed == "cpu limit" and "cpu" in result.limits_hit and result.wall_s < 25
+        assert sandbox._proc is not None  # started by entering the context
         harness = [
             pid
             for pid in _descendants(sandbox._proc.pid)
@@ -625,7 +630,9 @@ def test_an_installed_wheel_hides_the_grader_inside_the_venv(tmp_path: Path) -> 
     assert ("--ro-bind", str(site / "grader/_kit")) not in pairs
 
 
-def test_a_kit_installed_where_the_sandbox_makes_its_folders_is_refused_with_where_to_install_it(tmp_path):
+def test_a_kit_installed_where_the_sandbox_makes_its_folders_is_refused_with_where_to_install_it(
+    tmp_path: Path,
+) -> None:
     """A virtual environment under /tmp/inject (or /tmp/work...) is bound at its real path inside the sandbox,
     where the harness makes that folder: the sandbox refuses to open and says so, rather than every run
     failing with "File exists" from inside."""
@@ -651,7 +658,7 @@ def test_a_kit_installed_where_the_sandbox_makes_its_folders_is_refused_with_whe
     assert "/tmp/work" in done.stdout and "install it" in done.stdout
 
 
-def test_only_the_stub_client_is_on_the_path_not_the_starters_skeleton_packages(tmp_path):
+def test_only_the_stub_client_is_on_the_path_not_the_starters_skeleton_packages(tmp_path: Path) -> None:
     """A submission whose loadgen/ has no __init__.py must not merge with the starter's loadgen/."""
     sub = tmp_path / "sub"
     (sub / "loadgen").mkdir(parents=True)
