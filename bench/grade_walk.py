@@ -56,7 +56,20 @@ def _imports(package: Path) -> dict[str, set[str]]:
             elif isinstance(node, ast.Import):
                 names.update(alias.name for alias in node.names)
         found[module] = {m for name in names if (m := _as_path(name, package)) is not None}
-    return found
+    return {module: _through_packages(imported, found) for module, imported in found.items()}
+
+
+def _through_packages(imported: set[str], found: dict[str, set[str]]) -> set[str]:
+    """`imported`, with what each package's `__init__.py` among them imports in turn: `from grader.sandbox import
+    Sandbox` names sandbox/box.py as a reader follows it."""
+    seen = set(imported)
+    todo = [m for m in imported if m.endswith("__init__.py")]
+    while todo:
+        for module in found.get(todo.pop(), set()) - seen:
+            seen.add(module)
+            if module.endswith("__init__.py"):
+                todo.append(module)
+    return seen
 
 
 def _resolved(module: str, name: str, level: int) -> str:

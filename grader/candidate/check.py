@@ -33,8 +33,8 @@ __all__ = [
     "NOT_RUN",
     "QUIET_WAIT_S",
     "CheckOutcome",
+    "memo_broken_rules",
     "memo_lines",
-    "read_memo",
     "report_folder",
     "run_check",
 ]
@@ -87,7 +87,7 @@ class CheckOutcome:
         )
 
 
-def read_memo(path: Path) -> list[BrokenRule]:
+def memo_broken_rules(path: Path) -> list[BrokenRule]:
     """The honesty findings of one memo file; an unreadable file is a ContractError naming it."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -200,7 +200,7 @@ def run_check(
     if submission is not None and "memo" not in graded and (not only or "memo" in only):
         echo("\n== memo (honesty rules)")
         memo = submission.path("memo")
-        outcome.memo = read_memo(memo)
+        outcome.memo = memo_broken_rules(memo)
         for line in memo_lines(memo, outcome.memo):
             echo(line)
     echo(f"\npublic criteria only: {outcome.score:g}/{outcome.max_score:g}; report: {outcome.report.resolve()}")

@@ -143,14 +143,14 @@ def memo(memo_file: Path) -> None:
     Exit status: 0 when every scored rule holds (advice does not count), 1 when one is broken,
     2 when FILE does not exist.
     """
-    from grader.candidate.check import memo_lines, read_memo
+    from grader.candidate.check import memo_broken_rules, memo_lines
     from grader.contract import ContractError
     from grader.criteria.memo_rules import errors
 
     if not memo_file.is_file():
         raise click.UsageError(f"{memo_file}: no such file")
     try:
-        findings = read_memo(memo_file)
+        findings = memo_broken_rules(memo_file)
     except ContractError as exc:
         raise click.UsageError(str(exc)) from None
     for line in memo_lines(memo_file, findings):

@@ -124,7 +124,7 @@ def on_runs_of(book: RecordBook, names: list[str]) -> list[str]:
 
     A replay is a grade at its seed and draws the unseen variants; a grade made without them (the selftest
     grades most chaff on their public runs) is compared with it on the public runs alone."""
-    drew = any(is_variant(key) for key in book.records)
+    drew = any(RunKey.parse(key).is_variant for key in book.records)
     return [name for name in names if drew or not is_variant(name)]
 
 

@@ -39,7 +39,9 @@ class GradeRequest:
     # where a section's commands run, opened on the submission's folder (None: a sandbox); a live exercise run by
     # hand gives a box whose commands the candidate starts (grader/live/hand_box.py)
     open_box: Callable[[Path], AbstractContextManager[Box]] | None = None
-    reruns: bool = True  # a borderline answer's runs made again (False: a run by hand, made once)
+    # a live exercise run by hand: made once (no reruns), its sections on the calling thread one after another (so
+    # Ctrl-C stops it while the candidate is waited for), and the grader's own errors raised to the command
+    by_hand: bool = False
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,10 @@ class SectionRunner:
 
     def run(self, todo: dict[str, list[Criterion]]) -> Ran:
         """Run every section of `todo` (section name -> its criteria to judge) and judge them."""
+        if self.request.by_hand:  # a person starts the commands: here, in turn, and an error is the command's
+            for name, criteria in todo.items():
+                self._account(name, self._run_and_judge(name, criteria))
+            return self.ran
         side = threading.Thread(target=self._untimed, args=(todo,), daemon=True)
         side.start()  # untimed sections (no timing checks) run beside the timed ones, whatever --sandboxes says
         timed = sorted(
@@ -125,6 +129,10 @@ class SectionRunner:
             why = f"the grader could not finish the {name} section ({type(exc).__name__}: {exc}); a person should look"
             self._leave_for_a_person(criteria, why, traceback.format_exc())
             return
+        self._account(name, live)
+
+    def _account(self, name: str, live: SectionRuns) -> None:
+        """What the section's runs cost: the candidate's own time, and the runs its criteria shared."""
         with self._lock:
             self.ran.inherent_s += live.inherent
             self.ran.section_s[name] = round(live.shared_s, 3)
@@ -169,7 +177,7 @@ class SectionRunner:
             self._record(unjudged(criterion, why), judged=False)
             return
         # a borderline answer: its runs are made again here, and judged as attempt 2
-        rerun = self.request.reruns and needs_rerun(first, self.rubric)
+        rerun = not self.request.by_hand and needs_rerun(first, self.rubric)
         second = self._attempt(section, criterion, live, 2) if rerun else None
         decision = decide(first, second, self.rubric)
         # its own time: the runs it read (each counted for every criterion that read it), judging it, and its reruns'
@@ -181,7 +189,7 @@ class SectionRunner:
     def _attempt(self, section: Section, criterion: Criterion, live: SectionRuns, attempt: int) -> Verdict | None:
         """The verdict of `criterion` at `attempt`, its runs made first if they are not yet."""
         objects = live.objects(criterion, attempt)
-        if objects is None:
+        if objects is None or section.facts(objects, criterion) is None:  # no verdict: no variant's runs made for it
             return None
         return judge_attempt(criterion, section, self.rubric, objects, live.variant(criterion, attempt))
 

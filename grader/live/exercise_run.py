@@ -122,6 +122,6 @@ def _by_hand(
         echo=echo,
         with_variants=False,
         open_box=lambda candidate: HandBox(candidate, folder, echo, wait_s=wait_s),
-        reruns=False,
+        by_hand=True,
     )
     return grade(request)

@@ -2,7 +2,7 @@
 
 The grade's runs are made in a sandbox whose network the candidate cannot reach. In an interview the
 candidate may rather run their own command in their own terminal (a debugger, their own flags, their own
-editor at hand). This box offers the sandbox's operations (the Box protocols of runs/) outside it: the
+editor at hand). This box offers the sandbox's operations (`Box`, grader/sandbox/box_api.py) outside it: the
 fake servers start in this process on free loopback ports (the harness's own ServerPool), the grader's
 requests go out through the harness's own loopback client (netops), and where the sandbox would start the
 candidate's command it prints the command and waits for the candidate to start it, within the exercise's

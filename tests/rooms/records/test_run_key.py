@@ -60,3 +60,18 @@ def test_the_sections_keys_are_run_keys_for_every_attempt() -> None:
             for key in keys:
                 parsed = RunKey.parse(key)
                 assert parsed.section == section.name and parsed.attempt == attempt, key
+
+
+def test_the_record_schema_takes_the_same_keys() -> None:
+    """A record's schema (schemas/grader/run-record.schema.json) holds `key` to the grammar RunKey reads, so a
+    record whose key RunKey refuses is refused as a record too, with the schema's message."""
+    import re
+
+    schema = json.loads((Path(__file__).parents[3] / "schemas" / "grader" / "run-record.schema.json").read_text())
+    pattern = re.compile(schema["properties"]["key"]["pattern"])
+    for _, key in _recorded_keys():
+        assert pattern.search(key), key
+    for bad in ["loadgen/baseline@1", "loadgen/baseline@10", "tests@0/x", "gateway.v0", "loadgen/a@2@2"]:
+        assert not pattern.search(bad), bad
+        with pytest.raises(RunKeyError):
+            RunKey.parse(bad)
