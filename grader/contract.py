@@ -269,7 +269,7 @@ def _memo_problems(submission: Submission) -> list[Problem]:
     if not memo.is_file():
         return [Problem("memo", f"memo: {name} does not exist", True)]
     try:  # the memo's front matter is part of the contract too; the grade scores it (memo.front-matter)
-        front = memo_front_matter(memo)
+        front = memo_front_matter(memo, str(name))  # named as the candidate wrote it, not by this machine's path
     except ContractError as exc:
         return [Problem("memo", f"memo: {exc}", False)]
     return [
@@ -398,15 +398,17 @@ def _yaml(path: Path) -> Any:
         raise ContractError(str(exc)) from None
 
 
-def memo_front_matter(path: Path) -> dict[str, Any]:
-    """The YAML mapping between the memo's first two `---` lines (the one reader `grader grade` uses too)."""
+def memo_front_matter(path: Path, name: str | None = None) -> dict[str, Any]:
+    """The YAML mapping between the memo's first two `---` lines (the one reader `grader grade` uses too); errors
+    name the file as `name` (its path in the submission, as submission.yaml gives it), else by `path`."""
+    shown = name or str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ContractError(f"{path}: cannot read ({exc.strerror})") from None
+        raise ContractError(f"{shown}: cannot read ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
-        raise ContractError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        raise ContractError(f"{shown}: not UTF-8 text (byte {exc.start})") from None
     try:
-        return split_front_matter(text, source=str(path)).data
+        return split_front_matter(text, source=shown).data
     except YamlError as exc:
         raise ContractError(str(exc)) from None

@@ -130,3 +130,14 @@ def test_a_grade_skips_exactly_the_parts_the_check_says_and_grades_the_others(tm
     assert "skipped" not in by_part["manifests"] and "failed" in by_part["manifests"]
     assert any("memo/MEMO.md does not exist" in p for p in result.contract_problems)
     assert any("manifests/values.yaml does not exist" in p for p in result.contract_problems)
+
+
+def test_a_memo_without_front_matter_is_named_as_submission_yaml_names_it(tmp_path: Path) -> None:
+    """The problem names the memo by its path in the submission, never by this machine's folders (a report travels
+    to the hiring team, and a recording to another checkout)."""
+    folder = tmp_path / "sub"
+    shutil.copytree(REFERENCE, folder, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    (folder / "memo" / "MEMO.md").write_text("no front matter here\n", encoding="utf-8")
+    lines = [p.message for p in check_submission(folder).problems if p.part == "memo"]
+    assert lines and lines[0].startswith("memo: memo/MEMO.md: line 1:"), lines
+    assert not any(str(tmp_path) in line for line in lines)

@@ -26,7 +26,8 @@ def _recorded_keys() -> list[tuple[str, str]]:
 
 def test_every_recorded_key_reads_back_to_itself_and_its_file() -> None:
     keys = _recorded_keys()
-    assert any("@2" in key for _, key in keys) and any(".v1" in key for _, key in keys)  # reruns and variants too
+    # the unseen variants' keys among them; a recorded rerun is the machine's luck, so reruns are the sections' below
+    assert any(".v1" in key for _, key in keys)
     for file, key in keys:
         parsed = RunKey.parse(key)
         assert str(parsed) == key
