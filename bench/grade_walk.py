@@ -158,6 +158,25 @@ def _floors() -> dict[str, int]:
     return {room: level for level, rooms in enumerate(FLOORS) for room, _ in rooms}
 
 
+def _walk_of(checkout: Path, only: tuple[str, ...]) -> dict[str, Any]:
+    """The same walk with `checkout`'s grader and its own `.venv`; a checkout that cannot make it is named, and why."""
+    python = checkout / ".venv" / "bin" / "python"
+    if not python.is_file():
+        raise SystemExit(f"--against {checkout}: no {python} (run `make .venv/.installed` in that checkout first)")
+    other = subprocess.run(
+        [str(python), str(Path(__file__).resolve()), "--json"] + [flag for part in only for flag in ("--only", part)],
+        cwd=checkout,
+        env={"PYTHONPATH": str(checkout), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if other.returncode != 0:
+        raise SystemExit(f"--against {checkout}: its walk failed (exit {other.returncode}):\n{other.stderr[-2000:]}")
+    found: dict[str, Any] = json.loads(other.stdout.strip().splitlines()[-1])
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", help="criteria or deliverables graded (default: a spread of both)")
@@ -168,18 +187,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(walk(only)))
         return
-    runs = {"this": walk(only)}
-    if args.against is not None:
-        other = subprocess.run(
-            [str(args.against / ".venv" / "bin" / "python"), str(Path(__file__).resolve()), "--json"]
-            + [flag for part in only for flag in ("--only", part)],
-            cwd=args.against,
-            env={"PYTHONPATH": str(args.against), "PATH": "/usr/bin:/bin"},
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        runs["against"] = json.loads(other.stdout.strip().splitlines()[-1])
+    against = _walk_of(args.against, only) if args.against is not None else None  # a checkout that cannot: at once
+    runs = {"this": walk(only)} | ({"against": against} if against is not None else {})
     for label, found in runs.items():
         print(
             f"{label}: {found['score']}, {found['modules']} modules in {found['rooms']} rooms, "

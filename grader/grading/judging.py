@@ -1,7 +1,7 @@
 """Judging: a criterion's verdict from its run records, and the one rule for a borderline answer.
 
-The same code judges during a grade and in `grader rejudge`: `judge_attempt` judges one attempt's
-objects (its unseen variants' apart), `needs_rerun` says whether that answer is borderline, and
+The same code judges during a grade and in `grader rejudge`: `judge` judges one attempt's public runs and
+`with_variants` adds its unseen variants' verdict, judged apart; `needs_rerun` says whether that answer is borderline, and
 `decide` turns attempt 1's verdict, and attempt 2's when there was one, into the decision; borderline
 twice is `inconclusive`. Whoever holds the runs makes attempt 2 when `needs_rerun` says so (the
 grade's runner runs it, a re-judge reads it back). A check is a pure function; so is everything here:
@@ -19,7 +19,7 @@ from grader.grading.sections import Section
 from grader.outcome import CriterionResult, Evidence, Status, Unseen, Visibility
 from grader.rubric import Criterion, Rubric
 
-__all__ = ["Decision", "Variant", "decide", "judge", "judge_attempt", "needs_rerun", "result_of", "skipped", "unjudged"]
+__all__ = ["Decision", "Variant", "decide", "judge", "needs_rerun", "result_of", "skipped", "unjudged", "with_variants"]
 
 #: The unseen variants' runs at an attempt: the criterion as judged on them, and their objects.
 Variant = tuple[Criterion, list[Any]]
@@ -45,15 +45,10 @@ def judge(criterion: Criterion, section: Section, objects: list[Any], rubric: Ru
     return verdict
 
 
-def judge_attempt(
-    criterion: Criterion, section: Section, rubric: Rubric, objects: list[Any], variant: Variant | None = None
-) -> Verdict | None:
-    """The verdict of one attempt: its public runs' objects, with its unseen variants' judged apart and carried
-    beside it (`variant`: the criterion as judged on them and their objects). None: the objects do not cover it."""
-    verdict = judge(criterion, section, objects, rubric)
-    if verdict is None or variant is None:
-        return verdict
-    unseen = judge(variant[0], section, variant[1], rubric)
+def with_variants(verdict: Verdict, section: Section, rubric: Rubric, variant: Variant | None) -> Verdict:
+    """An attempt's verdict on its public runs with its unseen variants' judged apart and carried beside it
+    (`variant`: the criterion as judged on them, and their objects; None: no variant covers it)."""
+    unseen = judge(variant[0], section, variant[1], rubric) if variant is not None else None
     return verdict if unseen is None else with_unseen(verdict, unseen)
 
 

@@ -25,12 +25,13 @@ from grader.grading.grade import RUNS
 from grader.grading.judging import (
     Variant,
     decide,
-    judge_attempt,
+    judge,
     needs_rerun,
     not_in_brief,
     result_of,
     skipped,
     unjudged,
+    with_variants,
 )
 from grader.grading.sections import NO_VARIANTS, SECTIONS, Section, Varied
 from grader.outcome import CriterionResult, Grade
@@ -138,11 +139,10 @@ def _judged(
 
     def attempt(n: int) -> Verdict | None:
         objects = _read(section, section.keys(criterion, n), book, loaded)
-        if objects is None:
+        verdict = judge(criterion, section, objects, rubric) if objects is not None else None
+        if verdict is None:
             return None
-        return judge_attempt(
-            criterion, section, rubric, objects, _stored_variant(section, criterion, n, varied, book, loaded)
-        )
+        return with_variants(verdict, section, rubric, _stored_variant(section, criterion, n, varied, book, loaded))
 
     first = attempt(1)
     if first is None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from grader.contract import Submission
 from grader.criteria.verdict import Verdict
-from grader.grading.judging import decide, judge_attempt, needs_rerun, result_of, unjudged
+from grader.grading.judging import decide, judge, needs_rerun, result_of, unjudged, with_variants
 from grader.grading.request import GradeRequest, UnseenMaterial
 from grader.grading.section_runs import SectionRuns
 from grader.grading.sections import NO_VARIANTS, SECTIONS, Context, Section
@@ -189,9 +189,10 @@ class SectionRunner:
     def _attempt(self, section: Section, criterion: Criterion, live: SectionRuns, attempt: int) -> Verdict | None:
         """The verdict of `criterion` at `attempt`, its runs made first if they are not yet."""
         objects = live.objects(criterion, attempt)
-        if objects is None or section.facts(objects, criterion) is None:  # no verdict: no variant's runs made for it
+        verdict = judge(criterion, section, objects, self.rubric) if objects is not None else None
+        if verdict is None:  # its runs do not cover it: no unseen variant's runs are made for it either
             return None
-        return judge_attempt(criterion, section, self.rubric, objects, live.variant(criterion, attempt))
+        return with_variants(verdict, section, self.rubric, live.variant(criterion, attempt))
 
 
 def _runs_s(section: Section, criterion: Criterion, live: SectionRuns, attempt: int) -> float:

@@ -119,25 +119,10 @@ def test_the_fake_servers_readme_lists_every_fault_kind() -> None:
 def test_recipes_lists_every_gateway_case_kind_the_rubric_takes() -> None:
     """docs/recipes.md's "`kind` (`one`, ...: how the runner drives it" is the rubric schema's every case kind."""
     schema = json.loads((ROOT / "schemas" / "grader" / "rubric.schema.json").read_text(encoding="utf-8"))
-    kinds = set(_find_enum(schema, "kind"))
+    kinds = set(schema["$defs"]["gateway"]["properties"]["cases"]["items"]["properties"]["kind"]["enum"])
     text = " ".join((ROOT / "docs" / "recipes.md").read_text(encoding="utf-8").split())
     found = re.search(r"`kind` \(([^:]+): how the runner drives it", text)
     assert found and set(re.findall(r"`([a-z-]+)`", found[1])) == kinds
-
-
-def _find_enum(node: object, key: str) -> list[str]:
-    """The enum of the first property named `key` anywhere in a schema."""
-    if isinstance(node, dict):
-        if isinstance(node.get(key), dict) and "enum" in node[key]:
-            return list(node[key]["enum"])
-        for value in node.values():
-            if found := _find_enum(value, key):
-                return found
-    if isinstance(node, list):
-        for value in node:
-            if found := _find_enum(value, key):
-                return found
-    return []
 
 
 def test_the_docs_index_lists_every_page() -> None:

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
+from kit_paths import ROOT
 
 from grader.grading.sections import NO_VARIANTS, SECTIONS
 from grader.records.keys import RunKey, RunKeyError
 from grader.rubric import Criterion
 
-FIXTURES = Path(__file__).parents[2] / "fixtures" / "runs"
+FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 
 
 def _recorded_keys() -> list[tuple[str, str]]:
@@ -68,7 +68,7 @@ def test_the_record_schema_takes_the_same_keys() -> None:
     record whose key RunKey refuses is refused as a record too, with the schema's message."""
     import re
 
-    schema = json.loads((Path(__file__).parents[3] / "schemas" / "grader" / "run-record.schema.json").read_text())
+    schema = json.loads((ROOT / "schemas" / "grader" / "run-record.schema.json").read_text())
     pattern = re.compile(schema["properties"]["key"]["pattern"])
     for _, key in _recorded_keys():
         assert pattern.search(key), key
